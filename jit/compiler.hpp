@@ -1,0 +1,31 @@
+// NVRTC wrapper: one generated source + the embedded headers -> cubin for one arch.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "jit/arch.hpp"
+
+namespace chord {
+
+struct CompileRequest {
+  std::string name;                  // for logs and dumps, e.g. "int4_dequant_codes"
+  std::string source;                // generated instantiation text
+  Arch arch;
+  std::vector<std::string> options;  // extra NVRTC options (arch and standard are added)
+};
+
+// The full option list NVRTC receives (part of the cache key).
+std::vector<std::string> nvrtc_options(const CompileRequest& request);
+
+// "13.0"
+std::string nvrtc_version();
+
+// Compiles to a cubin. On failure throws Error(CHORD_ERROR_COMPILE) with the NVRTC log and
+// the path where the generated source was dumped.
+std::vector<char> compile_to_cubin(const CompileRequest& request, const std::string& dump_dir);
+
+// NVRTC invocations in this process (tests count them to prove cache hits).
+uint64_t nvrtc_compile_count();
+
+}  // namespace chord

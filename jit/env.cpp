@@ -1,0 +1,75 @@
+#include "jit/env.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <unistd.h>
+
+#include "jit/error.hpp"
+
+namespace chord {
+namespace {
+
+const char* get(const char* name) {
+  const char* value = std::getenv(name);
+  return value;
+}
+
+std::optional<bool> read_flag(const char* name) {
+  const char* value = get(name);
+  if (value == nullptr) return std::nullopt;
+  std::string v(value);
+  if (v == "0") return false;
+  if (v == "1") return true;
+  fail(CHORD_ERROR_ENVIRONMENT, "environment variable {}='{}' is invalid: expected 0 or 1", name, v);
+}
+
+std::optional<int> read_positive_int(const char* name) {
+  const char* value = get(name);
+  if (value == nullptr) return std::nullopt;
+  std::string v(value);
+  char* end = nullptr;
+  errno = 0;
+  long parsed = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || parsed <= 0 || parsed > (1 << 20)) {
+    fail(CHORD_ERROR_ENVIRONMENT, "environment variable {}='{}' is invalid: expected a positive integer",
+         name, v);
+  }
+  return static_cast<int>(parsed);
+}
+
+std::string default_cache_dir() {
+  const char* home = get("HOME");
+  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/chord";
+  return "/tmp/chord-cache-" + std::to_string(getuid());
+}
+
+}  // namespace
+
+Environment read_environment() {
+  Environment e;
+  if (const char* dir = get("CHORD_CACHE_DIR")) {
+    std::string d(dir);
+    if (d.empty()) fail(CHORD_ERROR_ENVIRONMENT, "environment variable CHORD_CACHE_DIR is set but empty");
+    if (d[0] != '/') {
+      fail(CHORD_ERROR_ENVIRONMENT, "environment variable CHORD_CACHE_DIR='{}' is invalid: expected an absolute path", d);
+    }
+    e.cache_dir = d;
+  } else {
+    e.cache_dir = default_cache_dir();
+  }
+  e.jit_debug = read_flag("CHORD_JIT_DEBUG").value_or(false);
+  e.dump_source = read_flag("CHORD_JIT_DUMP_SOURCE").value_or(false);
+  e.sm90_decode = read_flag("CHORD_SM90_DECODE");
+  e.w4a16_bm = read_positive_int("CHORD_W4A16_BM");
+  e.w4a16_bn = read_positive_int("CHORD_W4A16_BN");
+  e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");
+  e.w4a16_stages = read_positive_int("CHORD_W4A16_STAGES");
+  return e;
+}
+
+const Environment& env() {
+  static const Environment environment = read_environment();
+  return environment;
+}
+
+}  // namespace chord

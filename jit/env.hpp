@@ -1,0 +1,27 @@
+// Every CHORD_* environment variable is read here and nowhere else. An invalid value is
+// an Error(CHORD_ERROR_ENVIRONMENT) naming the variable. docs/environment.md lists them.
+#pragma once
+#include <optional>
+#include <string>
+
+namespace chord {
+
+struct Environment {
+  std::string cache_dir;             // CHORD_CACHE_DIR (default ~/.cache/chord)
+  bool jit_debug = false;            // CHORD_JIT_DEBUG=0|1: log compiles, cache hits, header source
+  bool dump_source = false;          // CHORD_JIT_DUMP_SOURCE=0|1: write generated source next to the cubin
+  std::optional<bool> sm90_decode;   // CHORD_SM90_DECODE=0|1: force the decode schedule off/on
+  std::optional<int> w4a16_bm;       // CHORD_W4A16_BM / _BN / _BK / _STAGES: force one config
+  std::optional<int> w4a16_bn;
+  std::optional<int> w4a16_bk;
+  std::optional<int> w4a16_stages;
+};
+
+// Reads the process environment now (throws on an invalid value).
+Environment read_environment();
+
+// The environment as read at first use; later changes to the process environment are
+// not seen (read it once so the launch path never parses strings).
+const Environment& env();
+
+}  // namespace chord

@@ -1,0 +1,37 @@
+#include "jit/families/int4_dequant.hpp"
+
+#include <fmt/format.h>
+
+namespace chord {
+
+KernelDescriptor Int4DequantConfig::descriptor(const Arch& arch) const {
+  KernelDescriptor d;
+  d.family = KernelFamily::kInt4Dequant;
+  d.arch = arch;
+  d.params[0] = format;
+  d.params[1] = threads;
+  return d;
+}
+
+Int4DequantConfig Int4DequantConfig::from(const KernelDescriptor& d) {
+  Int4DequantConfig c;
+  c.format = static_cast<Int4SourceFormat>(d.params[0]);
+  c.threads = d.params[1];
+  return c;
+}
+
+KernelSource Int4DequantConfig::source() const {
+  KernelSource s;
+  s.name = fmt::format("int4_dequant_{}_t{}", format == kInt4Codes ? "codes" : "compressed", threads);
+  s.text = fmt::format(R"(#include "int4_dequant.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::Int4DequantArgs args) {{
+  chord::int4_dequant_body<{format}>(args);
+}}
+)",
+                       fmt::arg("threads", threads), fmt::arg("format", static_cast<int>(format)));
+  s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads), 0, 1});
+  return s;
+}
+
+}  // namespace chord

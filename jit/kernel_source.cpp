@@ -1,0 +1,23 @@
+#include "jit/kernel_source.hpp"
+
+#include <fmt/format.h>
+
+#include "jit/error.hpp"
+#include "jit/families/int4_dequant.hpp"
+
+namespace chord {
+
+std::string kernel_meta_definition(const KernelMeta& meta) {
+  return fmt::format("\nextern \"C\" __constant__ unsigned int chord_kernel_meta[4] = {{{}u, {}u, {}u, 0u}};\n",
+                     meta.threads, meta.shared_bytes, meta.cluster_size);
+}
+
+KernelSource generate_kernel_source(const KernelDescriptor& descriptor) {
+  switch (descriptor.family) {
+    case KernelFamily::kInt4Dequant: return Int4DequantConfig::from(descriptor).source();
+    default: break;
+  }
+  fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
+}
+
+}  // namespace chord

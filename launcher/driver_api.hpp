@@ -1,0 +1,69 @@
+// The CUDA Driver API, loaded lazily with dlopen("libcuda.so.1") so that the library
+// loads, and its CPU tests and `chord precompile` run, on a machine with no driver.
+// Entry points are resolved through cuGetProcAddress at the version of the cuda.h we
+// were built against.
+#pragma once
+#include <string>
+
+#include <cuda.h>
+
+namespace chord {
+
+#define CHORD_DRIVER_FUNCTIONS(X) \
+  X(cuInit)                       \
+  X(cuGetErrorString)             \
+  X(cuDriverGetVersion)           \
+  X(cuDeviceGetCount)             \
+  X(cuDeviceGet)                  \
+  X(cuDeviceGetName)              \
+  X(cuDeviceGetAttribute)         \
+  X(cuDevicePrimaryCtxRetain)     \
+  X(cuCtxGetCurrent)              \
+  X(cuCtxSetCurrent)              \
+  X(cuCtxGetDevice)               \
+  X(cuStreamGetCtx)               \
+  X(cuModuleLoadData)             \
+  X(cuModuleUnload)               \
+  X(cuModuleGetFunction)          \
+  X(cuFuncSetAttribute)           \
+  X(cuLaunchKernelEx)             \
+  X(cuTensorMapEncodeTiled)       \
+  X(cuMemAlloc)                   \
+  X(cuMemFree)                    \
+  X(cuMemcpyHtoD)                 \
+  X(cuMemcpyDtoH)                 \
+  X(cuMemsetD8)                   \
+  X(cuMemsetD8Async)              \
+  X(cuStreamCreate)               \
+  X(cuStreamDestroy)              \
+  X(cuStreamSynchronize)          \
+  X(cuStreamBeginCapture)         \
+  X(cuStreamEndCapture)           \
+  X(cuGraphInstantiateWithFlags)  \
+  X(cuGraphLaunch)                \
+  X(cuGraphExecDestroy)           \
+  X(cuGraphDestroy)               \
+  X(cuEventCreate)                \
+  X(cuEventRecord)                \
+  X(cuEventSynchronize)           \
+  X(cuEventElapsedTime)           \
+  X(cuEventDestroy)
+
+struct DriverApi {
+#define CHORD_DECLARE_DRIVER_FUNCTION(name) decltype(&::name) name = nullptr;
+  CHORD_DRIVER_FUNCTIONS(CHORD_DECLARE_DRIVER_FUNCTION)
+#undef CHORD_DECLARE_DRIVER_FUNCTION
+};
+
+// Whether libcuda loaded and cuInit succeeded; `why` says what went wrong otherwise.
+bool driver_available(std::string* why = nullptr);
+
+// The loaded driver; throws Error(CHORD_ERROR_NO_DRIVER) when it is unavailable.
+const DriverApi& driver();
+
+// Throws Error(CHORD_ERROR_CUDA) naming the call when result is not CUDA_SUCCESS.
+void check_cuda(CUresult result, const char* call);
+
+#define CHORD_CU(call) ::chord::check_cuda((call), #call)
+
+}  // namespace chord

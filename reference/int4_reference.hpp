@@ -1,0 +1,19 @@
+// CPU reference for INT4 group-32 weights (the contract of ARCHITECTURE.md).
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace chord::ref {
+
+// compressed-tensors int32 [rows, K/8] -> one code per byte [rows, K]
+// (element j of each group of 8 in bits 4j..4j+3).
+std::vector<uint8_t> compressed_to_codes(const std::vector<int32_t>& packed, int64_t rows, int64_t k);
+
+// codes [rows, K] -> compressed-tensors int32 [rows, K/8]
+std::vector<int32_t> codes_to_compressed(const std::vector<uint8_t>& codes, int64_t rows, int64_t k);
+
+// out[r][k] = bf16((code - 8) * scale[r][k/32]); scales are BF16 bits [rows, K/32].
+std::vector<uint16_t> dequantize_codes(const std::vector<uint8_t>& codes, const std::vector<uint16_t>& scales,
+                                       int64_t rows, int64_t k);
+
+}  // namespace chord::ref

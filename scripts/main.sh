@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The main job: set up, build, and precompile every kernel of a profile into the disk
+# cache (works without a GPU). Usage: scripts/main.sh [ARCH] [PROFILE]  (sm_90a, all)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+build/chord info
+build/chord precompile --arch "${1:-sm_90a}" --profile "${2:-all}"

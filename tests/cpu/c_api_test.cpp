@@ -1,0 +1,82 @@
+// The C API rejects bad arguments with a status and a message naming the argument,
+// launches nothing, and stays usable afterwards.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <thread>
+
+#include "chord/chord.h"
+#include "launcher/driver_api.hpp"
+
+namespace {
+
+// Any 16-byte-aligned non-null address: validation fails before it is ever dereferenced.
+void* fake(uintptr_t offset = 0) { return reinterpret_cast<void*>(uintptr_t{0x10000} + offset); }
+
+void expect_invalid(chord_status_t status, const char* argument) {
+  CHECK(status == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find(argument) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("c api: version and status strings", "[capi]") {
+  CHECK(chord_api_version() == CHORD_API_VERSION);
+  CHECK(std::string(chord_version()).size() >= 5);
+  CHECK(std::string(chord_status_string(CHORD_ERROR_INVALID_ARGUMENT)) == "invalid argument");
+  CHECK(std::string(chord_status_string(static_cast<chord_status_t>(99))) == "unknown status");
+}
+
+TEST_CASE("c api: null pointers are rejected by name", "[capi]") {
+  expect_invalid(chord_int4_dequantize_codes(nullptr, fake(), fake(), 1, 64, 64, nullptr), "codes");
+  expect_invalid(chord_int4_dequantize_compressed(nullptr, fake(), fake(), 1, 64, 64, nullptr), "packed");
+  expect_invalid(chord_int4_dequantize_codes(fake(), nullptr, fake(), 1, 64, 64, nullptr), "scales");
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), nullptr, 1, 64, 64, nullptr), "out");
+}
+
+TEST_CASE("c api: misaligned pointers are rejected by name", "[capi]") {
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), fake(8), 1, 64, 64, nullptr), "out");
+  expect_invalid(chord_int4_dequantize_compressed(fake(2), fake(), fake(), 1, 64, 64, nullptr), "packed");
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(1), fake(), 1, 64, 64, nullptr), "scales");
+}
+
+TEST_CASE("c api: bad shapes are rejected by name", "[capi]") {
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), fake(), 1, 64, 48, nullptr), "K");
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), fake(), -1, 64, 64, nullptr), "E");
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), fake(), 1, -5, 64, nullptr), "N");
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), fake(), 1 << 20, 1 << 24, 1 << 20, nullptr), "E*N*K");
+}
+
+TEST_CASE("c api: empty work succeeds without touching memory", "[capi]") {
+  CHECK(chord_int4_dequantize_codes(nullptr, nullptr, nullptr, 0, 64, 64, nullptr) == CHORD_SUCCESS);
+  CHECK(chord_int4_dequantize_compressed(nullptr, nullptr, nullptr, 4, 0, 64, nullptr) == CHORD_SUCCESS);
+  CHECK(std::string(chord_last_error()).empty());
+}
+
+TEST_CASE("c api: the last error is per thread", "[capi]") {
+  expect_invalid(chord_int4_dequantize_codes(nullptr, fake(), fake(), 1, 64, 64, nullptr), "codes");
+  std::string other;
+  std::thread([&] { other = chord_last_error(); }).join();
+  CHECK(other.empty());
+  CHECK_FALSE(std::string(chord_last_error()).empty());
+}
+
+TEST_CASE("c api: valid input without a driver reports NO_DRIVER and stays usable", "[capi]") {
+  std::string why;
+  if (chord::driver_available(&why)) {
+    WARN("a CUDA driver is present; the no-driver path is covered on CPU machines only");
+    return;
+  }
+  chord_status_t status = chord_int4_dequantize_codes(fake(), fake(), fake(), 1, 64, 64, nullptr);
+  CHECK(status == CHORD_ERROR_NO_DRIVER);
+  CHECK(std::string(chord_last_error()).find("libcuda") != std::string::npos);
+  // Still usable: a later bad call gets its own precise message.
+  expect_invalid(chord_int4_dequantize_codes(fake(), fake(), fake(), 1, 64, 33, nullptr), "K");
+}
+
+TEST_CASE("c api: jit stats are readable", "[capi]") {
+  chord_jit_stats_t stats{};
+  chord_get_jit_stats(&stats);
+  chord_get_jit_stats(nullptr);  // tolerated
+  CHECK(stats.disk_rebuilds <= stats.nvrtc_compiles + stats.disk_hits + 1);
+}

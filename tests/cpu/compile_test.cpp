@@ -1,0 +1,95 @@
+// NVRTC compiles every kernel family for every arch on a machine without a GPU, and the
+// cubin says which arch it is for and carries its launch metadata.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "jit/arch.hpp"
+#include "jit/compiler.hpp"
+#include "jit/cubin_info.hpp"
+#include "jit/error.hpp"
+#include "jit/families/int4_dequant.hpp"
+#include "jit/profiles.hpp"
+#include "jit/runtime.hpp"
+
+namespace {
+
+chord::CompiledKernel compile_dequant(const std::string& arch_name, chord::Int4SourceFormat format) {
+  chord::Int4DequantConfig config;
+  config.format = format;
+  return *chord::JitRuntime::global().compile(config.descriptor(chord::parse_arch(arch_name)));
+}
+
+void check_arch(const std::string& arch_name) {
+  for (auto format : {chord::kInt4Codes, chord::kInt4Compressed}) {
+    auto kernel = compile_dequant(arch_name, format);
+    chord::Arch arch = chord::parse_arch(arch_name);
+    CHECK(kernel.info.sm == arch.sm());
+    CHECK(kernel.info.arch == arch_name);
+    REQUIRE(kernel.info.has_meta);
+    CHECK(kernel.info.meta.threads == 256);
+    CHECK(kernel.info.meta.cluster_size == 1);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("compile: dequant kernels for sm_90a, ELF reports sm_90a", "[compile]") { check_arch("sm_90a"); }
+TEST_CASE("compile: dequant kernels for sm_100a, ELF reports sm_100a", "[compile]") { check_arch("sm_100a"); }
+TEST_CASE("compile: dequant kernels for sm_80, ELF reports sm_80", "[compile]") { check_arch("sm_80"); }
+TEST_CASE("compile: dequant kernels for sm_103a and sm_120a", "[compile]") {
+  check_arch("sm_103a");
+  check_arch("sm_120a");
+}
+
+TEST_CASE("compile: every profile kernel compiles for every supported arch", "[compile]") {
+  for (const char* const* arch = chord::supported_arch_names(); *arch != nullptr; ++arch) {
+    for (const auto& d : chord::profile_descriptors("all", chord::parse_arch(*arch))) {
+      auto kernel = chord::JitRuntime::global().compile(d);
+      CHECK(kernel->info.arch == *arch);
+      CHECK(kernel->info.has_meta);
+    }
+  }
+}
+
+TEST_CASE("compile: an NVRTC error reports the log and where the source was dumped", "[compile]") {
+  chord::CompileRequest request{"broken_kernel", "extern \"C\" __global__ void chord_entry() { undeclared_thing(); }",
+                                chord::parse_arch("sm_90a"), {}};
+  try {
+    chord::compile_to_cubin(request, "/tmp");
+    FAIL("a broken source compiled");
+  } catch (const chord::Error& e) {
+    std::string message = e.what();
+    CHECK(e.status() == CHORD_ERROR_COMPILE);
+    CHECK(message.find("undeclared_thing") != std::string::npos);
+    auto at = message.find("generated source: ");
+    INFO(message);
+    REQUIRE(at != std::string::npos);
+    std::string path = message.substr(at + 18);
+    std::ifstream dumped(path);
+    REQUIRE(dumped.good());
+    std::string text((std::istreambuf_iterator<char>(dumped)), std::istreambuf_iterator<char>());
+    CHECK(text == request.source);
+    std::remove(path.c_str());
+  }
+}
+
+TEST_CASE("compile: the cubin reader rejects bytes that are not a CUDA ELF", "[compile]") {
+  std::vector<char> junk(256, 'x');
+  CHECK_THROWS_AS(chord::read_cubin_info(junk), chord::Error);
+  std::vector<char> empty;
+  CHECK_THROWS_AS(chord::read_cubin_info(empty), chord::Error);
+}
+
+TEST_CASE("arch: names parse, unknown names and old GPUs are rejected", "[arch]") {
+  CHECK(chord::parse_arch("sm_90a").sm() == 90);
+  CHECK(chord::parse_arch("sm_90a").family_specific);
+  CHECK(chord::parse_arch("sm_100a").major == 10);
+  CHECK_FALSE(chord::parse_arch("sm_80").family_specific);
+  CHECK_THROWS_AS(chord::parse_arch("sm_90"), chord::Error);
+  CHECK_THROWS_AS(chord::parse_arch("sm_75"), chord::Error);
+  CHECK(chord::arch_for_device(9, 0).name() == "sm_90a");
+  CHECK(chord::arch_for_device(10, 0).name() == "sm_100a");
+  CHECK(chord::arch_for_device(8, 6).name() == "sm_86");
+  CHECK_THROWS_AS(chord::arch_for_device(7, 5), chord::Error);
+}

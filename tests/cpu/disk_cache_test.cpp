@@ -1,0 +1,207 @@
+// The disk cache: hits without NVRTC, corruption, truncation, races, unusable folders.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <fstream>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache/disk_cache.hpp"
+#include "jit/compiler.hpp"
+#include "jit/families/int4_dequant.hpp"
+#include "jit/runtime.hpp"
+#include "test_support.hpp"
+
+using chord::test::list_dir;
+using chord::test::TempDir;
+
+namespace {
+
+chord::KernelDescriptor dequant_descriptor() {
+  return chord::Int4DequantConfig{}.descriptor(chord::parse_arch("sm_90a"));
+}
+
+std::vector<std::string> cubin_entries(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& n : list_dir(dir + "/kernels")) {
+    if (n.size() > 6 && n.substr(n.size() - 6) == ".cubin") out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+}  // namespace
+
+TEST_CASE("disk cache: a hit returns identical bytes with zero NVRTC calls", "[cache]") {
+  TempDir dir;
+  std::vector<char> first;
+  {
+    chord::JitRuntime runtime(dir.path());
+    first = runtime.compile(dequant_descriptor())->cubin;
+  }
+  REQUIRE(cubin_entries(dir.path()).size() == 1);
+  chord::JitRuntime fresh(dir.path());  // a new runtime, as in a new process
+  uint64_t before = chord::nvrtc_compile_count();
+  auto again = fresh.compile(dequant_descriptor());
+  CHECK(chord::nvrtc_compile_count() == before);
+  CHECK(again->cubin == first);
+  CHECK(fresh.stats().disk_hits == 1);
+  fresh.compile(dequant_descriptor());  // the memo answers now
+  CHECK(fresh.stats().disk_hits == 1);
+  CHECK(chord::nvrtc_compile_count() == before);
+}
+
+TEST_CASE("disk cache: a corrupt entry is rebuilt", "[cache]") {
+  TempDir dir;
+  std::vector<char> good;
+  {
+    chord::JitRuntime runtime(dir.path());
+    good = runtime.compile(dequant_descriptor())->cubin;
+  }
+  std::string path = dir.path() + "/kernels/" + cubin_entries(dir.path()).at(0);
+  auto bytes = read_bytes(path);
+  bytes[bytes.size() / 2] ^= 0x5a;  // flip bits in the payload
+  write_bytes(path, bytes);
+  chord::JitRuntime runtime(dir.path());
+  uint64_t before = chord::nvrtc_compile_count();
+  auto rebuilt = runtime.compile(dequant_descriptor());
+  CHECK(chord::nvrtc_compile_count() == before + 1);
+  CHECK(runtime.stats().disk_rebuilds == 1);
+  CHECK(rebuilt->cubin == good);
+  CHECK(read_bytes(path) == chord::encode_cache_entry(rebuilt->key, good));  // republished, valid
+}
+
+TEST_CASE("disk cache: truncated entries are rebuilt", "[cache]") {
+  TempDir dir;
+  std::vector<char> good;
+  {
+    chord::JitRuntime runtime(dir.path());
+    good = runtime.compile(dequant_descriptor())->cubin;
+  }
+  std::string path = dir.path() + "/kernels/" + cubin_entries(dir.path()).at(0);
+  auto bytes = read_bytes(path);
+  for (size_t keep : {bytes.size() - 1, size_t{20}, size_t{0}}) {
+    write_bytes(path, std::vector<char>(bytes.begin(), bytes.begin() + static_cast<long>(keep)));
+    chord::JitRuntime runtime(dir.path());
+    uint64_t before = chord::nvrtc_compile_count();
+    CHECK(runtime.compile(dequant_descriptor())->cubin == good);
+    CHECK(chord::nvrtc_compile_count() == before + 1);
+    CHECK(runtime.stats().disk_rebuilds == 1);
+  }
+}
+
+TEST_CASE("disk cache: an entry stored under another key is rejected", "[cache]") {
+  TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::KernelKey a{1, 2}, b{3, 4};
+  std::vector<char> payload = {'c', 'u', 'b', 'i', 'n'};
+  cache.store(a, payload);
+  REQUIRE(cache.load(a) == payload);
+  write_bytes(cache.entry_path(b), read_bytes(cache.entry_path(a)));  // misplaced copy
+  CHECK_FALSE(cache.load(b).has_value());
+  CHECK(cache.rebuilds() == 1);
+}
+
+TEST_CASE("disk cache: 8 processes racing on one key all succeed and leave one valid entry", "[cache]") {
+  TempDir dir;
+  int gate[2];
+  REQUIRE(pipe(gate) == 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 8; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) > 0) {
+      }  // all start together when the parent closes the gate
+      try {
+        chord::JitRuntime runtime(dir.path());
+        auto k = runtime.compile(dequant_descriptor());
+        _exit(k->info.has_meta ? 0 : 3);
+      } catch (...) {
+        _exit(4);
+      }
+    }
+    children.push_back(pid);
+  }
+  close(gate[0]);
+  close(gate[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  CHECK(cubin_entries(dir.path()).size() == 1);
+  CHECK(list_dir(dir.path() + "/kernels").size() == 1);  // no temp files left
+  chord::JitRuntime runtime(dir.path());
+  uint64_t before = chord::nvrtc_compile_count();
+  CHECK(runtime.compile(dequant_descriptor())->info.has_meta);
+  CHECK(chord::nvrtc_compile_count() == before);
+  CHECK(runtime.stats().disk_hits == 1);
+}
+
+TEST_CASE("disk cache: a process killed while compiling leaves no visible entry", "[cache]") {
+  TempDir dir;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    chord::JitRuntime runtime(dir.path());
+    runtime.compile(dequant_descriptor());
+    _exit(0);
+  }
+  usleep(150 * 1000);  // well inside the NVRTC compile
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  // Whatever the kill interrupted, no partial entry may be visible: an entry is either
+  // absent or complete (loading it needs no rebuild).
+  CHECK(cubin_entries(dir.path()).size() <= 1);
+  chord::JitRuntime runtime(dir.path());
+  CHECK(runtime.compile(dequant_descriptor())->info.has_meta);
+  CHECK(runtime.stats().disk_rebuilds == 0);
+}
+
+TEST_CASE("disk cache: an unwritable folder degrades to memory-only", "[cache]") {
+  TempDir dir;
+  std::string locked = dir.path() + "/locked";
+  REQUIRE(mkdir(locked.c_str(), 0500) == 0);
+  bool root = geteuid() == 0;  // root ignores permissions; use a path under a file instead
+  std::string target = root ? dir.path() + "/file/cache" : locked + "/cache";
+  if (root) std::ofstream(dir.path() + "/file") << "x";
+  chord::JitRuntime runtime(target);
+  CHECK(runtime.disk_cache().memory_only());
+  uint64_t before = chord::nvrtc_compile_count();
+  auto kernel = runtime.compile(dequant_descriptor());
+  CHECK(kernel->info.has_meta);
+  CHECK(chord::nvrtc_compile_count() == before + 1);
+  runtime.compile(dequant_descriptor());
+  CHECK(chord::nvrtc_compile_count() == before + 1);  // the memo still works
+}
+
+TEST_CASE("disk cache: a full disk degrades to memory-only", "[cache]") {
+  // A folder that stops accepting writes after start-up takes the same path as ENOSPC
+  // (creating or writing the temp file fails): the store degrades instead of throwing.
+  TempDir dir;
+  chord::DiskCache cache(dir.path());
+  REQUIRE_FALSE(cache.memory_only());
+  if (geteuid() == 0) {
+    // root can write anywhere: replace the kernels folder by a file so creating fails.
+    std::system(("rm -rf '" + dir.path() + "/kernels' && touch '" + dir.path() + "/kernels'").c_str());
+  } else {
+    chmod((dir.path() + "/kernels").c_str(), 0500);
+  }
+  cache.store(chord::KernelKey{7, 7}, {'x'});
+  CHECK(cache.memory_only());
+  CHECK_FALSE(cache.load(chord::KernelKey{7, 7}).has_value());
+}

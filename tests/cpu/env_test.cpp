@@ -1,0 +1,62 @@
+#include <catch2/catch.hpp>
+
+#include "jit/env.hpp"
+#include "jit/error.hpp"
+#include "test_support.hpp"
+
+using chord::test::ScopedEnv;
+
+namespace {
+// The error must be an environment error that names the variable.
+void expect_rejected(const char* name, const char* value) {
+  ScopedEnv guard(name, std::string(value));
+  try {
+    chord::read_environment();
+    FAIL("accepted " << name << "=" << value);
+  } catch (const chord::Error& e) {
+    CHECK(e.status() == CHORD_ERROR_ENVIRONMENT);
+    CHECK(std::string(e.what()).find(name) != std::string::npos);
+  }
+}
+}  // namespace
+
+TEST_CASE("env: defaults when nothing is set", "[env]") {
+  ScopedEnv a("CHORD_CACHE_DIR", std::nullopt), b("CHORD_JIT_DEBUG", std::nullopt),
+      c("CHORD_W4A16_BM", std::nullopt), d("HOME", std::string("/home/someone"));
+  chord::Environment e = chord::read_environment();
+  CHECK(e.cache_dir == "/home/someone/.cache/chord");
+  CHECK_FALSE(e.jit_debug);
+  CHECK_FALSE(e.w4a16_bm.has_value());
+  CHECK_FALSE(e.sm90_decode.has_value());
+}
+
+TEST_CASE("env: valid values are parsed", "[env]") {
+  ScopedEnv a("CHORD_CACHE_DIR", std::string("/var/tmp/c")), b("CHORD_JIT_DEBUG", std::string("1")),
+      c("CHORD_W4A16_BM", std::string("64")), d("CHORD_W4A16_STAGES", std::string("4")),
+      e("CHORD_SM90_DECODE", std::string("0"));
+  chord::Environment env = chord::read_environment();
+  CHECK(env.cache_dir == "/var/tmp/c");
+  CHECK(env.jit_debug);
+  CHECK(env.w4a16_bm == 64);
+  CHECK(env.w4a16_stages == 4);
+  CHECK(env.sm90_decode == false);
+}
+
+TEST_CASE("env: invalid flag values are rejected naming the variable", "[env]") {
+  expect_rejected("CHORD_JIT_DEBUG", "yes");
+  expect_rejected("CHORD_JIT_DUMP_SOURCE", "2");
+  expect_rejected("CHORD_SM90_DECODE", "");
+}
+
+TEST_CASE("env: invalid integer values are rejected naming the variable", "[env]") {
+  expect_rejected("CHORD_W4A16_BM", "abc");
+  expect_rejected("CHORD_W4A16_BN", "-64");
+  expect_rejected("CHORD_W4A16_BK", "0");
+  expect_rejected("CHORD_W4A16_STAGES", "3x");
+  expect_rejected("CHORD_W4A16_BM", "99999999999");
+}
+
+TEST_CASE("env: invalid cache dir values are rejected", "[env]") {
+  expect_rejected("CHORD_CACHE_DIR", "");
+  expect_rejected("CHORD_CACHE_DIR", "relative/path");
+}

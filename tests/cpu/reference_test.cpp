@@ -1,0 +1,49 @@
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "reference/bf16.hpp"
+#include "reference/int4_reference.hpp"
+
+using namespace chord::ref;
+
+TEST_CASE("reference: bf16 rounding is round-to-nearest-even", "[reference]") {
+  CHECK(float_to_bf16(1.0f) == 0x3f80);
+  CHECK(bf16_to_float(0x3f80) == 1.0f);
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties go to even (1.0).
+  CHECK(float_to_bf16(1.00390625f) == 0x3f80);
+  // 1 + 3*2^-8 is halfway between 1+2^-7 (odd) and 1+2^-6: ties go up to even.
+  CHECK(float_to_bf16(1.01171875f) == 0x3f82);
+  CHECK(float_to_bf16(-2.0f) == 0xc000);
+}
+
+TEST_CASE("reference: dequantize is (code - 8) * scale with one BF16 rounding", "[reference]") {
+  const int64_t k = 64;
+  std::vector<uint8_t> codes(k);
+  for (int i = 0; i < k; ++i) codes[i] = static_cast<uint8_t>(i % 16);
+  std::vector<uint16_t> scales = {float_to_bf16(0.5f), float_to_bf16(3.0f)};
+  auto out = dequantize_codes(codes, scales, 1, k);
+  CHECK(bf16_to_float(out[0]) == -4.0f);   // (0 - 8) * 0.5
+  CHECK(bf16_to_float(out[8]) == 0.0f);    // (8 - 8) * 0.5
+  CHECK(bf16_to_float(out[15]) == 3.5f);   // (15 - 8) * 0.5
+  CHECK(bf16_to_float(out[32]) == -24.0f); // (0 - 8) * 3
+  // A product that needs rounding: 7 * 1.0078125 = 7.0546875 -> bf16 7.0625 (RNE).
+  std::vector<uint16_t> odd_scale = {0x3f81, 0x3f81};
+  std::vector<uint8_t> fifteen(k, 15);
+  auto rounded = dequantize_codes(fifteen, odd_scale, 1, k);
+  CHECK(rounded[0] == float_to_bf16(7.0f * 1.0078125f));
+  CHECK(bf16_to_float(rounded[0]) == 7.0625f);
+}
+
+TEST_CASE("reference: compressed-tensors int32 form round-trips with codes", "[reference]") {
+  std::mt19937 rng(7);
+  const int64_t rows = 5, k = 96;
+  std::vector<uint8_t> codes(rows * k);
+  for (auto& c : codes) c = static_cast<uint8_t>(rng() % 16);
+  auto packed = codes_to_compressed(codes, rows, k);
+  REQUIRE(packed.size() == static_cast<size_t>(rows * k / 8));
+  CHECK(compressed_to_codes(packed, rows, k) == codes);
+  // Element j of each group of 8 sits in bits 4j..4j+3, least significant first.
+  std::vector<uint8_t> ramp = {1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK(static_cast<uint32_t>(codes_to_compressed(ramp, 1, 8)[0]) == 0x87654321u);
+}

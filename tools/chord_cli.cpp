@@ -1,0 +1,136 @@
+// The `chord` command line: precompile kernels into the disk cache, describe the install.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <dirent.h>
+#include <string>
+#include <sys/stat.h>
+#include <vector>
+
+#include "chord/chord.h"
+#include "jit/arch.hpp"
+#include "jit/compiler.hpp"
+#include "jit/cuda_headers.hpp"
+#include "jit/env.hpp"
+#include "jit/error.hpp"
+#include "jit/kernel_source.hpp"
+#include "jit/profiles.hpp"
+#include "jit/runtime.hpp"
+#include "launcher/driver_api.hpp"
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage: chord precompile --arch ARCH --profile NAME   compile a profile's kernels into the cache\n"
+               "       chord info                                    versions, cache, visible GPUs\n");
+  return 2;
+}
+
+void progress(size_t done, size_t total, const std::string& what) {
+  const int width = 30;
+  int filled = total == 0 ? width : static_cast<int>(width * done / total);
+  std::fprintf(stderr, "\r[%s%s] %zu/%zu %-48.48s", std::string(filled, '#').c_str(),
+               std::string(width - filled, ' ').c_str(), done, total, what.c_str());
+  if (done == total) std::fprintf(stderr, "\n");
+}
+
+int precompile(int argc, char** argv) {
+  std::string arch_name, profile;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
+      arch_name = argv[++i];
+    } else if (std::strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
+      profile = argv[++i];
+    } else {
+      std::fprintf(stderr, "chord precompile: unexpected argument '%s'\n", argv[i]);
+      return usage();
+    }
+  }
+  if (arch_name.empty() || profile.empty()) return usage();
+  chord::Arch arch = chord::parse_arch(arch_name);
+  auto descriptors = chord::profile_descriptors(profile, arch);
+  auto& runtime = chord::JitRuntime::global();
+  auto start = std::chrono::steady_clock::now();
+  uint64_t compiles_before = chord::nvrtc_compile_count();
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    std::string name = chord::generate_kernel_source(descriptors[i]).name;
+    progress(i, descriptors.size(), name);
+    runtime.compile(descriptors[i]);
+  }
+  progress(descriptors.size(), descriptors.size(), "done");
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("precompiled %zu kernels of profile '%s' for %s in %.1f s (%llu compiled, %llu from cache) into %s%s\n",
+              descriptors.size(), profile.c_str(), arch.name().c_str(), seconds,
+              static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
+              static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
+              runtime.disk_cache().memory_only() ? " (memory only: the cache dir is unusable)" : "");
+  return 0;
+}
+
+uint64_t directory_bytes(const std::string& dir, size_t* files) {
+  uint64_t total = 0;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  while (dirent* entry = readdir(d)) {
+    struct stat st;
+    std::string path = dir + "/" + entry->d_name;
+    if (entry->d_name[0] != '.' && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      total += static_cast<uint64_t>(st.st_size);
+      ++*files;
+    }
+  }
+  closedir(d);
+  return total;
+}
+
+int info() {
+  std::printf("chord %s (C API %d)\n", chord_version(), chord_api_version());
+  std::printf("NVRTC %s\n", chord::nvrtc_version().c_str());
+  const auto& headers = chord::cuda_headers();
+  std::printf("CUDA headers: %s%s%s\n", headers.origin.c_str(), headers.include_dir.empty() ? "" : " at ",
+              headers.include_dir.c_str());
+  const auto& environment = chord::env();
+  size_t files = 0;
+  uint64_t bytes = directory_bytes(environment.cache_dir + "/kernels", &files);
+  std::printf("cache: %s (%zu entries, %.1f MiB)\n", environment.cache_dir.c_str(), files, bytes / 1048576.0);
+  std::string why;
+  if (!chord::driver_available(&why)) {
+    std::printf("GPUs: none (%s)\n", why.c_str());
+    return 0;
+  }
+  const auto& d = chord::driver();
+  int driver_version = 0, count = 0;
+  d.cuDriverGetVersion(&driver_version);
+  d.cuDeviceGetCount(&count);
+  std::printf("driver: CUDA %d.%d\nGPUs: %s\n", driver_version / 1000, (driver_version % 1000) / 10,
+              count == 0 ? "none" : "");
+  for (int i = 0; i < count; ++i) {
+    CUdevice device;
+    char name[256] = {0};
+    int major = 0, minor = 0, sms = 0;
+    d.cuDeviceGet(&device, i);
+    d.cuDeviceGetName(name, sizeof name, device);
+    d.cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+    d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+    d.cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+    std::printf("  %d: %s, compute capability %d.%d, %d SMs\n", i, name, major, minor, sms);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage();
+  try {
+    std::string command = argv[1];
+    if (command == "precompile") return precompile(argc - 2, argv + 2);
+    if (command == "info") return info();
+    std::fprintf(stderr, "chord: unknown command '%s'\n", command.c_str());
+    return usage();
+  } catch (const chord::Error& e) {
+    std::fprintf(stderr, "chord: error: %s\n", e.what());
+    return 1;
+  }
+}
