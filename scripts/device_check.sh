@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# One device call: build, run every test (GPU included), time the JIT path; logs to $OUT.
+# Run from the repo root with .deps carried:  scripts/device_check.sh
+set -uo pipefail
+out=${OUT:-/tmp/chord-out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/gpu.txt"
+export CHORD_CACHE_DIR=/tmp/chord-cache
+scripts/setup.sh 2>&1 | tail -5 | tee "$out/build.log"
+export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+build/tests/chord_gpu_tests --durations yes 2>&1 | tee "$out/gpu_tests.log" | tail -30
+ctest --test-dir build -j 8 2>&1 | tail -8 | tee "$out/ctest.log"
+build/chord_jit_timing 2>&1 | tee "$out/jit_timing.json"
+build/chord info 2>&1 | tee "$out/info.txt"
