@@ -23,23 +23,16 @@ const LoadedDriver& load() {
       loaded.error = fmt::format("the CUDA driver (libcuda.so.1) could not be loaded: {}", dlerror());
       return;
     }
-    using GetProcAddress = decltype(&::cuGetProcAddress);
-    auto get_proc = reinterpret_cast<GetProcAddress>(dlsym(handle, "cuGetProcAddress_v2"));
-    if (get_proc == nullptr) {
-      loaded.error = "the CUDA driver is too old: cuGetProcAddress_v2 is missing (need a CUDA 12+ driver)";
-      return;
-    }
+    // Resolve the exact symbol cuda.h maps each name to (cuMemAlloc -> cuMemAlloc_v2), so
+    // every pointer has the ABI of the declaration we call it through. (cuGetProcAddress
+    // by base name may return a newer version with another signature: cuCtxGetDevice_v2.)
     std::string missing;
-#define CHORD_RESOLVE_DRIVER_FUNCTION(name)                                                          \
-  {                                                                                                  \
-    void* fn = nullptr;                                                                              \
-    CUdriverProcAddressQueryResult status;                                                           \
-    if (get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status) != CUDA_SUCCESS || \
-        fn == nullptr) {                                                                             \
-      missing += std::string(" ") + #name;                                                           \
-    }                                                                                                \
-    loaded.api.name = reinterpret_cast<decltype(loaded.api.name)>(fn);                               \
-  }
+#define CHORD_STRINGIFY_EXPANDED(x) CHORD_STRINGIFY(x)
+#define CHORD_STRINGIFY(x) #x
+#define CHORD_RESOLVE_DRIVER_FUNCTION(name)                                            \
+  loaded.api.name = reinterpret_cast<decltype(loaded.api.name)>(                       \
+      dlsym(handle, CHORD_STRINGIFY_EXPANDED(name)));                                  \
+  if (loaded.api.name == nullptr) missing += std::string(" ") + CHORD_STRINGIFY_EXPANDED(name);
     CHORD_DRIVER_FUNCTIONS(CHORD_RESOLVE_DRIVER_FUNCTION)
 #undef CHORD_RESOLVE_DRIVER_FUNCTION
     if (!missing.empty()) {

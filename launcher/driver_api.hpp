@@ -1,7 +1,6 @@
 // The CUDA Driver API, loaded lazily with dlopen("libcuda.so.1") so that the library
 // loads, and its CPU tests and `chord precompile` run, on a machine with no driver.
-// Entry points are resolved through cuGetProcAddress at the version of the cuda.h we
-// were built against.
+// Each entry point is the exact versioned symbol cuda.h declares (cuMemAlloc_v2, ...).
 #pragma once
 #include <string>
 
