@@ -7,6 +7,8 @@
 #include "jit/error.hpp"
 #include "jit/runtime.hpp"
 #include "ops/int4_dequantize.hpp"
+#include "ops/w4a16.hpp"
+#include "kernels_src/w4a16_args.cuh"
 
 #ifndef CHORD_VERSION_STRING
 #define CHORD_VERSION_STRING "0.0.0"
@@ -67,6 +69,53 @@ chord_status_t chord_int4_dequantize_compressed(const void* packed_dev, const vo
   return guarded([&] {
     chord::int4_dequantize(chord::kInt4Compressed, packed_dev, scales_dev, out_dev, E, N, K,
                            static_cast<CUstream>(stream));
+  });
+}
+
+uint32_t chord_w4a16_layout_version(void) { return chord::kW4A16LayoutVersion; }
+int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_weight_bytes(E, N, K); }
+int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_scale_bytes(E, N, K); }
+int64_t chord_w4a16_contiguous_alignment(void) { return chord::kW4A16ContiguousAlign; }
+
+chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void* scales_dev, int64_t E, int64_t N,
+                                int64_t K, void* weight_out_dev, void* scales_out_dev, chord_w4a16_weight_t* weight,
+                                chord_stream_t stream) {
+  return guarded([&] {
+    chord::w4a16_pack(src_dev, src_format, scales_dev, E, N, K, weight_out_dev, scales_out_dev, weight,
+                      static_cast<CUstream>(stream));
+  });
+}
+
+chord_status_t chord_w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out_dev, chord_stream_t stream) {
+  return guarded([&] { chord::w4a16_dequantize(weight, out_dev, static_cast<CUstream>(stream)); });
+}
+
+chord_status_t chord_w4a16_contiguous(const void* a_dev, int64_t m, const chord_w4a16_weight_t* weight,
+                                      const int32_t* m_indices_dev, void* out_dev, chord_stream_t stream) {
+  return guarded(
+      [&] { chord::w4a16_contiguous(a_dev, m, weight, m_indices_dev, out_dev, static_cast<CUstream>(stream)); });
+}
+
+chord_status_t chord_w4a16_masked(const void* a_dev, int64_t G, int64_t max_m, const chord_w4a16_weight_t* weight,
+                                  const int32_t* masked_m_dev, int64_t expected_m, void* out_dev,
+                                  chord_stream_t stream) {
+  return guarded([&] {
+    chord::w4a16_masked(a_dev, G, max_m, weight, masked_m_dev, expected_m, out_dev, static_cast<CUstream>(stream));
+  });
+}
+
+chord_status_t chord_w4a16_offsets(const void* a_dev, int64_t S, const chord_w4a16_weight_t* weight,
+                                   const int32_t* offsets_dev, void* out_dev, chord_stream_t stream) {
+  return guarded([&] { chord::w4a16_offsets(a_dev, S, weight, offsets_dev, out_dev, static_cast<CUstream>(stream)); });
+}
+
+chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, const chord_w4a16_weight_t* weight,
+                                   const int32_t* sorted_ids_dev, int64_t capacity, const int32_t* expert_ids_dev,
+                                   const int32_t* num_tokens_padded_dev, int64_t top_k, int64_t block_size,
+                                   void* out_dev, chord_stream_t stream) {
+  return guarded([&] {
+    chord::w4a16_indexed(a_dev, M, weight, sorted_ids_dev, capacity, expert_ids_dev, num_tokens_padded_dev, top_k,
+                         block_size, out_dev, static_cast<CUstream>(stream));
   });
 }
 

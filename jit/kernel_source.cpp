@@ -4,6 +4,7 @@
 
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/w4a16.hpp"
 
 namespace chord {
 
@@ -15,7 +16,9 @@ std::string kernel_meta_definition(const KernelMeta& meta) {
 KernelSource generate_kernel_source(const KernelDescriptor& descriptor) {
   switch (descriptor.family) {
     case KernelFamily::kInt4Dequant: return Int4DequantConfig::from(descriptor).source();
-    default: break;
+    case KernelFamily::kW4A16Gemm: return W4A16GemmConfig::from(descriptor).source();
+    case KernelFamily::kW4A16Pack:
+    case KernelFamily::kW4A16Unpack: return W4A16PackConfig::from(descriptor).source();
   }
   fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
 }

@@ -2,6 +2,10 @@
 
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/w4a16.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
+
+#include <algorithm>
 
 namespace chord {
 namespace {
@@ -16,12 +20,66 @@ std::vector<KernelDescriptor> dequant_kernels(const Arch& arch) {
   return out;
 }
 
+struct ModelShape {
+  int experts, n, k;
+};
+
+// The GEMM shapes of shared/design/SHAPES.md, per profile (gate_up and down).
+std::vector<ModelShape> model_shapes(const std::string& name) {
+  if (name == "ep8") return {{48, 4096, 7168}, {48, 7168, 2048}};
+  if (name == "tp8") return {{384, 512, 7168}, {384, 7168, 256}};
+  if (name == "qwen3") return {{128, 1536, 2048}, {128, 2048, 768}};
+  return {};
+}
+
+// Every config the resolver picks for a profile's shapes, modes and row counts.
+std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& arch) {
+  std::vector<KernelDescriptor> out;
+  auto add = [&out](const KernelDescriptor& d) {
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  };
+  for (const auto& shape : model_shapes(name)) {
+    for (W4A16Mode mode : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
+      for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
+        W4A16Problem p;
+        p.mode = mode;
+        p.rows_per_expert = rows;
+        p.n = shape.n;
+        p.k = shape.k;
+        p.experts = shape.experts;
+        p.block_size = 64;
+        p.arch = arch;
+        add(resolve_w4a16_config(p).descriptor(arch));
+      }
+    }
+  }
+  for (bool unpack : {false, true}) {
+    for (W4A16PackSource format : {kW4A16SrcCodes, kW4A16SrcCompressed}) {
+      W4A16PackConfig c;
+      c.unpack = unpack;
+      c.source_format = unpack ? kW4A16SrcCodes : format;
+      add(c.descriptor(arch));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::vector<std::string> profile_names() { return {"dequant", "all"}; }
+std::vector<std::string> profile_names() { return {"dequant", "ep8", "tp8", "qwen3", "all"}; }
 
 std::vector<KernelDescriptor> profile_descriptors(const std::string& name, const Arch& arch) {
-  if (name == "dequant" || name == "all") return dequant_kernels(arch);
+  if (name == "dequant") return dequant_kernels(arch);
+  if (name == "ep8" || name == "tp8" || name == "qwen3") return gemm_kernels(name, arch);
+  if (name == "all") {
+    std::vector<KernelDescriptor> out = dequant_kernels(arch);
+    for (const char* profile : {"ep8", "tp8", "qwen3"}) {
+      for (const auto& d : gemm_kernels(profile, arch)) {
+        if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+      }
+    }
+    return out;
+  }
   std::string known;
   for (const auto& n : profile_names()) known += (known.empty() ? "" : ", ") + n;
   fail(CHORD_ERROR_INVALID_ARGUMENT, "unknown profile '{}'; known profiles: {}", name, known);

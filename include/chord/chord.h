@@ -58,6 +58,74 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
                                                              void* out_dev, int64_t E, int64_t N, int64_t K,
                                                              chord_stream_t stream);
 
+
+/* ---------------------------------------------------------------------------------------
+ * W4A16 grouped GEMM: INT4 group-32 weights (packed once, on the GPU) x BF16 activations.
+ * One packed layout serves every mode. docs/packed_layout.md describes it.
+ * ------------------------------------------------------------------------------------- */
+
+#define CHORD_W4A16_MAGIC 0x43573441u /* "CW4A" */
+#define CHORD_FORMAT_INT4_G32 1
+
+/* A packed weight: device buffers plus the tag every operator checks before launching. */
+typedef struct chord_w4a16_weight {
+  uint32_t magic;          /* CHORD_W4A16_MAGIC */
+  uint32_t format;         /* CHORD_FORMAT_INT4_G32 */
+  uint32_t layout_version; /* chord_w4a16_layout_version() */
+  uint32_t group_size;     /* 32 */
+  int64_t experts, n, k;   /* logical weight [E, N, K] */
+  void* weight_dev;        /* chord_w4a16_weight_bytes() bytes, 16-byte aligned */
+  void* scales_dev;        /* chord_w4a16_scale_bytes() bytes, 16-byte aligned */
+} chord_w4a16_weight_t;
+
+CHORD_EXPORT uint32_t chord_w4a16_layout_version(void);
+CHORD_EXPORT int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K);
+CHORD_EXPORT int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K);
+/* Rows each expert's segment is padded to in the contiguous mode. */
+CHORD_EXPORT int64_t chord_w4a16_contiguous_alignment(void);
+
+/* Packs checkpoint weights. src_format: 0 = uint8 codes [E,N,K] (one code per byte),
+ * 1 = compressed-tensors int32 [E,N,K/8]. scales_dev: bf16 [E,N,K/32]. The caller
+ * allocates weight_out_dev / scales_out_dev (sizes above); *weight is filled in.
+ * Needs N % 16 == 0 and K % 64 == 0. */
+CHORD_EXPORT chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void* scales_dev, int64_t E,
+                                             int64_t N, int64_t K, void* weight_out_dev, void* scales_out_dev,
+                                             chord_w4a16_weight_t* weight, chord_stream_t stream);
+
+/* The logical weight, bf16 [E, N, K] = bf16((code - 8) * scale). */
+CHORD_EXPORT chord_status_t chord_w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out_dev,
+                                                   chord_stream_t stream);
+
+/* Contiguous: a [m, K] bf16, m_indices [m] int32 (expert per row, -1 = padding row; each
+ * expert's segment starts at a multiple of chord_w4a16_contiguous_alignment()).
+ * out [m, N] bf16; padding rows are left untouched. */
+CHORD_EXPORT chord_status_t chord_w4a16_contiguous(const void* a_dev, int64_t m, const chord_w4a16_weight_t* weight,
+                                                   const int32_t* m_indices_dev, void* out_dev, chord_stream_t stream);
+
+/* Masked: a [G, max_m, K], masked_m [G] int32 (valid rows of group g, expert g), out
+ * [G, max_m, N]; rows past masked_m[g] untouched. expected_m: host hint (rows per group),
+ * picks the config only; <= 0 means max_m. */
+CHORD_EXPORT chord_status_t chord_w4a16_masked(const void* a_dev, int64_t G, int64_t max_m,
+                                               const chord_w4a16_weight_t* weight, const int32_t* masked_m_dev,
+                                               int64_t expected_m, void* out_dev, chord_stream_t stream);
+
+/* Offsets (torch._grouped_mm convention): a [S, K] sorted by expert, offsets [E] int32
+ * cumulative end rows (offsets[E-1] <= S), out [S, N]. */
+CHORD_EXPORT chord_status_t chord_w4a16_offsets(const void* a_dev, int64_t S, const chord_w4a16_weight_t* weight,
+                                                const int32_t* offsets_dev, void* out_dev, chord_stream_t stream);
+
+/* Indexed (vLLM moe_align_block_size): a [M, K]; sorted_ids [capacity] route ids
+ * (token*top_k + k; ids >= M*top_k are padding); expert_ids [ceil(capacity/block_size)]
+ * (-1 = expert not on this rank); num_tokens_padded [1] valid prefix of sorted_ids.
+ * Input row = id / top_k (down projection: top_k = 1 with a [M*top_k, K]).
+ * out [M*top_k, N]: only valid routes' rows are written. block_size: the alignment the
+ * routing was built with (a multiple of 8). */
+CHORD_EXPORT chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, const chord_w4a16_weight_t* weight,
+                                                const int32_t* sorted_ids_dev, int64_t capacity,
+                                                const int32_t* expert_ids_dev, const int32_t* num_tokens_padded_dev,
+                                                int64_t top_k, int64_t block_size, void* out_dev,
+                                                chord_stream_t stream);
+
 /* JIT statistics of this process (for tests and tuning). */
 typedef struct chord_jit_stats {
   uint64_t nvrtc_compiles;    /* NVRTC invocations */

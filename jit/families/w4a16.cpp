@@ -1,0 +1,102 @@
+#include "jit/families/w4a16.hpp"
+
+#include <fmt/format.h>
+
+#include "jit/error.hpp"
+
+namespace chord {
+namespace {
+const char* mode_name(int mode) {
+  switch (mode) {
+    case kW4A16Contiguous: return "contiguous";
+    case kW4A16Masked: return "masked";
+    case kW4A16Offsets: return "offsets";
+    case kW4A16Indexed: return "indexed";
+  }
+  return "unknown";
+}
+}  // namespace
+
+KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
+  if (const char* why = error()) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 config bm={} bn={} bk={} stages={} warps={}x{} is invalid: {}",
+         block_m, block_n, block_k, stages, warps_m, warps_n, why);
+  }
+  KernelDescriptor d;
+  d.family = KernelFamily::kW4A16Gemm;
+  d.arch = arch;
+  d.params = {mode, block_m, block_n, block_k, stages, warps_m, warps_n};
+  return d;
+}
+
+W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
+  W4A16GemmConfig c;
+  c.mode = static_cast<W4A16Mode>(d.params[0]);
+  c.block_m = d.params[1];
+  c.block_n = d.params[2];
+  c.block_k = d.params[3];
+  c.stages = d.params[4];
+  c.warps_m = d.params[5];
+  c.warps_n = d.params[6];
+  return c;
+}
+
+KernelSource W4A16GemmConfig::source() const {
+  KernelSource s;
+  s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", mode_name(mode), block_m, block_n, block_k, stages, warps_m,
+                       warps_n);
+  s.text = fmt::format(R"(#include "w4a16_gemm.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
+  chord::w4a16_gemm_body<{mode}, {bm}, {bn}, {bk}, {stages}, {wm}, {wn}>(args);
+}}
+)",
+                       fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
+                       fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("bk", block_k),
+                       fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n));
+  s.text += kernel_meta_definition(
+      KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
+  return s;
+}
+
+KernelDescriptor W4A16PackConfig::descriptor(const Arch& arch) const {
+  KernelDescriptor d;
+  d.family = unpack ? KernelFamily::kW4A16Unpack : KernelFamily::kW4A16Pack;
+  d.arch = arch;
+  d.params[0] = unpack ? 0 : source_format;
+  return d;
+}
+
+W4A16PackConfig W4A16PackConfig::from(const KernelDescriptor& d) {
+  W4A16PackConfig c;
+  c.unpack = d.family == KernelFamily::kW4A16Unpack;
+  c.source_format = static_cast<W4A16PackSource>(d.params[0]);
+  return c;
+}
+
+KernelSource W4A16PackConfig::source() const {
+  KernelSource s;
+  if (unpack) {
+    s.name = "w4a16_unpack";
+    s.text = fmt::format(R"(#include "w4a16_pack.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::W4A16UnpackArgs args) {{
+  chord::w4a16_unpack_body(args);
+}}
+)",
+                         fmt::arg("threads", kW4A16PackThreads));
+  } else {
+    s.name = fmt::format("w4a16_pack_{}", source_format == kW4A16SrcCodes ? "codes" : "compressed");
+    s.text = fmt::format(R"(#include "w4a16_pack.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::W4A16PackArgs args) {{
+  chord::w4a16_pack_body<{format}>(args);
+}}
+)",
+                         fmt::arg("threads", kW4A16PackThreads), fmt::arg("format", static_cast<int>(source_format)));
+  }
+  s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kW4A16PackThreads), 0, 1});
+  return s;
+}
+
+}  // namespace chord

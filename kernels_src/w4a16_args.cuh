@@ -1,0 +1,186 @@
+// Arguments, shape rules and launch geometry of the W4A16 grouped MoE GEMM family
+// (INT4 group-32 weights x BF16 activations) and of its pack / unpack kernels.
+//
+// Shared verbatim by host C++ (g++ -std=c++17, no CUDA headers) and device code (NVRTC,
+// no system headers): only int, unsigned int, long long and void pointers appear here.
+// The packed layout these arguments refer to is described in docs/packed_layout.md.
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define CHORD_W4A16_HD __host__ __device__
+#else
+#define CHORD_W4A16_HD
+#endif
+
+namespace chord {
+
+// ---------------------------------------------------------------------------------------
+// Modes. The value is the MODE template argument of w4a16_gemm_body.
+// ---------------------------------------------------------------------------------------
+enum W4A16Mode : int {
+  kW4A16Contiguous = 0,  // A [m, K], m_indices [m] (expert per row, -1 = padding row)
+  kW4A16Masked = 1,      // A [G, max_m, K], masked_m [G]; out [G, max_m, N]
+  kW4A16Offsets = 2,     // A [S, K] sorted by expert, offsets [E] cumulative end rows
+  kW4A16Indexed = 3,     // vLLM moe_align_block_size: sorted_ids / expert_ids / num_tokens_padded
+};
+
+// Contiguous mode: every expert's segment of A must start at a multiple of this many rows
+// (pad with m_indices = -1). Every legal BLOCK_M divides it, so one tile never spans two
+// experts whatever config the resolver picks.
+constexpr int kW4A16ContiguousAlign = 128;
+
+// Packed layout granules (docs/packed_layout.md): a weight "chunk" is one 16 (n) x 64 (k)
+// block = 32 lanes x 16 bytes; scales are packed [E, K/32, N] with rows permuted in 16s.
+constexpr int kW4A16GroupSize = 32;
+constexpr int kW4A16PackN = 16;  // the packed weight needs N % 16 == 0
+constexpr int kW4A16PackK = 64;  // the packed weight needs K % 64 == 0
+constexpr unsigned int kW4A16LayoutVersion = 1;
+
+// ---------------------------------------------------------------------------------------
+// GEMM arguments (passed by value as a __grid_constant__ kernel parameter).
+// All routing tensors are int32 device tensors read on the device only.
+// Unused pointers may be null. Strides are in elements (BF16) and must be multiples of 8.
+// ---------------------------------------------------------------------------------------
+struct W4A16Args {
+  const void* a;             // bf16, rows of K (row stride lda)
+  const void* w;             // packed weight, E * N * K / 2 bytes (w4a16 layout v1)
+  const void* scales;        // packed scales, bf16 [E, K/32, N] (row-permuted, see docs)
+  void* out;                 // bf16, rows of N (row stride ldc)
+  const void* m_indices;     // CONTIGUOUS: int32 [a_rows]
+  const void* masked_m;      // MASKED:     int32 [num_groups]
+  const void* offsets;       // OFFSETS:    int32 [num_experts], cumulative END rows
+  const void* sorted_ids;    // INDEXED:    int32 [capacity]
+  const void* expert_ids;    // INDEXED:    int32 [ceil(capacity / block_size)]
+  const void* num_tokens_padded;  // INDEXED: int32 [1], valid prefix of sorted_ids
+  long long lda;             // activation row stride (elements), usually K
+  long long ldc;             // output row stride (elements), usually N
+  int n;                     // weight rows (output columns); N % BLOCK_N == 0
+  int k;                     // reduction dim; K % BLOCK_K == 0
+  int num_experts;           // E of the packed weight (expert ids outside [0, E) are skipped)
+  int a_rows;                // CONTIGUOUS: m; OFFSETS: S; INDEXED: M (tokens); MASKED: unused
+  int num_groups;            // MASKED: G (<= num_experts; group g uses expert g)
+  int max_m;                 // MASKED: rows per group in A / out
+  int top_k;                 // INDEXED: input row = route id / top_k (down proj: 1)
+  int block_size;            // INDEXED: vLLM alignment block; must be a multiple of BLOCK_M
+  int capacity;              // INDEXED: length of sorted_ids (allocated, >= valid prefix)
+  int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
+};
+
+// GPU pack / unpack arguments.
+enum W4A16PackSource : int {
+  kW4A16SrcCodes = 0,       // uint8 [E, N, K], one code 0..15 per byte
+  kW4A16SrcCompressed = 1,  // int32 [E, N, K/8], compressed-tensors (element j in bits 4j..4j+3)
+};
+
+struct W4A16PackArgs {
+  const void* src;         // codes (uint8) or compressed words (int32), see W4A16PackSource
+  const void* src_scales;  // bf16 [E, N, K/32]
+  void* dst;               // packed weight, E * N * K / 2 bytes
+  void* dst_scales;        // packed scales, bf16 [E, K/32, N]
+  int num_experts;
+  int n;                   // N % 16 == 0
+  int k;                   // K % 64 == 0
+  int pad_;
+};
+
+struct W4A16UnpackArgs {
+  const void* w;           // packed weight
+  const void* scales;      // packed scales
+  void* out;               // bf16 [E, N, K], dequantized: bf16((code - 8) * scale)
+  int num_experts;
+  int n;
+  int k;
+  int pad_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Host-callable geometry. Threads = 32 * WARPS_M * WARPS_N.
+// ---------------------------------------------------------------------------------------
+struct W4A16Dim3 {
+  unsigned int x, y, z;
+};
+
+CHORD_W4A16_HD constexpr int w4a16_threads(int warps_m, int warps_n) { return 32 * warps_m * warps_n; }
+
+// Shared memory header: src rows, dst rows, scheduler scratch (64 ints); 128-byte aligned.
+CHORD_W4A16_HD constexpr int w4a16_smem_header_bytes(int block_m) {
+  return ((2 * block_m + 64) * 4 + 127) / 128 * 128;
+}
+// One pipeline stage: activation tile + weight tile + scale tile (each a multiple of 128 B).
+CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, int block_k) {
+  return block_m * block_k * 2 + block_n * block_k / 2 + (block_k / 32) * block_n * 2;
+}
+// Epilogue staging tile [BLOCK_M][BLOCK_N + 8] bf16 (reuses the pipeline buffers).
+CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n) {
+  return block_m * (block_n + 8) * 2;
+}
+// Dynamic shared memory the GEMM kernel needs (the launcher opts in above 48 KiB).
+CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int block_k, int stages) {
+  return w4a16_smem_header_bytes(block_m) +
+         (w4a16_smem_stage_bytes(block_m, block_n, block_k) * stages >
+                  w4a16_smem_epilogue_bytes(block_m, block_n)
+              ? w4a16_smem_stage_bytes(block_m, block_n, block_k) * stages
+              : w4a16_smem_epilogue_bytes(block_m, block_n));
+}
+
+// Why a config is invalid, or nullptr. Rules the template static_asserts as well.
+CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n, int block_k,
+                                                        int stages, int warps_m, int warps_n) {
+  return (block_m != 8 && block_m != 16 && block_m != 32 && block_m != 64 && block_m != 128)
+             ? "BLOCK_M must be 8, 16, 32, 64 or 128"
+         : (block_k != 64 && block_k != 128 && block_k != 256) ? "BLOCK_K must be 64, 128 or 256"
+         : (block_n < 16 || block_n > 256 || block_n % 16 != 0) ? "BLOCK_N must be a multiple of 16 in [16, 256]"
+         : (stages < 2 || stages > 8)                            ? "STAGES must be in [2, 8]"
+         : (warps_m < 1 || warps_n < 1 || warps_m * warps_n > 16) ? "WARPS_M * WARPS_N must be in [1, 16]"
+         : (block_m % (8 * warps_m) != 0)                        ? "BLOCK_M / WARPS_M must be a multiple of 8"
+         : (block_n % (16 * warps_n) != 0)                       ? "BLOCK_N / WARPS_N must be a multiple of 16"
+         : (w4a16_smem_bytes(block_m, block_n, block_k, stages) > 227 * 1024)
+             ? "shared memory exceeds 227 KiB"
+             : nullptr;
+}
+
+// Why a shape is unsupported by a config, or nullptr.
+CHORD_W4A16_HD constexpr const char* w4a16_shape_error(int n, int k, int block_n, int block_k) {
+  return (n <= 0 || n % block_n != 0)   ? "N must be a positive multiple of BLOCK_N"
+         : (k <= 0 || k % block_k != 0) ? "K must be a positive multiple of BLOCK_K"
+                                        : nullptr;
+}
+
+// Number of M tiles (an upper bound where the mode's tiling is data dependent).
+CHORD_W4A16_HD constexpr long long w4a16_m_tiles(int mode, int block_m, int a_rows, int num_experts,
+                                                 int num_groups, int max_m, int capacity) {
+  return mode == kW4A16Contiguous ? (a_rows + block_m - 1) / block_m
+         : mode == kW4A16Masked   ? (long long)num_groups * ((max_m + block_m - 1) / block_m)
+         : mode == kW4A16Offsets  ? (a_rows <= 0 ? 0 : (a_rows + block_m - 1) / block_m + num_experts)
+         : mode == kW4A16Indexed  ? (capacity + block_m - 1) / block_m
+                                  : 0;
+}
+
+// Grid of the GEMM: 1-D, blockIdx.x = m_tile * (N / BLOCK_N) + n_block (n-block fastest, so
+// the CTAs resident together share an activation tile and L2 serves its re-reads).
+// x == 0 means there is nothing to do: launch nothing. x must stay below 2^31.
+CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(int mode, int block_m, int block_n, int n, int a_rows,
+                                              int num_experts, int num_groups, int max_m, int capacity) {
+  return W4A16Dim3{(unsigned int)(w4a16_m_tiles(mode, block_m, a_rows, num_experts, num_groups, max_m,
+                                                capacity) *
+                                  (n / block_n)),
+                   1u, 1u};
+}
+CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(const W4A16Args& args, int block_m, int block_n) {
+  return w4a16_grid(args.mode, block_m, block_n, args.n, args.a_rows, args.num_experts, args.num_groups,
+                    args.max_m, args.capacity);
+}
+
+// Pack / unpack: 256 threads, grid-stride loops; any grid works, this one covers the work.
+constexpr int kW4A16PackThreads = 256;
+CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_pack_grid(int num_experts, int n, int k) {
+  return W4A16Dim3{(unsigned int)(((long long)num_experts * n * (k / 8) + kW4A16PackThreads - 1) /
+                                          kW4A16PackThreads >
+                                          65535LL * 16
+                                      ? 65535LL * 16
+                                      : ((long long)num_experts * n * (k / 8) + kW4A16PackThreads - 1) /
+                                            kW4A16PackThreads),
+                   1u, 1u};
+}
+
+}  // namespace chord

@@ -1,0 +1,117 @@
+// Device primitives of the W4A16 family: inline PTX only, so NVRTC needs no CUDA header.
+// Everything here is sm_80+ (cp.async, ldmatrix, mma.sync bf16, fma.rn.bf16x2) and gives
+// bit-identical results on sm_80, sm_90a and sm_100a.
+#pragma once
+
+#include "w4a16_args.cuh"
+
+namespace chord {
+namespace w4a16_detail {
+
+struct alignas(16) uint4_w {
+  unsigned int x, y, z, w;
+};
+
+__device__ __forceinline__ unsigned int smem_addr(const void* p) {
+  unsigned long long a;
+  asm("cvta.to.shared.u64 %0, %1;" : "=l"(a) : "l"(p));
+  return (unsigned int)a;
+}
+
+// 16-byte global -> shared copy bypassing L1; src_bytes = 0 fills the 16 bytes with zeros.
+__device__ __forceinline__ void cp_async_16(unsigned int dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned int addr, unsigned int& r0, unsigned int& r1,
+                                            unsigned int& r2, unsigned int& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
+               : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x2(unsigned int addr, unsigned int& r0, unsigned int& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+
+__device__ __forceinline__ void lds128(unsigned int addr, unsigned int& a, unsigned int& b, unsigned int& c,
+                                       unsigned int& d) {
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
+}
+__device__ __forceinline__ unsigned int lds32(unsigned int addr) {
+  unsigned int v;
+  asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+
+// D = A (16x16 bf16, row) * B (16x8 bf16, col) + D, fp32 accumulate.
+__device__ __forceinline__ void mma_bf16_16816(float* d, const unsigned int* a, unsigned int b0,
+                                               unsigned int b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ unsigned int bf16x2_fma(unsigned int a, unsigned int b, unsigned int c) {
+  unsigned int d;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// {lo, hi} floats -> bf16x2 (lo in bits 0..15), round to nearest even.
+__device__ __forceinline__ unsigned int f32x2_to_bf16x2(float lo, float hi) {
+  unsigned int d;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(d) : "f"(hi), "f"(lo));
+  return d;
+}
+
+__device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, unsigned int sel) {
+  unsigned int d;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// One packed 32-bit weight word -> the four bf16x2 registers of an mma.m16n8k16 A fragment.
+// Word layout: register p (p = 0..3) takes its low element from bits 4p..4p+3 and its high
+// element from bits 16+4p..16+4p+3, so (q >> 4p) & 0x000f000f puts both nibbles in the
+// mantissa LSBs of a bf16 pair; OR 0x4300 (128.0) gives 128 + code exactly.
+//   x = (128 + code) * 1 - 136      exact (|code - 8| <= 8 fits the 8-bit significand)
+//   w = x * scale + (-0)            one rounding of the exact product == bf16 multiply
+// fma is used for both because mul/sub.bf16x2 do not exist on sm_80; the results are the
+// same bits on every arch. Registers 0 and 2 are row g (scale lo of s2), 1 and 3 row g + 8.
+__device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, unsigned int* a) {
+  const unsigned int s_lo = prmt(s2, 0u, 0x1010u);  // {s[g], s[g]}
+  const unsigned int s_hi = prmt(s2, 0u, 0x3232u);  // {s[g+8], s[g+8]}
+  const unsigned int kOne = 0x3f803f80u;            // {1.0, 1.0}
+  const unsigned int kM136 = 0xc308c308u;           // {-136.0, -136.0}
+  const unsigned int kNegZero = 0x80008000u;        // {-0.0, -0.0}
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const unsigned int x = ((q >> (4 * p)) & 0x000f000fu) | 0x43004300u;
+    const unsigned int v = bf16x2_fma(x, kOne, kM136);
+    a[p] = bf16x2_fma(v, (p & 1) ? s_hi : s_lo, kNegZero);
+  }
+}
+
+// Position of (row r of a 16-row n tile, register-lane view) inside a 16-scale packed group:
+// row r -> 2 * (r % 8) + r / 8, so lane group g reads {s[g], s[g+8]} with one 32-bit load.
+CHORD_W4A16_HD constexpr int scale_pos_in_16(int r) { return 2 * (r & 7) + (r >> 3); }
+
+// Element (row, col) of a 16x16 tile held by (lane, word nibble slot) in an mma A fragment.
+// Slot s in 0..7 is the nibble at bit 4*s of the packed word.
+//   slot 0..3 -> register s, low element; slot 4..7 -> register s-4, high element.
+//   register p: row g + 8*(p&1), col 2t + 8*(p>>1) (+1 for the high element).
+CHORD_W4A16_HD constexpr int frag_row(int lane, int slot) { return (lane >> 2) + 8 * ((slot & 3) & 1); }
+CHORD_W4A16_HD constexpr int frag_col(int lane, int slot) {
+  return 2 * (lane & 3) + 8 * ((slot & 3) >> 1) + (slot >> 2);
+}
+
+}  // namespace w4a16_detail
+}  // namespace chord

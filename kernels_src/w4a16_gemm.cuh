@@ -1,0 +1,368 @@
+// W4A16 grouped MoE GEMM, mma.sync path (sm_80+): out[row][n] = sum_k A[row][k] * W[e][n][k],
+// W = bf16((code - 8) * scale), fp32 accumulation, bf16 output.
+//
+// Orientation (the decode target): the dequantized weight is the MMA "A" operand (16 n-rows
+// x 16 k per fragment, straight from the packed words) and the tokens are the narrow "B"
+// operand (n8 of m16n8k16). A CTA owns BLOCK_N weight rows x BLOCK_M routed rows; warps split
+// BLOCK_N in WARPS_N and BLOCK_M in WARPS_M. Weights, scales and the gathered activation
+// rows stream through a STAGES-deep cp.async pipeline; the output tile is staged in shared
+// memory and written as 16-byte row segments, only for valid rows.
+//
+// One kernel body serves every mode; the mode only changes the tile scheduler
+// (W4A16Tiles<MODE>::resolve), which maps blockIdx to (expert, source row, destination row)
+// from the int32 routing tensors on the device.
+#pragma once
+
+#include "w4a16_args.cuh"
+#include "w4a16_common.cuh"
+
+namespace chord {
+
+// ---------------------------------------------------------------------------------------
+// Tile schedulers. resolve() is called by every thread of the CTA; it fills
+// s_src[BLOCK_M] (activation row, -1 = invalid) and s_dst[BLOCK_M] (output row, -1 = do not
+// write), sets `expert`, and returns false (uniformly) when the CTA has no work.
+// ---------------------------------------------------------------------------------------
+template <int MODE>
+struct W4A16Tiles;
+
+template <>
+struct W4A16Tiles<kW4A16Contiguous> {
+  template <int BLOCK_M, int THREADS>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int* s_misc, int& expert) {
+    const int row0 = tile * BLOCK_M;
+    if (row0 >= args.a_rows) return false;
+    const int* m_indices = static_cast<const int*>(args.m_indices);
+    int valid = 0;
+    if (threadIdx.x < BLOCK_M) {
+      const int r = row0 + (int)threadIdx.x;
+      const int e = r < args.a_rows ? m_indices[r] : -1;
+      valid = e >= 0 && e < args.num_experts;
+      s_src[threadIdx.x] = valid ? r : -1;
+      s_dst[threadIdx.x] = valid ? r : -1;
+      if (valid) s_misc[0] = e;  // all valid rows of one aligned block carry the same expert
+    }
+    if (!__syncthreads_or(valid)) return false;  // whole-padding block
+    expert = s_misc[0];
+    return true;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Masked> {
+  template <int BLOCK_M, int THREADS>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int*, int& expert) {
+    const int tiles_per_group = (args.max_m + BLOCK_M - 1) / BLOCK_M;
+    if (tiles_per_group <= 0) return false;
+    const int g = tile / tiles_per_group;
+    const int r0 = (tile - g * tiles_per_group) * BLOCK_M;
+    if (g >= args.num_groups || g >= args.num_experts) return false;
+    int count = static_cast<const int*>(args.masked_m)[g];
+    count = count < args.max_m ? count : args.max_m;
+    if (r0 >= count) return false;
+    if (threadIdx.x < BLOCK_M) {
+      const int r = r0 + (int)threadIdx.x;
+      const int idx = r < count ? g * args.max_m + r : -1;
+      s_src[threadIdx.x] = idx;
+      s_dst[threadIdx.x] = idx;
+    }
+    __syncthreads();
+    expert = g;
+    return true;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Offsets> {
+  // Tile t of the grid is the t-th BLOCK_M slice in expert order; each CTA recovers its
+  // expert with a block-wide scan of per-expert tile counts (E <= a few hundred, L2 hits).
+  template <int BLOCK_M, int THREADS>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int* s_misc, int& expert) {
+    constexpr int kWarps = THREADS / 32;
+    const int* offsets = static_cast<const int*>(args.offsets);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int num_e = args.num_experts;
+    const int rows = args.a_rows;
+    if (threadIdx.x == 0) s_misc[32] = -1;
+    int carry = 0;
+    for (int base = 0; base < num_e; base += THREADS) {
+      const int e = base + (int)threadIdx.x;
+      int beg = 0, end = 0, nt = 0;
+      if (e < num_e) {
+        end = offsets[e];
+        beg = e > 0 ? offsets[e - 1] : 0;
+        end = end < rows ? end : rows;
+        beg = beg < 0 ? 0 : beg;
+        nt = end > beg ? (end - beg + BLOCK_M - 1) / BLOCK_M : 0;
+      }
+      int incl = nt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= d) incl += v;
+      }
+      if (lane == 31) s_misc[warp] = incl;
+      __syncthreads();
+      int before = carry, total = carry;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const int v = s_misc[w];
+        before += w < warp ? v : 0;
+        total += v;
+      }
+      const int excl = before + incl - nt;
+      if (nt > 0 && tile >= excl && tile < excl + nt) {
+        s_misc[32] = e;
+        s_misc[33] = beg + (tile - excl) * BLOCK_M;
+        s_misc[34] = end;
+      }
+      carry = total;
+      __syncthreads();  // s_misc[0..kWarps) is rewritten next round; publishes s_misc[32..34]
+      if (carry > tile) break;
+    }
+    __syncthreads();  // also orders thread 0's s_misc[32] = -1 when the loop did not run
+    expert = s_misc[32];
+    if (expert < 0) return false;
+    const int r0 = s_misc[33], r_end = s_misc[34];
+    if (threadIdx.x < BLOCK_M) {
+      const int r = r0 + (int)threadIdx.x;
+      s_src[threadIdx.x] = r < r_end ? r : -1;
+      s_dst[threadIdx.x] = r < r_end ? r : -1;
+    }
+    __syncthreads();
+    return true;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Indexed> {
+  // vLLM moe_align_block_size: one expert id per block_size sorted ids; block_size is a
+  // multiple of BLOCK_M, so a tile never straddles two vLLM blocks.
+  template <int BLOCK_M, int THREADS>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int*, int& expert) {
+    const int p0 = tile * BLOCK_M;
+    int valid_len = *static_cast<const int*>(args.num_tokens_padded);
+    valid_len = valid_len < args.capacity ? valid_len : args.capacity;
+    if (p0 >= valid_len) return false;
+    expert = static_cast<const int*>(args.expert_ids)[p0 / args.block_size];
+    if (expert < 0 || expert >= args.num_experts) return false;
+    const int num_routes = args.a_rows * args.top_k;
+    int valid = 0;
+    if (threadIdx.x < BLOCK_M) {
+      const int p = p0 + (int)threadIdx.x;
+      const int id = p < valid_len ? static_cast<const int*>(args.sorted_ids)[p] : -1;
+      valid = id >= 0 && id < num_routes;
+      s_src[threadIdx.x] = valid ? id / args.top_k : -1;
+      s_dst[threadIdx.x] = valid ? id : -1;
+    }
+    return __syncthreads_or(valid) != 0;  // a block of sentinels only: nothing to do
+  }
+};
+
+// ---------------------------------------------------------------------------------------
+// Compile-time configuration.
+// ---------------------------------------------------------------------------------------
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N>
+struct W4A16Config {
+  static constexpr int kThreads = w4a16_threads(WARPS_M, WARPS_N);
+  static constexpr int kSmemBytes = w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES);
+  static constexpr int kHeaderBytes = w4a16_smem_header_bytes(BLOCK_M);
+  static constexpr int kStageBytes = w4a16_smem_stage_bytes(BLOCK_M, BLOCK_N, BLOCK_K);
+  static constexpr int kABytes = BLOCK_M * BLOCK_K * 2;     // activations, swizzled rows
+  static constexpr int kWBytes = BLOCK_N * BLOCK_K / 2;     // packed weight chunks
+  static constexpr int kSBytes = (BLOCK_K / 32) * BLOCK_N * 2;  // packed scales
+  static constexpr int kWM = BLOCK_M / WARPS_M;             // tokens per warp
+  static constexpr int kWN = BLOCK_N / WARPS_N;             // weight rows per warp
+  static constexpr int kNT = kWN / 16;                      // 16-row weight tiles per warp
+  static constexpr int kMT = kWM / 8;                       // 8-token MMA column tiles per warp
+  static constexpr int kKC = BLOCK_K / 64;                  // 64-k chunks per stage
+  static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N) == nullptr,
+                "invalid W4A16 config (see w4a16_config_error)");
+};
+
+// ---------------------------------------------------------------------------------------
+// The kernel body. Launch: grid = w4a16_grid(...), block = kThreads, dynamic smem = kSmemBytes.
+// ---------------------------------------------------------------------------------------
+template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N>
+__device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
+  using namespace w4a16_detail;
+  using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N>;
+  constexpr int kThreads = Cfg::kThreads;
+  constexpr int kNT = Cfg::kNT, kMT = Cfg::kMT, kKC = Cfg::kKC;
+
+  extern __shared__ __align__(128) unsigned char smem[];
+  int* s_src = reinterpret_cast<int*>(smem);
+  int* s_dst = s_src + BLOCK_M;
+  int* s_misc = s_dst + BLOCK_M;  // 64 ints
+  unsigned char* pipe = smem + Cfg::kHeaderBytes;
+
+  const int n_blocks = args.n / BLOCK_N;
+  const int n_block = (int)(blockIdx.x % (unsigned int)n_blocks);
+  const int tile = (int)(blockIdx.x / (unsigned int)n_blocks);
+
+  int expert = -1;
+  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
+
+  const int K = args.k, N = args.n;
+  const int num_k = K / BLOCK_K;
+  const int tid = threadIdx.x;
+
+  const unsigned short* a_ptr = static_cast<const unsigned short*>(args.a);
+  const unsigned char* w_ptr = static_cast<const unsigned char*>(args.w) +
+                               (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
+                               (unsigned long long)n_block * (BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull;
+  const unsigned char* s_ptr = static_cast<const unsigned char*>(args.scales) +
+                               (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
+                               (unsigned long long)n_block * BLOCK_N * 2ull;
+  const unsigned int pipe_base = smem_addr(pipe);
+
+  // Issue the copies of k-block kb into stage slot `slot`.
+  auto load_stage = [&](int kb, int slot) {
+    const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
+    // Activations: BLOCK_M rows x BLOCK_K, 16-byte chunks, chunk index XOR (row & 7) so the
+    // ldmatrix reads of 8 rows at one k offset hit 8 different bank groups.
+    constexpr int kAChunksPerRow = BLOCK_K / 8;
+#pragma unroll
+    for (int c = tid; c < BLOCK_M * kAChunksPerRow; c += kThreads) {
+      const int row = c / kAChunksPerRow, ch = c % kAChunksPerRow;
+      const int src = s_src[row];
+      const unsigned short* g = src >= 0 ? a_ptr + (long long)src * args.lda + (long long)kb * BLOCK_K + ch * 8 : a_ptr;
+      cp_async_16(st + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), g, src >= 0 ? 16 : 0);
+    }
+    // Weights: (BLOCK_N/16) x (BLOCK_K/64) chunks of 512 contiguous bytes, copied as is.
+    const unsigned int sw = st + Cfg::kABytes;
+#pragma unroll
+    for (int c = tid; c < BLOCK_N * BLOCK_K / 32; c += kThreads) {
+      const int lane16 = c & 31;
+      const int kc = (c >> 5) % kKC;
+      const int nt = (c >> 5) / kKC;
+      const unsigned char* g = w_ptr + ((unsigned long long)nt * (K / 64) + (unsigned long long)kb * kKC + kc) * 512ull +
+                               lane16 * 16;
+      cp_async_16(sw + c * 16, g, 16);
+    }
+    // Scales: BLOCK_K/32 group rows of BLOCK_N bf16.
+    const unsigned int ss = sw + Cfg::kWBytes;
+    constexpr int kSChunksPerRow = BLOCK_N / 8;
+#pragma unroll
+    for (int c = tid; c < (BLOCK_K / 32) * kSChunksPerRow; c += kThreads) {
+      const int grp = c / kSChunksPerRow, ch = c % kSChunksPerRow;
+      const unsigned char* g = s_ptr + ((unsigned long long)kb * (BLOCK_K / 32) + grp) * (unsigned long long)N * 2ull + ch * 16;
+      cp_async_16(ss + c * 16, g, 16);
+    }
+  };
+
+  const int lane = tid & 31, warp = tid >> 5;
+  const int warp_n = warp % WARPS_N, warp_m = warp / WARPS_N;
+  const int g = lane >> 2, t = lane & 3;
+
+  float acc[kNT][kMT][4];
+#pragma unroll
+  for (int i = 0; i < kNT; ++i)
+#pragma unroll
+    for (int m = 0; m < kMT; ++m)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[i][m][r] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < num_k) load_stage(s, s);
+    cp_async_commit();
+  }
+
+  // Per-lane ldmatrix row/chunk selection (tokens of this warp, x4 = 16 tokens x k16).
+  const int ldm_mat = lane >> 3;
+  const int ldm_row_in = (ldm_mat >> 1) * 8 + (lane & 7);  // x4: matrices 2,3 are tokens +8
+  const int ldm_kh = ldm_mat & 1;                           // matrices 1,3 are k + 8
+
+  int slot = 0;
+  for (int kb = 0; kb < num_k; ++kb) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    {
+      const int next = kb + STAGES - 1;
+      int next_slot = slot + STAGES - 1;
+      next_slot = next_slot >= STAGES ? next_slot - STAGES : next_slot;
+      if (next < num_k) load_stage(next, next_slot);
+      cp_async_commit();
+    }
+    const unsigned int sa = pipe_base + slot * Cfg::kStageBytes;
+    const unsigned int sw = sa + Cfg::kABytes;
+    const unsigned int ss = sw + Cfg::kWBytes;
+
+#pragma unroll
+    for (int kc = 0; kc < kKC; ++kc) {
+      unsigned int wq[kNT][4];
+      unsigned int sc[kNT][2];
+#pragma unroll
+      for (int i = 0; i < kNT; ++i) {
+        const int nt = warp_n * kNT + i;
+        lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) sc[i][h] = lds32(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 2);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int kchunk = (kc * 64 + j * 16) / 8;  // 16-byte chunk of the activation row
+        unsigned int b[kMT][2];
+#pragma unroll
+        for (int p = 0; p < kMT / 2; ++p) {
+          const int row = warp_m * Cfg::kWM + p * 16 + ldm_row_in;
+          const int ch = kchunk + ldm_kh;
+          ldmatrix_x4(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[2 * p][0], b[2 * p][1], b[2 * p + 1][0],
+                      b[2 * p + 1][1]);
+        }
+        if constexpr (kMT % 2 == 1) {
+          const int row = warp_m * Cfg::kWM + (kMT - 1) * 8 + (lane & 7);
+          const int ch = kchunk + ldm_kh;
+          ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[kMT - 1][0], b[kMT - 1][1]);
+        }
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) {
+          unsigned int af[4];
+          dequant_word(wq[i][j], sc[i][j >> 1], af);
+#pragma unroll
+          for (int m = 0; m < kMT; ++m) mma_bf16_16816(acc[i][m], af, b[m][0], b[m][1]);
+        }
+      }
+    }
+    slot = slot + 1 == STAGES ? 0 : slot + 1;
+  }
+
+  // Epilogue: fragments -> smem [BLOCK_M][BLOCK_N + 8] bf16 -> 16-byte row segments.
+  cp_async_wait<0>();
+  __syncthreads();
+  constexpr int kLdc = BLOCK_N + 8;
+  unsigned short* s_out = reinterpret_cast<unsigned short*>(pipe);
+#pragma unroll
+  for (int i = 0; i < kNT; ++i) {
+    const int n_loc = (warp_n * kNT + i) * 16 + g;
+#pragma unroll
+    for (int m = 0; m < kMT; ++m) {
+      const int tok = warp_m * Cfg::kWM + m * 8 + 2 * t;
+      const unsigned int v01 = f32x2_to_bf16x2(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
+      const unsigned int v23 = f32x2_to_bf16x2(acc[i][m][2], acc[i][m][3]);  // row g+8
+      s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
+      s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
+      s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);
+      s_out[(tok + 1) * kLdc + n_loc + 8] = (unsigned short)(v23 >> 16);
+    }
+  }
+  __syncthreads();
+  unsigned short* out = static_cast<unsigned short*>(args.out);
+  constexpr int kOutChunksPerRow = BLOCK_N / 8;
+#pragma unroll
+  for (int c = tid; c < BLOCK_M * kOutChunksPerRow; c += kThreads) {
+    const int row = c / kOutChunksPerRow, ch = c % kOutChunksPerRow;
+    const int dst = s_dst[row];
+    if (dst >= 0) {
+      const uint4_w v = *reinterpret_cast<const uint4_w*>(s_out + row * kLdc + ch * 8);
+      *reinterpret_cast<uint4_w*>(out + (long long)dst * args.ldc + (long long)n_block * BLOCK_N + ch * 8) = v;
+    }
+  }
+}
+
+}  // namespace chord

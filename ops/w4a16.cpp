@@ -1,0 +1,211 @@
+#include "ops/w4a16.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "jit/families/w4a16.hpp"
+#include "jit/runtime.hpp"
+#include "launcher/device_context.hpp"
+#include "ops/validate.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
+
+namespace chord {
+namespace {
+
+constexpr int64_t kMaxRows = INT_MAX / 2;
+
+void require_weight_shape(int64_t experts, int64_t n, int64_t k) {
+  require_range(experts, "E", 1, 1 << 16);
+  require_range(n, "N", kW4A16PackN, 1 << 20);
+  require_range(k, "K", kW4A16PackK, 1 << 20);
+  require_multiple(n, "N", kW4A16PackN);
+  require_multiple(k, "K", kW4A16PackK);
+}
+
+// The tag check every operator does before anything else.
+void require_weight(const chord_w4a16_weight_t* w) {
+  CHORD_REQUIRE(w != nullptr, "argument 'weight' is a null pointer");
+  CHORD_REQUIRE(w->magic == CHORD_W4A16_MAGIC, "argument 'weight' is not a chord W4A16 packed weight (bad magic 0x{:08x})",
+                w->magic);
+  CHORD_REQUIRE(w->format == CHORD_FORMAT_INT4_G32, "argument 'weight' has format {}; this operator needs INT4 group-32 ({})",
+                w->format, CHORD_FORMAT_INT4_G32);
+  CHORD_REQUIRE(w->layout_version == kW4A16LayoutVersion,
+                "argument 'weight' has packed layout version {}; this library reads version {} (re-pack the weights)",
+                w->layout_version, kW4A16LayoutVersion);
+  CHORD_REQUIRE(w->group_size == kW4A16GroupSize, "argument 'weight' has group size {}; supported: {}", w->group_size,
+                kW4A16GroupSize);
+  require_weight_shape(w->experts, w->n, w->k);
+  require_pointer(w->weight_dev, "weight.weight_dev", 16);
+  require_pointer(w->scales_dev, "weight.scales_dev", 16);
+}
+
+struct Launch {
+  DeviceContext device;
+  W4A16GemmConfig config;
+  const LoadedKernel* kernel;
+};
+
+Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream stream) {
+  Launch l;
+  l.device = current_device_context(stream);
+  problem.n = static_cast<int>(w->n);
+  problem.k = static_cast<int>(w->k);
+  problem.experts = static_cast<int>(w->experts);
+  problem.arch = l.device.arch;
+  problem.sm_count = l.device.sm_count;
+  l.config = resolve_w4a16_config(problem);
+  l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
+  return l;
+}
+
+W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A16Mode mode) {
+  W4A16Args args{};
+  args.a = a;
+  args.w = w->weight_dev;
+  args.scales = w->scales_dev;
+  args.out = out;
+  args.lda = w->k;
+  args.ldc = w->n;
+  args.n = static_cast<int>(w->n);
+  args.k = static_cast<int>(w->k);
+  args.num_experts = static_cast<int>(w->experts);
+  args.mode = mode;
+  return args;
+}
+
+void launch(const Launch& l, const W4A16Args& args, CUstream stream) {
+  W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
+  if (grid.x == 0) return;  // no rows: nothing to launch
+  l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
+}
+
+}  // namespace
+
+int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k) { return experts * n * k / 2; }
+int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k) { return experts * n * (k / kW4A16GroupSize) * 2; }
+
+void w4a16_pack(const void* src, int src_format, const void* scales, int64_t experts, int64_t n, int64_t k,
+                void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream) {
+  CHORD_REQUIRE(src_format == kW4A16SrcCodes || src_format == kW4A16SrcCompressed,
+                "argument 'src_format' = {} is invalid: 0 (uint8 codes) or 1 (compressed-tensors int32)", src_format);
+  require_weight_shape(experts, n, k);
+  require_pointer(src, "src", src_format == kW4A16SrcCodes ? 1 : 4);
+  require_pointer(scales, "scales", 2);
+  require_pointer(weight_out, "weight_out", 16);
+  require_pointer(scales_out, "scales_out", 16);
+  CHORD_REQUIRE(weight != nullptr, "argument 'weight' is a null pointer");
+  DeviceContext device = current_device_context(stream);
+  W4A16PackConfig config;
+  config.source_format = static_cast<W4A16PackSource>(src_format);
+  const LoadedKernel& kernel = JitRuntime::global().kernel(config.descriptor(device.arch), device.context);
+  W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
+                     static_cast<int>(k), 0};
+  W4A16Dim3 grid = w4a16_pack_grid(args.num_experts, args.n, args.k);
+  kernel.launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
+  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, kW4A16LayoutVersion,
+                                 static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
+}
+
+void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream stream) {
+  require_weight(weight);
+  require_pointer(out, "out", 16);
+  DeviceContext device = current_device_context(stream);
+  W4A16PackConfig config;
+  config.unpack = true;
+  const LoadedKernel& kernel = JitRuntime::global().kernel(config.descriptor(device.arch), device.context);
+  W4A16UnpackArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),
+                       static_cast<int>(weight->n), static_cast<int>(weight->k), 0};
+  W4A16Dim3 grid = w4a16_pack_grid(args.num_experts, args.n, args.k);
+  kernel.launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
+}
+
+void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* m_indices,
+                      void* out, CUstream stream) {
+  require_weight(weight);
+  require_range(m, "m", 0, kMaxRows);
+  if (m == 0) return;
+  require_pointer(a, "a", 16);
+  require_pointer(m_indices, "m_indices", 4);
+  require_pointer(out, "out", 16);
+  W4A16Problem problem;
+  problem.mode = kW4A16Contiguous;
+  problem.rows_per_expert = std::max<int64_t>(1, m / weight->experts);
+  Launch l = prepare(problem, weight, stream);
+  W4A16Args args = base_args(a, weight, out, kW4A16Contiguous);
+  args.m_indices = m_indices;
+  args.a_rows = static_cast<int>(m);
+  launch(l, args, stream);
+}
+
+void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a16_weight_t* weight,
+                  const int32_t* masked_m, int64_t expected_m, void* out, CUstream stream) {
+  require_weight(weight);
+  require_range(groups, "G", 0, weight->experts);
+  require_range(max_m, "max_m", 0, kMaxRows);
+  CHORD_REQUIRE(groups * max_m <= kMaxRows, "G*max_m = {} exceeds {}", groups * max_m, kMaxRows);
+  if (groups == 0 || max_m == 0) return;
+  require_pointer(a, "a", 16);
+  require_pointer(masked_m, "masked_m", 4);
+  require_pointer(out, "out", 16);
+  W4A16Problem problem;
+  problem.mode = kW4A16Masked;
+  problem.rows_per_expert = expected_m > 0 ? std::min(expected_m, max_m) : max_m;
+  Launch l = prepare(problem, weight, stream);
+  W4A16Args args = base_args(a, weight, out, kW4A16Masked);
+  args.masked_m = masked_m;
+  args.num_groups = static_cast<int>(groups);
+  args.max_m = static_cast<int>(max_m);
+  launch(l, args, stream);
+}
+
+void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
+                   void* out, CUstream stream) {
+  require_weight(weight);
+  require_range(s_rows, "S", 0, kMaxRows);
+  if (s_rows == 0) return;
+  require_pointer(a, "a", 16);
+  require_pointer(offsets, "offsets", 4);
+  require_pointer(out, "out", 16);
+  W4A16Problem problem;
+  problem.mode = kW4A16Offsets;
+  problem.rows_per_expert = std::max<int64_t>(1, s_rows / weight->experts);
+  Launch l = prepare(problem, weight, stream);
+  W4A16Args args = base_args(a, weight, out, kW4A16Offsets);
+  args.offsets = offsets;
+  args.a_rows = static_cast<int>(s_rows);
+  launch(l, args, stream);
+}
+
+void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* sorted_ids,
+                   int64_t capacity, const int32_t* expert_ids, const int32_t* num_tokens_padded, int64_t top_k,
+                   int64_t block_size, void* out, CUstream stream) {
+  require_weight(weight);
+  require_range(top_k, "top_k", 1, 1024);
+  require_range(m, "M", 0, kMaxRows / top_k);
+  require_range(capacity, "capacity", 0, kMaxRows);
+  require_range(block_size, "block_size", 8, 1024);
+  require_multiple(block_size, "block_size", 8);
+  if (m == 0 || capacity == 0) return;
+  require_pointer(a, "a", 16);
+  require_pointer(sorted_ids, "sorted_ids", 4);
+  require_pointer(expert_ids, "expert_ids", 4);
+  require_pointer(num_tokens_padded, "num_tokens_padded", 4);
+  require_pointer(out, "out", 16);
+  W4A16Problem problem;
+  problem.mode = kW4A16Indexed;
+  problem.block_size = static_cast<int>(block_size);
+  // Routed rows per active expert, assuming the routes spread over the experts.
+  problem.rows_per_expert = std::max<int64_t>(1, m * top_k / weight->experts);
+  Launch l = prepare(problem, weight, stream);
+  W4A16Args args = base_args(a, weight, out, kW4A16Indexed);
+  args.sorted_ids = sorted_ids;
+  args.expert_ids = expert_ids;
+  args.num_tokens_padded = num_tokens_padded;
+  args.a_rows = static_cast<int>(m);
+  args.top_k = static_cast<int>(top_k);
+  args.block_size = static_cast<int>(block_size);
+  args.capacity = static_cast<int>(capacity);
+  launch(l, args, stream);
+}
+
+}  // namespace chord

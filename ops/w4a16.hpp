@@ -1,0 +1,28 @@
+// Operators of the W4A16 grouped GEMM family (chord.h: chord_w4a16_*).
+#pragma once
+#include <cstdint>
+
+#include <cuda.h>
+
+#include "chord/chord.h"
+
+namespace chord {
+
+int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k);
+int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k);
+
+void w4a16_pack(const void* src, int src_format, const void* scales, int64_t experts, int64_t n, int64_t k,
+                void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream);
+void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream stream);
+
+void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* m_indices,
+                      void* out, CUstream stream);
+void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a16_weight_t* weight,
+                  const int32_t* masked_m, int64_t expected_m, void* out, CUstream stream);
+void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
+                   void* out, CUstream stream);
+void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* sorted_ids,
+                   int64_t capacity, const int32_t* expert_ids, const int32_t* num_tokens_padded, int64_t top_k,
+                   int64_t block_size, void* out, CUstream stream);
+
+}  // namespace chord

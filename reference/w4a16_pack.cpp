@@ -1,0 +1,111 @@
+#include "reference/w4a16_pack.hpp"
+
+#include <stdexcept>
+
+#include "reference/bf16.hpp"
+
+namespace chord::ref {
+namespace {
+
+// Mirrors w4a16_detail::frag_row / frag_col / scale_pos_in_16 (kernels_src/w4a16_common.cuh).
+int frag_row(int lane, int slot) { return (lane >> 2) + 8 * ((slot & 3) & 1); }
+int frag_col(int lane, int slot) { return 2 * (lane & 3) + 8 * ((slot & 3) >> 1) + (slot >> 2); }
+int scale_pos_in_16(int r) { return 2 * (r & 7) + (r >> 3); }
+
+void check_shape(int num_experts, int n, int k) {
+  if (num_experts < 0 || n <= 0 || k <= 0 || n % 16 != 0 || k % 64 != 0)
+    throw std::invalid_argument("w4a16 packed layout needs N % 16 == 0 and K % 64 == 0");
+}
+
+uint16_t dequant(uint32_t code, uint16_t scale) {
+  // (code - 8) is exact in bf16; one bf16 multiply.
+  return bf16_mul(float_to_bf16(static_cast<float>(static_cast<int>(code) - 8)), scale);
+}
+
+}  // namespace
+
+std::vector<uint8_t> unpack_compressed(const int32_t* words, int num_experts, int n, int k) {
+  const size_t total = static_cast<size_t>(num_experts) * n * k;
+  std::vector<uint8_t> codes(total);
+  for (size_t i = 0; i < total; ++i)
+    codes[i] = static_cast<uint8_t>((static_cast<uint32_t>(words[i / 8]) >> (4 * (i % 8))) & 15u);
+  return codes;
+}
+
+std::vector<int32_t> compress_codes(const uint8_t* codes, int num_experts, int n, int k) {
+  const size_t total = static_cast<size_t>(num_experts) * n * k;
+  std::vector<int32_t> words(total / 8, 0);
+  for (size_t i = 0; i < total; ++i)
+    words[i / 8] = static_cast<int32_t>(static_cast<uint32_t>(words[i / 8]) | ((codes[i] & 15u) << (4 * (i % 8))));
+  return words;
+}
+
+W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k) {
+  check_shape(num_experts, n, k);
+  W4A16Packed p;
+  p.num_experts = num_experts;
+  p.n = n;
+  p.k = k;
+  p.weight.resize(static_cast<size_t>(num_experts) * n * k / 8);
+  p.scales.resize(static_cast<size_t>(num_experts) * n * k / 32);
+  size_t w = 0;
+  for (int e = 0; e < num_experts; ++e)
+    for (int nt = 0; nt < n / 16; ++nt)
+      for (int kc = 0; kc < k / 64; ++kc)
+        for (int lane = 0; lane < 32; ++lane)
+          for (int j = 0; j < 4; ++j, ++w) {
+            uint32_t q = 0;
+            for (int s = 0; s < 8; ++s) {
+              const size_t row = static_cast<size_t>(e) * n + nt * 16 + frag_row(lane, s);
+              const int col = (kc * 4 + j) * 16 + frag_col(lane, s);
+              q |= static_cast<uint32_t>(codes[row * k + col] & 15u) << (4 * s);
+            }
+            p.weight[w] = q;
+          }
+  for (int e = 0; e < num_experts; ++e)
+    for (int grp = 0; grp < k / 32; ++grp)
+      for (int row = 0; row < n; ++row)
+        p.scales[(static_cast<size_t>(e) * (k / 32) + grp) * n + (row & ~15) + scale_pos_in_16(row & 15)] =
+            scales[(static_cast<size_t>(e) * n + row) * (k / 32) + grp];
+  return p;
+}
+
+std::vector<uint16_t> dequantize_codes(const uint8_t* codes, const uint16_t* scales, int num_experts, int n,
+                                       int k) {
+  const size_t total = static_cast<size_t>(num_experts) * n * k;
+  std::vector<uint16_t> out(total);
+  for (size_t i = 0; i < total; ++i) out[i] = dequant(codes[i] & 15u, scales[i / 32]);
+  return out;
+}
+
+uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scales, int n, int k, int e, int row,
+                                   int col) {
+  const int nt = row / 16, r = row % 16, kt = col / 16, c = col % 16;
+  const int kc = kt / 4, j = kt % 4;
+  // Find (lane, slot) with frag_row == r and frag_col == c.
+  const int g = r & 7, t = (c & 7) >> 1;
+  const int lane = g * 4 + t;
+  const int slot = ((r >> 3) | ((c >> 3) << 1)) + 4 * (c & 1);
+  const size_t word = ((((static_cast<size_t>(e) * (n / 16) + nt) * (k / 64) + kc) * 32 + lane) * 4) + j;
+  const uint32_t code = (weight[word] >> (4 * slot)) & 15u;
+  const uint16_t s = scales[(static_cast<size_t>(e) * (k / 32) + col / 32) * n + nt * 16 + scale_pos_in_16(r)];
+  return dequant(code, s);
+}
+
+std::vector<uint16_t> dequantize_packed(const uint32_t* weight, const uint16_t* scales, int num_experts, int n,
+                                        int k) {
+  check_shape(num_experts, n, k);
+  std::vector<uint16_t> out(static_cast<size_t>(num_experts) * n * k);
+  for (int e = 0; e < num_experts; ++e)
+    for (int row = 0; row < n; ++row)
+      for (int col = 0; col < k; ++col)
+        out[(static_cast<size_t>(e) * n + row) * k + col] =
+            dequantize_packed_element(weight, scales, n, k, e, row, col);
+  return out;
+}
+
+std::vector<uint16_t> dequantize_packed(const W4A16Packed& p) {
+  return dequantize_packed(p.weight.data(), p.scales.data(), p.num_experts, p.n, p.k);
+}
+
+}  // namespace chord::ref

@@ -1,0 +1,299 @@
+// The W4A16 operators through the C API on random inputs against the CPU reference:
+// pack (both checkpoint forms), dequantize, and the four GEMM modes with ragged routing,
+// empty experts, single rows, partial tiles, -1 experts and over-allocated buffers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "chord/chord.h"
+#include "gpu_support.hpp"
+#include "reference/bf16.hpp"
+#include "reference/int4_reference.hpp"
+#include "reference/w4a16_gemm.hpp"
+#include "reference/w4a16_pack.hpp"
+
+using namespace chord::test;
+using chord::ref::bf16_to_float;
+
+namespace {
+
+constexpr uint16_t kPoison = 0x7fc1;  // a NaN no kernel produces
+
+struct PackedWeight {
+  int e, n, k;
+  std::vector<uint8_t> codes;
+  std::vector<uint16_t> scales;
+  std::vector<uint16_t> logical;  // bf16 [E, N, K]
+  std::unique_ptr<DeviceBuffer> weight_dev, scales_dev;
+  chord_w4a16_weight_t tag{};
+};
+
+PackedWeight make_weight(int e, int n, int k, std::mt19937& rng, const Stream& stream) {
+  PackedWeight w{e, n, k, {}, {}, {}, nullptr, nullptr, {}};
+  w.codes = random_codes(static_cast<size_t>(e) * n * k, rng);
+  w.scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
+  w.logical = chord::ref::dequantize_codes(w.codes, w.scales, static_cast<int64_t>(e) * n, k);
+  DeviceBuffer codes(w.codes), scales(w.scales);
+  w.weight_dev = std::make_unique<DeviceBuffer>(chord_w4a16_weight_bytes(e, n, k));
+  w.scales_dev = std::make_unique<DeviceBuffer>(chord_w4a16_scale_bytes(e, n, k));
+  REQUIRE(chord_w4a16_pack(codes.get(), 0, scales.get(), e, n, k, w.weight_dev->get(), w.scales_dev->get(), &w.tag,
+                           stream.get()) == CHORD_SUCCESS);
+  stream.sync();
+  return w;
+}
+
+std::vector<uint16_t> random_activations(size_t count, std::mt19937& rng) {
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<uint16_t> a(count);
+  for (auto& v : a) v = chord::ref::float_to_bf16(dist(rng));
+  return a;
+}
+
+// Rows the reference left as poison must still be poison; others must be close.
+void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want) {
+  REQUIRE(got.size() == want.size());
+  double sum_sq = 0;
+  size_t valid = 0;
+  for (uint16_t v : want) {
+    if (v != kPoison) {
+      sum_sq += double(bf16_to_float(v)) * bf16_to_float(v);
+      ++valid;
+    }
+  }
+  const double rms = valid ? std::sqrt(sum_sq / valid) : 1.0;
+  size_t bad = 0, untouched_violations = 0;
+  double err_sq = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (want[i] == kPoison) {
+      untouched_violations += got[i] != kPoison;
+      continue;
+    }
+    double g = bf16_to_float(got[i]), r = bf16_to_float(want[i]);
+    err_sq += (g - r) * (g - r);
+    if (!(std::fabs(g - r) <= 0.02 * std::max(std::fabs(r), rms))) ++bad;
+  }
+  CHECK(untouched_violations == 0);
+  CHECK(bad == 0);
+  if (valid) CHECK(std::sqrt(err_sq / valid) / rms < 1e-2);
+}
+
+}  // namespace
+
+TEST_CASE("gpu w4a16: pack matches the reference packer; dequantize matches the logical weight", "[gpu][w4a16]") {
+  std::mt19937 rng(11);
+  Stream stream;
+  for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{3, 48, 192}, std::tuple{4, 512, 2048}}) {
+    auto codes = random_codes(static_cast<size_t>(e) * n * k, rng);
+    auto scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
+    auto expected = chord::ref::pack_w4a16(codes.data(), scales.data(), e, n, k);
+    auto compressed = chord::ref::codes_to_compressed(codes, static_cast<int64_t>(e) * n, k);
+    DeviceBuffer d_codes(codes), d_compressed(compressed), d_scales(scales);
+    for (int format : {0, 1}) {
+      DeviceBuffer w(chord_w4a16_weight_bytes(e, n, k)), s(chord_w4a16_scale_bytes(e, n, k));
+      chord_w4a16_weight_t tag{};
+      REQUIRE(chord_w4a16_pack(format == 0 ? d_codes.get() : d_compressed.get(), format, d_scales.get(), e, n, k,
+                               w.get(), s.get(), &tag, stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      CHECK(w.download<uint32_t>() == expected.weight);
+      CHECK(s.download<uint16_t>() == expected.scales);
+      DeviceBuffer out(static_cast<size_t>(e) * n * k * 2);
+      out.fill(0xff);
+      REQUIRE(chord_w4a16_dequantize(&tag, out.get(), stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      CHECK(out.download<uint16_t>() == chord::ref::dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k));
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: contiguous mode with empty experts and padding rows", "[gpu][w4a16]") {
+  std::mt19937 rng(21);
+  Stream stream;
+  const int align = static_cast<int>(chord_w4a16_contiguous_alignment());
+  for (auto [e, n, k] : {std::tuple{6, 256, 512}, std::tuple{3, 64, 128}}) {
+    PackedWeight w = make_weight(e, n, k, rng, stream);
+    for (std::vector<int> rows : {std::vector<int>{1, 0, 130, 7, 0, 256}, std::vector<int>{300, 0, 1}}) {
+      rows.resize(e, 0);
+      std::vector<int32_t> m_indices;
+      for (int x = 0; x < e; ++x) {
+        int padded = (rows[x] + align - 1) / align * align;
+        for (int r = 0; r < padded; ++r) m_indices.push_back(r < rows[x] ? x : -1);
+      }
+      const int m = static_cast<int>(m_indices.size());
+      auto a = random_activations(static_cast<size_t>(m) * k, rng);
+      std::vector<uint16_t> want(static_cast<size_t>(m) * n, kPoison);
+      chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), e, n, k, want.data());
+      DeviceBuffer d_a(a), d_idx(m_indices), out(want.size() * 2);
+      std::vector<uint16_t> poison(want.size(), kPoison);
+      out.upload(poison);
+      REQUIRE(chord_w4a16_contiguous(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_idx.get()), out.get(),
+                                     stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      check_output(out.download<uint16_t>(), want);
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: masked mode with zero, full and partial groups", "[gpu][w4a16]") {
+  std::mt19937 rng(31);
+  Stream stream;
+  const int e = 5, n = 128, k = 256;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  for (int max_m : {1, 13, 72}) {
+    for (int64_t expected_m : {int64_t{0}, int64_t{8}, int64_t{64}}) {
+      std::vector<int32_t> masked_m(e);
+      for (int g = 0; g < e; ++g) masked_m[g] = g == 0 ? 0 : (g == 1 ? max_m : static_cast<int>(rng() % (max_m + 1)));
+      auto a = random_activations(static_cast<size_t>(e) * max_m * k, rng);
+      std::vector<uint16_t> want(static_cast<size_t>(e) * max_m * n, kPoison);
+      chord::ref::w4a16_gemm_masked(a.data(), e, max_m, masked_m.data(), w.logical.data(), n, k, want.data());
+      DeviceBuffer d_a(a), d_mask(masked_m), out(want.size() * 2);
+      out.upload(std::vector<uint16_t>(want.size(), kPoison));
+      REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), expected_m,
+                                 out.get(), stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      check_output(out.download<uint16_t>(), want);
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]") {
+  std::mt19937 rng(41);
+  Stream stream;
+  const int e = 7, n = 192, k = 384;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  for (std::vector<int> counts : {std::vector<int>{0, 1, 0, 33, 200, 0, 5}, std::vector<int>{0, 0, 0, 0, 0, 0, 1},
+                                  std::vector<int>{9, 9, 9, 9, 9, 9, 9}}) {
+    std::vector<int32_t> offsets(e);
+    std::partial_sum(counts.begin(), counts.end(), offsets.begin());
+    const int s_rows = offsets.back();
+    auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
+    std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
+    chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data());
+    DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
+    out.upload(std::vector<uint16_t>(want.size(), kPoison));
+    REQUIRE(chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
+                                stream.get()) == CHORD_SUCCESS);
+    stream.sync();
+    check_output(out.download<uint16_t>(), want);
+  }
+}
+
+namespace {
+
+// vLLM's moe_align_block_size on the host: skewed top-k routing, segments padded to
+// block_size with the sentinel M*top_k, -1 for experts not on this rank.
+struct Routing {
+  std::vector<int32_t> sorted_ids, expert_ids, num_tokens_padded;
+  int capacity = 0;
+};
+
+Routing align_routing(int m, int top_k, int experts, int block_size, const std::vector<bool>& local,
+                      int extra_capacity, std::mt19937& rng) {
+  std::uniform_real_distribution<float> u(0.f, 1.f);
+  std::vector<float> bias(experts);
+  for (auto& b : bias) b = 3.f * u(rng) * u(rng);  // skew: some experts popular, some empty
+  std::vector<std::vector<int32_t>> per_expert(experts);
+  for (int t = 0; t < m; ++t) {
+    std::vector<std::pair<float, int>> scores(experts);
+    for (int x = 0; x < experts; ++x) scores[x] = {u(rng) + bias[x], x};
+    std::partial_sort(scores.begin(), scores.begin() + top_k, scores.end(), std::greater<>());
+    for (int j = 0; j < top_k; ++j) per_expert[scores[j].second].push_back(t * top_k + j);
+  }
+  Routing r;
+  const int sentinel = m * top_k;
+  for (int x = 0; x < experts; ++x) {
+    if (per_expert[x].empty()) continue;
+    auto ids = per_expert[x];
+    ids.resize((ids.size() + block_size - 1) / block_size * block_size, sentinel);
+    for (size_t b = 0; b < ids.size(); b += block_size) r.expert_ids.push_back(local[x] ? x : -1);
+    r.sorted_ids.insert(r.sorted_ids.end(), ids.begin(), ids.end());
+  }
+  r.num_tokens_padded = {static_cast<int32_t>(r.sorted_ids.size())};
+  r.capacity = static_cast<int>(r.sorted_ids.size()) + extra_capacity;
+  r.sorted_ids.resize(r.capacity, sentinel);  // over-allocated tail, never read
+  r.expert_ids.resize((r.capacity + block_size - 1) / block_size, 12345);  // garbage past the prefix
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("gpu w4a16: indexed mode (vLLM routing) for gate_up and down, EP subsets, M = 1", "[gpu][w4a16]") {
+  std::mt19937 rng(51);
+  Stream stream;
+  const int e = 16, n = 256, k = 512;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  for (auto [m, top_k, block_size, all_local] :
+       {std::tuple{1, 8, 16, true}, std::tuple{37, 8, 16, false}, std::tuple{300, 4, 64, true},
+        std::tuple{50, 1, 32, false}}) {
+    std::vector<bool> local(e, true);
+    if (!all_local) {
+      for (int x = 0; x < e; x += 3) local[x] = false;
+    }
+    Routing r = align_routing(m, top_k, e, block_size, local, 3 * block_size, rng);
+    // gate_up reads row id / top_k of a [M, K]; down reads row id of [M*top_k, K] with top_k 1.
+    for (bool down : {false, true}) {
+      const int a_rows = down ? m * top_k : m;
+      const int kernel_top_k = down ? 1 : top_k;
+      auto a = random_activations(static_cast<size_t>(a_rows) * k, rng);
+      std::vector<uint16_t> want(static_cast<size_t>(m) * top_k * n, kPoison);
+      if (down) {
+        // With top_k = 1 the reference sees M*top_k tokens and the same route ids.
+        chord::ref::w4a16_gemm_indexed(a.data(), a_rows, 1, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
+                                       block_size, r.num_tokens_padded[0], w.logical.data(), e, n, k, want.data());
+      } else {
+        chord::ref::w4a16_gemm_indexed(a.data(), m, top_k, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
+                                       block_size, r.num_tokens_padded[0], w.logical.data(), e, n, k, want.data());
+      }
+      DeviceBuffer d_a(a), d_ids(r.sorted_ids), d_exp(r.expert_ids), d_ntp(r.num_tokens_padded),
+          out(want.size() * 2);
+      out.upload(std::vector<uint16_t>(want.size(), kPoison));
+      REQUIRE(chord_w4a16_indexed(d_a.get(), a_rows, &w.tag, static_cast<const int32_t*>(d_ids.get()), r.capacity,
+                                  static_cast<const int32_t*>(d_exp.get()),
+                                  static_cast<const int32_t*>(d_ntp.get()), kernel_top_k, block_size, out.get(),
+                                  stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      check_output(out.download<uint16_t>(), want);
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: CUDA Graph replay of each mode equals eager", "[gpu][w4a16][graph]") {
+  std::mt19937 rng(61);
+  Stream stream;
+  const int e = 4, n = 128, k = 256, max_m = 24;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  std::vector<int32_t> masked_m = {3, 0, 24, 17};
+  auto a = random_activations(static_cast<size_t>(e) * max_m * k, rng);
+  DeviceBuffer d_a(a), d_mask(masked_m), out(static_cast<size_t>(e) * max_m * n * 2);
+  auto call = [&] {
+    REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), 8, out.get(),
+                               stream.get()) == CHORD_SUCCESS);
+  };
+  out.fill(0xff);
+  call();
+  stream.sync();
+  auto eager = out.download<uint16_t>();
+  out.fill(0xff);
+  capture_and_replay(stream, call);
+  CHECK(out.download<uint16_t>() == eager);
+}
+
+TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch", "[gpu][w4a16]") {
+  std::mt19937 rng(71);
+  Stream stream;
+  PackedWeight w = make_weight(2, 64, 128, rng, stream);
+  chord_w4a16_weight_t bad = w.tag;
+  bad.layout_version = 99;
+  DeviceBuffer out(64 * 64 * 2);
+  int32_t* no_routing = reinterpret_cast<int32_t*>(out.get());
+  CHECK(chord_w4a16_offsets(out.get(), 8, &bad, no_routing, out.get(), stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("layout version") != std::string::npos);
+  bad = w.tag;
+  bad.magic = 0;
+  CHECK(chord_w4a16_offsets(out.get(), 8, &bad, no_routing, out.get(), stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  bad = w.tag;
+  bad.k = 100;
+  CHECK(chord_w4a16_offsets(out.get(), 8, &bad, no_routing, out.get(), stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("'K'") != std::string::npos);
+}

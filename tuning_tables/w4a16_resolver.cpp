@@ -1,0 +1,71 @@
+#include "tuning_tables/w4a16_resolver.hpp"
+
+#include "jit/env.hpp"
+#include "jit/error.hpp"
+
+namespace chord {
+namespace {
+
+// Smallest legal BLOCK_M covering the expected rows of one expert, capped at 64 (larger
+// tiles only pay once the weight tile is reused enough; see docs/performance.md).
+int pick_block_m(int64_t rows) {
+  for (int bm : {8, 16, 32, 64}) {
+    if (rows <= bm) return bm;
+  }
+  return 64;
+}
+
+W4A16GemmConfig heuristic(const W4A16Problem& p) {
+  W4A16GemmConfig c;
+  c.mode = p.mode;
+  c.block_m = pick_block_m(p.rows_per_expert);
+  if (p.mode == kW4A16Indexed) {
+    while (p.block_size % c.block_m != 0) c.block_m /= 2;  // block_m must divide the routing block
+  }
+  c.block_k = p.k % 128 == 0 ? 128 : 64;
+  c.block_n = p.n % 128 == 0 ? 128 : (p.n % 64 == 0 ? 64 : 16);
+  c.warps_m = c.block_m >= 64 ? 2 : 1;
+  c.warps_n = c.block_n >= 64 ? 4 : 1;
+  c.stages = c.block_m >= 64 ? 3 : 4;
+  return c;
+}
+
+void apply_override(int* field, const std::optional<int>& value) {
+  if (value) *field = *value;
+}
+
+}  // namespace
+
+W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
+  CHORD_REQUIRE(p.n > 0 && p.n % kW4A16PackN == 0, "N = {} is unsupported: N must be a positive multiple of {}", p.n,
+                kW4A16PackN);
+  CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
+                kW4A16PackK);
+  W4A16GemmConfig c = heuristic(p);
+  const Environment& e = env();
+  bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages;
+  apply_override(&c.block_m, e.w4a16_bm);
+  apply_override(&c.block_n, e.w4a16_bn);
+  apply_override(&c.block_k, e.w4a16_bk);
+  apply_override(&c.stages, e.w4a16_stages);
+  if (forced) {
+    // Keep the warp split legal for the forced tile.
+    c.warps_m = c.block_m >= 64 ? 2 : 1;
+    while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
+    if (const char* why = c.error()) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BM/BN/BK/STAGES force an invalid config (bm={} bn={} bk={} stages={}): {}",
+           c.block_m, c.block_n, c.block_k, c.stages, why);
+    }
+    if (const char* why = w4a16_shape_error(p.n, p.k, c.block_n, c.block_k)) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BN/BK = {}/{} do not fit N = {}, K = {}: {}", c.block_n, c.block_k,
+           p.n, p.k, why);
+    }
+    if (p.mode == kW4A16Indexed && p.block_size % c.block_m != 0) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BM = {} does not divide the routing block_size {}", c.block_m,
+           p.block_size);
+    }
+  }
+  return c;
+}
+
+}  // namespace chord

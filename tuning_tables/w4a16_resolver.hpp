@@ -1,0 +1,23 @@
+// Where the W4A16 GEMM config is chosen: tuning table -> heuristic -> CHORD_W4A16_* env.
+#pragma once
+#include <cstdint>
+
+#include "jit/arch.hpp"
+#include "jit/families/w4a16.hpp"
+
+namespace chord {
+
+struct W4A16Problem {
+  W4A16Mode mode = kW4A16Contiguous;
+  int64_t rows_per_expert = 0;  // expected routed rows per active expert (host hint)
+  int n = 0, k = 0, experts = 0;
+  int block_size = 0;           // indexed: the routing alignment (block_m must divide it)
+  Arch arch;
+  int sm_count = 132;
+};
+
+// A valid config for the problem; throws Error naming the variable when a forced
+// CHORD_W4A16_* value makes it invalid, or naming N/K when the shape is unsupported.
+W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& problem);
+
+}  // namespace chord
