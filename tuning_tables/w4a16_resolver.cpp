@@ -6,27 +6,30 @@
 namespace chord {
 namespace {
 
-// Smallest legal BLOCK_M covering the expected rows of one expert, capped at 64 (larger
-// tiles only pay once the weight tile is reused enough; see docs/performance.md).
-int pick_block_m(int64_t rows) {
-  for (int bm : {8, 16, 32, 64}) {
-    if (rows <= bm) return bm;
-  }
-  return 64;
-}
-
+// Configs measured on the H200 with tools/kernel_check (docs/performance.md):
+//  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
+//    5-6 CTAs per SM keep enough weight bytes in flight; more stages or warps were 10-25%
+//    slower at 8 tokens per expert.
+//  - prefill: BM64/128 x BN128 x BK64, 4 stages, 2x4 warps (272 TFLOP/s at 512 rows/expert).
 W4A16GemmConfig heuristic(const W4A16Problem& p) {
   W4A16GemmConfig c;
   c.mode = p.mode;
-  c.block_m = pick_block_m(p.rows_per_expert);
+  c.block_m = 128;
+  for (int bm : {8, 16, 32, 64}) {
+    if (p.rows_per_expert <= bm) {
+      c.block_m = bm;
+      break;
+    }
+  }
   if (p.mode == kW4A16Indexed) {
     while (p.block_size % c.block_m != 0) c.block_m /= 2;  // block_m must divide the routing block
   }
-  c.block_k = p.k % 128 == 0 ? 128 : 64;
+  const bool decode = c.block_m <= 32;
   c.block_n = p.n % 128 == 0 ? 128 : (p.n % 64 == 0 ? 64 : 16);
-  c.warps_m = c.block_m >= 64 ? 2 : 1;
+  c.block_k = decode && p.k % 128 == 0 ? 128 : 64;
+  c.stages = decode ? 3 : 4;
+  c.warps_m = decode ? 1 : 2;
   c.warps_n = c.block_n >= 64 ? 4 : 1;
-  c.stages = c.block_m >= 64 ? 3 : 4;
   return c;
 }
 
@@ -51,6 +54,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   if (forced) {
     // Keep the warp split legal for the forced tile.
     c.warps_m = c.block_m >= 64 ? 2 : 1;
+    c.warps_n = c.block_n >= 64 ? 4 : 1;
     while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
     if (const char* why = c.error()) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BM/BN/BK/STAGES force an invalid config (bm={} bn={} bk={} stages={}): {}",

@@ -1,0 +1,340 @@
+"""The benchmark suite of shared/design/SHAPES.md for chord's W4A16 MoE GEMM.
+
+One command on a GPU machine (after scripts/setup.sh):
+    python3 bench/bench_w4a16.py --out DIR [--quick]
+Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
+accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor
+are reported side by side from the same routing draw, activations and weights. Writes
+DIR/bench.json and DIR/bench.png and prints a table. Exit code 1 if any check fails.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from chord_ctypes import Chord  # noqa: E402
+
+STREAM_BYTES_PER_S = 4.47e12   # SHAPES.md, measured on this H200
+BF16_FLOP_PER_S = 790e12
+SEED = 2026
+
+MODELS = {  # name: (experts, gate_up N, K, down N, K)
+    "kimi": (384, 4096, 7168, 7168, 2048),
+    "tp8": (384, 512, 7168, 7168, 256),
+    "qwen3": (128, 1536, 2048, 2048, 768),
+}
+
+
+def l2_flush_buffer():
+    return torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+
+
+def time_us(fn, flush, reps=100, warmup=10):
+    for _ in range(warmup):
+        fn()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
+    for i in range(reps):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
+    return times[len(times) // 2]
+
+
+class ExpertWeights:
+    """Random INT4 g32 experts packed by chord, plus the BF16 dequantized copy."""
+
+    def __init__(self, chord, experts, n, k, gen):
+        codes = torch.randint(0, 16, (experts, n, k), dtype=torch.uint8, device="cuda", generator=gen)
+        scales = (torch.randn(experts, n, k // 32, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
+        self.tag, self._keep = chord.pack(codes, scales)
+        del codes
+        self.bf16 = chord.dequantize(self.tag)             # [E, N, K], exact (code-8)*scale
+        self.experts, self.n, self.k = experts, n, k
+        torch.cuda.synchronize()
+
+    def bytes_for(self, active_experts):
+        return active_experts * self.n * (self.k // 2 + 2 * self.k // 32)
+
+
+def grouped_mm(x, w_bf16, offsets):
+    return torch._grouped_mm(x, w_bf16.transpose(1, 2), offs=offsets)
+
+
+def skewed_topk(tokens, experts, top_k, gen):
+    bias = torch.rand(experts, device="cuda", generator=gen) ** 3 * 2.0  # a few hot experts
+    scores = torch.rand(tokens, experts, device="cuda", generator=gen) + bias
+    return scores.topk(top_k, dim=1).indices.to(torch.int32)
+
+
+def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_blocks=2):
+    """vLLM's moe_align_block_size: segments padded to block_size with sentinel M*top_k,
+    one expert id per block (-1 for experts not on this rank), over-allocated buffers."""
+    flat = topk_ids.flatten().long()
+    sentinel = flat.numel()
+    counts = torch.bincount(flat, minlength=num_global)
+    padded = (counts + block_size - 1) // block_size * block_size
+    order = torch.argsort(flat, stable=True)
+    expert_sorted = flat[order]
+    rank = torch.arange(flat.numel(), device="cuda") - (torch.cumsum(counts, 0) - counts)[expert_sorted]
+    pos = (torch.cumsum(padded, 0) - padded)[expert_sorted] + rank
+    total = int(padded.sum())
+    capacity = total + extra_blocks * block_size
+    sorted_ids = torch.full((capacity,), sentinel, dtype=torch.int32, device="cuda")
+    sorted_ids[pos] = order.to(torch.int32)
+    block_expert = torch.repeat_interleave(torch.arange(num_global, device="cuda"), padded // block_size)
+    expert_ids = torch.full((capacity // block_size,), -1, dtype=torch.int32, device="cuda")
+    expert_ids[: block_expert.numel()] = local_of_global[block_expert]
+    num_tokens_padded = torch.tensor([total], dtype=torch.int32, device="cuda")
+    return sorted_ids, expert_ids, num_tokens_padded
+
+
+def grouped_rows(topk_ids, local_of_global, num_local):
+    """Valid routes (on local experts) sorted by local expert: (route ids, offsets, active)."""
+    flat = local_of_global[topk_ids.flatten().long()]
+    valid = torch.nonzero(flat >= 0).flatten()
+    local = flat[valid]
+    order = torch.argsort(local, stable=True)
+    routes = valid[order]
+    counts = torch.bincount(local, minlength=num_local)
+    offsets = torch.cumsum(counts, 0).to(torch.int32)
+    return routes, offsets, int((counts > 0).sum())
+
+
+def rel_error(out, ref):
+    return (out.float() - ref.float()).norm().item() / max(ref.float().norm().item(), 1e-30)
+
+
+class Suite:
+    def __init__(self, chord, quick):
+        self.chord, self.quick = chord, quick
+        self.flush = l2_flush_buffer()
+        self.rows = []
+        self.failures = 0
+
+    def record(self, scenario, x, proj, routed_rows, weights, active, flop, ours_fn, ref_fn, check):
+        """check() -> (ok, error); times ours and the grouped_mm anchor; appends a row."""
+        t0 = time.perf_counter()
+        ours_fn()
+        torch.cuda.synchronize()
+        first_call_ms = (time.perf_counter() - t0) * 1000.0
+        ok, err = check()
+        if not ok:
+            self.failures += 1
+        ours = time_us(ours_fn, self.flush)
+        anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
+        wbytes = weights.bytes_for(active)
+        floor = max(wbytes / STREAM_BYTES_PER_S, flop / BF16_FLOP_PER_S) * 1e6
+        row = dict(scenario=scenario, x=x, proj=proj, routed_rows=routed_rows, active_experts=active,
+                   chord_us=round(ours, 2), grouped_mm_bf16_us=round(anchor, 2), floor_us=round(floor, 2),
+                   tflops=round(flop / ours / 1e6, 1), weight_gbps=round(wbytes / ours / 1e3, 1),
+                   vs_grouped_mm=round(anchor / ours, 3), vs_floor=round(floor / ours, 3),
+                   check="ok" if ok else "FAIL", rel_error=err, first_call_ms=round(first_call_ms, 1))
+        self.rows.append(row)
+        print(f"{scenario:22s} {str(x):>6s} {proj:8s} rows={routed_rows:6d} chord={ours:9.1f}us "
+              f"bf16_gmm={anchor:9.1f}us floor={floor:8.1f}us {row['tflops']:6.1f}TF "
+              f"{row['weight_gbps']:7.1f}GB/s {row['check']} err={err:.2e}", flush=True)
+
+    # -- indexed (vLLM routing) -------------------------------------------------------------
+    def indexed(self, scenario, x, weights_up, weights_down, tokens, num_global, top_k, local_of_global,
+                block_size, gen):
+        topk_ids = skewed_topk(tokens, num_global, top_k, gen)
+        sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
+        routes, offsets, active = grouped_rows(topk_ids, local_of_global, weights_up.experts)
+        routed = routes.numel()
+        for proj, w, a_rows, kernel_top_k in (("gate_up", weights_up, tokens, top_k),
+                                              ("down", weights_down, tokens * top_k, 1)):
+            a = torch.randn(a_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+            out = torch.full((tokens * top_k, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
+            in_rows = routes // kernel_top_k
+            x_grouped = a[in_rows]
+
+            def ours():
+                self.chord.indexed(a, w.tag, sorted_ids, expert_ids, ntp, kernel_top_k, block_size, out)
+
+            def anchor():
+                grouped_mm(x_grouped, w.bf16, offsets)
+
+            def check():
+                ref = grouped_mm(x_grouped, w.bf16, offsets)
+                got = out[routes]
+                untouched = torch.ones(tokens * top_k, dtype=torch.bool, device="cuda")
+                untouched[routes] = False
+                clean = bool(torch.isnan(out[untouched]).all()) if untouched.any() else True
+                err = rel_error(got, ref) if routed else 0.0
+                return clean and err < 1e-2 and not torch.isnan(got).any().item(), err
+
+            self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, ours, anchor, check)
+
+    # -- grouped contiguous ------------------------------------------------------------------
+    def contiguous(self, scenario, x, w, rows_per_expert, gen):
+        e = w.experts
+        m = e * rows_per_expert
+        a = torch.randn(m, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+        m_indices = torch.arange(e, device="cuda", dtype=torch.int32).repeat_interleave(rows_per_expert)
+        offsets = torch.cumsum(torch.full((e,), rows_per_expert, device="cuda"), 0).to(torch.int32)
+        out = torch.full((m, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
+
+        def check():
+            err = rel_error(out, grouped_mm(a, w.bf16, offsets))
+            return err < 1e-2 and not torch.isnan(out).any().item(), err
+
+        self.record(scenario, x, self.proj, m, w, e, 2.0 * m * w.n * w.k,
+                    lambda: self.chord.contiguous(a, w.tag, m_indices, out), lambda: grouped_mm(a, w.bf16, offsets),
+                    check)
+
+    # -- grouped masked ----------------------------------------------------------------------
+    def masked(self, scenario, x, w, tokens_per_expert, gen):
+        e = w.experts
+        max_m = 2 * tokens_per_expert
+        masked_m = torch.randint(tokens_per_expert // 2, tokens_per_expert + tokens_per_expert // 2 + 1, (e,),
+                                 device="cuda", generator=gen, dtype=torch.int32)
+        a = torch.randn(e, max_m, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.full((e, max_m, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
+        valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
+        x_grouped = a[valid]
+        offsets = torch.cumsum(masked_m, 0).to(torch.int32)
+        routed = int(masked_m.sum())
+
+        def check():
+            err = rel_error(out[valid], grouped_mm(x_grouped, w.bf16, offsets))
+            clean = bool(torch.isnan(out[~valid]).all()) if (~valid).any() else True
+            return clean and err < 1e-2 and not torch.isnan(out[valid]).any().item(), err
+
+        self.record(scenario, x, self.proj, routed, w, int((masked_m > 0).sum()), 2.0 * routed * w.n * w.k,
+                    lambda: self.chord.masked(a, w.tag, masked_m, tokens_per_expert, out),
+                    lambda: grouped_mm(x_grouped, w.bf16, offsets), check)
+
+    # -- offsets -----------------------------------------------------------------------------
+    def offsets_mode(self, scenario, x, w, tokens, top_k, gen):
+        e = w.experts
+        topk_ids = skewed_topk(tokens, e, top_k, gen)
+        identity = torch.arange(e, dtype=torch.int32, device="cuda")
+        routes, offsets, active = grouped_rows(topk_ids, identity, e)
+        s_rows = routes.numel()
+        a = torch.randn(s_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.full((s_rows, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
+
+        def check():
+            err = rel_error(out, grouped_mm(a, w.bf16, offsets))
+            return err < 1e-2 and not torch.isnan(out).any().item(), err
+
+        self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
+                    lambda: self.chord.offsets(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets),
+                    check)
+
+
+def run(args):
+    chord = Chord(args.library)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(SEED)
+    suite = Suite(chord, args.quick)
+    quick = args.quick
+
+    # Kimi EP8: 48 local experts of 384 (EP16/EP32 use the first 24/12 of them).
+    e_all, n_up, k_up, n_down, k_down = MODELS["kimi"]
+    up = ExpertWeights(chord, 48, n_up, k_up, gen)
+    down = ExpertWeights(chord, 48, n_down, k_down, gen)
+    local_ep8 = torch.where(torch.arange(e_all, device="cuda") < 48, torch.arange(e_all, device="cuda"),
+                            torch.full((e_all,), -1, device="cuda")).to(torch.int32)
+    local_only = torch.arange(48, dtype=torch.int32, device="cuda")
+    for t in ([20, 50] if quick else [20, 30, 40, 50]):
+        # decode: all 8T routes of this GPU's tokens land on its 48 experts
+        suite.indexed("indexed EP8 decode", t, up, down, t, 48, 8, local_only, 16, gen)
+    for t in ([1024, 16384] if quick else [1024, 2048, 4096, 8192, 16384]):
+        suite.indexed("indexed EP8 prefill", t, up, down, t, e_all, 8, local_ep8, 64, gen)
+    for ep, experts in (("EP8", 48), ("EP16", 24), ("EP32", 12)):
+        if quick and ep != "EP8":
+            continue
+        subset = [ExpertWeights.__new__(ExpertWeights) for _ in range(2)]
+        for sub, full in zip(subset, (up, down)):
+            sub.__dict__.update(full.__dict__)
+            sub.tag = type(full.tag).from_buffer_copy(full.tag)
+            sub.tag.experts = experts
+            sub.experts = experts
+            sub.bf16 = full.bf16[:experts]
+        for suite.proj, w in (("gate_up", subset[0]), ("down", subset[1])):
+            for r in ([512] if quick else [128, 256, 512]):
+                suite.contiguous(f"contiguous {ep}", r, w, r, gen)
+            for t in ([8, 64] if quick else [8, 16, 32, 64]):
+                suite.masked(f"masked {ep}", t, w, t, gen)
+    del up, down
+    torch.cuda.empty_cache()
+
+    e_tp, n_up, k_up, n_down, k_down = MODELS["tp8"]
+    up = ExpertWeights(chord, e_tp, n_up, k_up, gen)
+    down = ExpertWeights(chord, e_tp, n_down, k_down, gen)
+    all_local = torch.arange(e_tp, dtype=torch.int32, device="cuda")
+    for t in ([1024, 16384] if quick else [1024, 2048, 4096, 8192, 16384]):
+        suite.indexed("indexed TP8", t, up, down, t, e_tp, 8, all_local, 64, gen)
+    del up, down
+    torch.cuda.empty_cache()
+
+    e_q, n_up, k_up, n_down, k_down = MODELS["qwen3"]
+    up = ExpertWeights(chord, e_q, n_up, k_up, gen)
+    down = ExpertWeights(chord, e_q, n_down, k_down, gen)
+    for suite.proj, w in (("gate_up", up), ("down", down)):
+        for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
+            suite.offsets_mode("offsets Qwen3 INT4", t, w, t, 8, gen)
+    return suite
+
+
+def draw(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    scenarios = sorted({r["scenario"] for r in rows}, key=lambda s: [r["scenario"] for r in rows].index(s))
+    cols = 4
+    fig, axes = plt.subplots(math.ceil(len(scenarios) / cols), cols, figsize=(5 * cols, 4 * math.ceil(len(scenarios) / cols)),
+                             squeeze=False)
+    for ax, scenario in zip(axes.flat, scenarios):
+        for proj, color in (("gate_up", "tab:blue"), ("down", "tab:orange")):
+            sel = [r for r in rows if r["scenario"] == scenario and r["proj"] == proj]
+            if not sel:
+                continue
+            xs = [r["x"] for r in sel]
+            ax.plot(xs, [r["chord_us"] for r in sel], "o-", color=color, label=f"chord {proj}")
+            ax.plot(xs, [r["grouped_mm_bf16_us"] for r in sel], "s--", color=color, alpha=0.6,
+                    label=f"bf16 grouped_mm {proj}")
+            ax.plot(xs, [r["floor_us"] for r in sel], ":", color=color, alpha=0.8, label=f"floor {proj}")
+        ax.set_title(scenario)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("tokens / rows per expert")
+        ax.set_ylabel("us")
+        ax.legend(fontsize=6)
+    for ax in list(axes.flat)[len(scenarios):]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default="bench-out")
+    parser.add_argument("--quick", action="store_true", help="a subset of the rows")
+    parser.add_argument("--library", default=None, help="path of libchord.so (default build/libchord.so)")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    suite = run(args)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit or "unknown",
+                date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else ""))
+    with open(os.path.join(args.out, "bench.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
+    draw(suite.rows, os.path.join(args.out, "bench.png"))
+    print(f"\n{len(suite.rows)} rows, {suite.failures} failed checks; JSON and PNG in {args.out}")
+    return 1 if suite.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
