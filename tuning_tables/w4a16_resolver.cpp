@@ -14,9 +14,14 @@ namespace {
 W4A16GemmConfig heuristic(const W4A16Problem& p) {
   W4A16GemmConfig c;
   c.mode = p.mode;
+  // Routing is ragged: size the tile for 1.5x the mean rows per expert, so that an expert
+  // a little above the mean still streams its weights once (a second M tile re-reads them;
+  // measured: masked 8 tokens/expert with up to 12 rows took 461 us with BM8, see
+  // docs/performance.md).
+  const int64_t rows = p.rows_per_expert + p.rows_per_expert / 2;
   c.block_m = 128;
   for (int bm : {8, 16, 32, 64}) {
-    if (p.rows_per_expert <= bm) {
+    if (rows <= bm) {
       c.block_m = bm;
       break;
     }
