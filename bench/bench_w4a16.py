@@ -326,7 +326,9 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    # The device copy of the tree may carry no git metadata: CHORD_BENCH_COMMIT names it then.
+    commit = os.environ.get("CHORD_BENCH_COMMIT") or subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit or "unknown",
                 date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else ""))
     with open(os.path.join(args.out, "bench.json"), "w") as f:
