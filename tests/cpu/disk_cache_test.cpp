@@ -10,6 +10,7 @@
 #include "cache/disk_cache.hpp"
 #include "jit/compiler.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/w4a16.hpp"
 #include "jit/runtime.hpp"
 #include "test_support.hpp"
 
@@ -153,14 +154,16 @@ TEST_CASE("disk cache: 8 processes racing on one key all succeed and leave one v
 
 TEST_CASE("disk cache: a process killed while compiling leaves no visible entry", "[cache]") {
   TempDir dir;
+  // A GEMM variant: its NVRTC compile takes several hundred ms, so the kill lands inside it.
+  const chord::KernelDescriptor slow = chord::W4A16GemmConfig{}.descriptor(chord::parse_arch("sm_90a"));
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     chord::JitRuntime runtime(dir.path());
-    runtime.compile(dequant_descriptor());
+    runtime.compile(slow);
     _exit(0);
   }
-  usleep(150 * 1000);  // well inside the NVRTC compile
+  usleep(150 * 1000);
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
@@ -168,7 +171,7 @@ TEST_CASE("disk cache: a process killed while compiling leaves no visible entry"
   // absent or complete (loading it needs no rebuild).
   CHECK(cubin_entries(dir.path()).size() <= 1);
   chord::JitRuntime runtime(dir.path());
-  CHECK(runtime.compile(dequant_descriptor())->info.has_meta);
+  CHECK(runtime.compile(slow)->info.has_meta);
   CHECK(runtime.stats().disk_rebuilds == 0);
 }
 
