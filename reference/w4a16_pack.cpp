@@ -24,22 +24,6 @@ uint16_t dequant(uint32_t code, uint16_t scale) {
 
 }  // namespace
 
-std::vector<uint8_t> unpack_compressed(const int32_t* words, int num_experts, int n, int k) {
-  const size_t total = static_cast<size_t>(num_experts) * n * k;
-  std::vector<uint8_t> codes(total);
-  for (size_t i = 0; i < total; ++i)
-    codes[i] = static_cast<uint8_t>((static_cast<uint32_t>(words[i / 8]) >> (4 * (i % 8))) & 15u);
-  return codes;
-}
-
-std::vector<int32_t> compress_codes(const uint8_t* codes, int num_experts, int n, int k) {
-  const size_t total = static_cast<size_t>(num_experts) * n * k;
-  std::vector<int32_t> words(total / 8, 0);
-  for (size_t i = 0; i < total; ++i)
-    words[i / 8] = static_cast<int32_t>(static_cast<uint32_t>(words[i / 8]) | ((codes[i] & 15u) << (4 * (i % 8))));
-  return words;
-}
-
 W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k) {
   check_shape(num_experts, n, k);
   W4A16Packed p;
@@ -68,14 +52,6 @@ W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_exp
         p.scales[(static_cast<size_t>(e) * (k / 32) + grp) * n + (row & ~15) + scale_pos_in_16(row & 15)] =
             scales[(static_cast<size_t>(e) * n + row) * (k / 32) + grp];
   return p;
-}
-
-std::vector<uint16_t> dequantize_codes(const uint8_t* codes, const uint16_t* scales, int num_experts, int n,
-                                       int k) {
-  const size_t total = static_cast<size_t>(num_experts) * n * k;
-  std::vector<uint16_t> out(total);
-  for (size_t i = 0; i < total; ++i) out[i] = dequant(codes[i] & 15u, scales[i / 32]);
-  return out;
 }
 
 uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scales, int n, int k, int e, int row,

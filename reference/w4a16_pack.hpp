@@ -1,5 +1,5 @@
 // C++ reference of the w4a16 packed layout v1 (docs/packed_layout.md): packer bit-identical to
-// the GPU pack kernel (kernels_src/w4a16_pack.cuh), dequantization, compressed-tensors import.
+// the GPU pack kernel (kernels_src/w4a16_pack.cuh), dequantization. The checkpoint forms are in reference/int4_reference.hpp.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -12,18 +12,11 @@ struct W4A16Packed {
   int num_experts = 0, n = 0, k = 0;
 };
 
-// compressed-tensors pack-quantized int32 [E, N, K/8] (element j in bits 4j..4j+3) -> uint8
-// codes [E, N, K] (values 0..15, stored +8 offset, i.e. the code itself).
-std::vector<uint8_t> unpack_compressed(const int32_t* words, int num_experts, int n, int k);
-// The reverse (for tests): codes [E, N, K] -> int32 [E, N, K/8].
-std::vector<int32_t> compress_codes(const uint8_t* codes, int num_experts, int n, int k);
-
 // codes uint8 [E, N, K] + bf16 scales [E, N, K/32] -> packed. Requires N % 16 == 0, K % 64 == 0.
 W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k);
 
-// Logical weight bf16 [E, N, K]: bf16((code - 8) * scale), from codes / from packed.
-std::vector<uint16_t> dequantize_codes(const uint8_t* codes, const uint16_t* scales, int num_experts, int n,
-                                       int k);
+// Logical weight bf16 [E, N, K]: bf16((code - 8) * scale), from the packed form (from codes:
+// reference/int4_reference.hpp dequantize_codes).
 std::vector<uint16_t> dequantize_packed(const W4A16Packed& packed);
 std::vector<uint16_t> dequantize_packed(const uint32_t* weight, const uint16_t* scales, int num_experts, int n,
                                         int k);

@@ -23,6 +23,7 @@
 #include "kernels_src/w4a16_pack.cuh"
 #include "reference/bf16.hpp"
 #include "reference/w4a16_gemm.hpp"
+#include "reference/int4_reference.hpp"
 #include "reference/w4a16_pack.hpp"
 
 #define CK(x)                                                                                          \
@@ -191,15 +192,15 @@ static void make_weights(Weights& W, int E, int N, int K, uint64_t seed) {
   for (auto& c : W.codes) c = (uint8_t)(r.next() & 15);
   W.scales.resize(total / 32);
   for (auto& s : W.scales) s = ref::float_to_bf16(0.002f + 0.03f * r.uni());
-  W.logical = ref::dequantize_codes(W.codes.data(), W.scales.data(), E, N, K);
+  W.logical = ref::dequantize_codes(W.codes, W.scales, static_cast<int64_t>(E) * N, K);
   W.packed = ref::pack_w4a16(W.codes.data(), W.scales.data(), E, N, K);
   const std::string tag = "pack E" + std::to_string(E) + " N" + std::to_string(N) + " K" + std::to_string(K);
 
   // Reference layout round trip.
   report(tag + " ref dequantize_packed == dequantize_codes", ref::dequantize_packed(W.packed) == W.logical, "");
   // Compressed-tensors import.
-  const std::vector<int32_t> comp = ref::compress_codes(W.codes.data(), E, N, K);
-  report(tag + " ref unpack_compressed round trip", ref::unpack_compressed(comp.data(), E, N, K) == W.codes, "");
+  const std::vector<int32_t> comp = ref::codes_to_compressed(W.codes, static_cast<int64_t>(E) * N, K);
+  report(tag + " ref unpack_compressed round trip", ref::compressed_to_codes(comp, static_cast<int64_t>(E) * N, K) == W.codes, "");
 
   // GPU pack from both sources == reference packer, bit for bit.
   DBuf<uint8_t> d_codes(W.codes);
