@@ -7,6 +7,7 @@
 #include "jit/error.hpp"
 #include "jit/runtime.hpp"
 #include "ops/int4_dequantize.hpp"
+#include "ops/routing_check.hpp"
 #include "ops/w4a16.hpp"
 #include "kernels_src/w4a16_args.cuh"
 
@@ -117,6 +118,11 @@ chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, const chord_w4a
     chord::w4a16_indexed(a_dev, M, weight, sorted_ids_dev, capacity, expert_ids_dev, num_tokens_padded_dev, top_k,
                          block_size, out_dev, static_cast<CUstream>(stream));
   });
+}
+
+chord_status_t chord_routing_check_report(chord_routing_report_t* report) {
+  if (report != nullptr) *report = chord_routing_report_t{0, 0, 0, 0};
+  return guarded([&] { chord::routing_check_report(report); });
 }
 
 void chord_get_jit_stats(chord_jit_stats_t* stats) {

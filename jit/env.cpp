@@ -60,6 +60,7 @@ Environment read_environment() {
   e.jit_debug = read_flag("CHORD_JIT_DEBUG").value_or(false);
   e.dump_source = read_flag("CHORD_JIT_DUMP_SOURCE").value_or(false);
   e.sm90_decode = read_flag("CHORD_SM90_DECODE");
+  e.validate_routing = read_flag("CHORD_VALIDATE_ROUTING").value_or(false);
   e.w4a16_bm = read_positive_int("CHORD_W4A16_BM");
   e.w4a16_bn = read_positive_int("CHORD_W4A16_BN");
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");

@@ -16,6 +16,7 @@ enum class KernelFamily : int32_t {
   kW4A16Gemm = 2,
   kW4A16Pack = 3,
   kW4A16Unpack = 4,
+  kRoutingCheck = 5,
 };
 
 struct KernelDescriptor {

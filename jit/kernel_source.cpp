@@ -4,6 +4,7 @@
 
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/routing_check.hpp"
 #include "jit/families/w4a16.hpp"
 
 namespace chord {
@@ -19,6 +20,7 @@ KernelSource generate_kernel_source(const KernelDescriptor& descriptor) {
     case KernelFamily::kW4A16Gemm: return W4A16GemmConfig::from(descriptor).source();
     case KernelFamily::kW4A16Pack:
     case KernelFamily::kW4A16Unpack: return W4A16PackConfig::from(descriptor).source();
+    case KernelFamily::kRoutingCheck: return RoutingCheckConfig{}.source();
   }
   fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
 }

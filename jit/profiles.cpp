@@ -2,6 +2,7 @@
 
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/routing_check.hpp"
 #include "jit/families/w4a16.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -53,6 +54,7 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
       }
     }
   }
+  add(RoutingCheckConfig{}.descriptor(arch));
   for (bool unpack : {false, true}) {
     for (W4A16PackSource format : {kW4A16SrcCodes, kW4A16SrcCompressed}) {
       W4A16PackConfig c;

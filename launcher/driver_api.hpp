@@ -20,10 +20,12 @@ namespace chord {
   X(cuCtxGetCurrent)              \
   X(cuCtxSetCurrent)              \
   X(cuCtxGetDevice)               \
+  X(cuCtxSynchronize)             \
   X(cuStreamGetCtx)               \
   X(cuModuleLoadData)             \
   X(cuModuleUnload)               \
   X(cuModuleGetFunction)          \
+  X(cuModuleGetGlobal)            \
   X(cuFuncSetAttribute)           \
   X(cuLaunchKernelEx)             \
   X(cuTensorMapEncodeTiled)       \

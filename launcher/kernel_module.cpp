@@ -25,6 +25,13 @@ LoadedKernel::~LoadedKernel() {
   // Modules live as long as the process: unloading during exit races driver teardown.
 }
 
+CUdeviceptr LoadedKernel::global(const char* name) const {
+  CUdeviceptr address = 0;
+  size_t bytes = 0;
+  CHORD_CU(driver().cuModuleGetGlobal(&address, &bytes, module_, name));
+  return address;
+}
+
 void LoadedKernel::launch(const LaunchGrid& grid, CUstream stream, const void* args) const {
   CUlaunchConfig config = {};
   config.gridDimX = grid.x;

@@ -29,6 +29,9 @@ class LoadedKernel {
   // No allocation, no host synchronization.
   void launch(const LaunchGrid& grid, CUstream stream, const void* args) const;
 
+  // Device address of a module global (e.g. a flag a kernel writes).
+  CUdeviceptr global(const char* name) const;
+
   const KernelMeta& meta() const { return meta_; }
   CUfunction function() const { return function_; }
 

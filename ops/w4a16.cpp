@@ -5,7 +5,9 @@
 
 #include "jit/families/w4a16.hpp"
 #include "jit/runtime.hpp"
+#include "jit/env.hpp"
 #include "launcher/device_context.hpp"
+#include "ops/routing_check.hpp"
 #include "ops/validate.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -34,7 +36,11 @@ void require_weight(const chord_w4a16_weight_t* w) {
                 w->layout_version, kW4A16LayoutVersion);
   CHORD_REQUIRE(w->group_size == kW4A16GroupSize, "argument 'weight' has group size {}; supported: {}", w->group_size,
                 kW4A16GroupSize);
-  require_weight_shape(w->experts, w->n, w->k);
+  try {
+    require_weight_shape(w->experts, w->n, w->k);
+  } catch (const Error& e) {  // the operator has no E/N/K arguments: say they come from the tag
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "argument 'weight' has an unsupported shape: {}", e.what());
+  }
   require_pointer(w->weight_dev, "weight.weight_dev", 16);
   require_pointer(w->scales_dev, "weight.scales_dev", 16);
 }
@@ -74,8 +80,14 @@ W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A
 }
 
 void launch(const Launch& l, const W4A16Args& args, CUstream stream) {
+  // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
+  const long long ctas = w4a16_m_tiles(args.mode, l.config.block_m, args.a_rows, args.num_experts, args.num_groups,
+                                       args.max_m, args.capacity) *
+                         (args.n / l.config.block_n);
+  CHORD_REQUIRE(ctas <= INT_MAX, "rows x N too large: the grid would need {} CTAs (at most {})", ctas, INT_MAX);
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
   if (grid.x == 0) return;  // no rows: nothing to launch
+  if (env().validate_routing) enqueue_routing_check(args, stream);
   l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
 }
 

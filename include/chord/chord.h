@@ -126,6 +126,19 @@ CHORD_EXPORT chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, co
                                                 int64_t top_k, int64_t block_size, void* out_dev,
                                                 chord_stream_t stream);
 
+/* Routing validation. With CHORD_VALIDATE_ROUTING=1 every W4A16 call first enqueues a small
+ * check of its device routing tensors (no host sync) that records the first violation in
+ * the current context. chord_routing_check_report() synchronizes the context, returns and
+ * clears it: CHORD_SUCCESS when clean, CHORD_ERROR_INVALID_ARGUMENT with the details in
+ * chord_last_error() and *report otherwise. report may be NULL. */
+typedef struct chord_routing_report {
+  int32_t violation; /* 0 = none; see chord_last_error() for the text */
+  int32_t index;     /* element of the routing tensor */
+  int32_t value;     /* its value */
+  int32_t mode;      /* 0 contiguous, 1 masked, 2 offsets, 3 indexed */
+} chord_routing_report_t;
+CHORD_EXPORT chord_status_t chord_routing_check_report(chord_routing_report_t* report);
+
 /* JIT statistics of this process (for tests and tuning). */
 typedef struct chord_jit_stats {
   uint64_t nvrtc_compiles;    /* NVRTC invocations */

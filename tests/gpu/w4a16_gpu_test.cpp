@@ -297,3 +297,59 @@ TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch", "[gpu]
   CHECK(chord_w4a16_offsets(out.get(), 8, &bad, no_routing, out.get(), stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(chord_last_error()).find("'K'") != std::string::npos);
 }
+
+TEST_CASE("gpu w4a16: routing validation reports bad device routing without a host sync", "[gpu][w4a16][routing]") {
+  // The flag is read only by chord_routing_check_report(); the environment switch is read
+  // once per process, so this test drives the check kernel through the operator's path
+  // only when CHORD_VALIDATE_ROUTING=1 was set before the process started.
+  if (std::getenv("CHORD_VALIDATE_ROUTING") == nullptr || std::string(std::getenv("CHORD_VALIDATE_ROUTING")) != "1") {
+    WARN("CHORD_VALIDATE_ROUTING=1 not set: routing validation test skipped (scripts/device_check.sh sets it)");
+    return;
+  }
+  std::mt19937 rng(81);
+  Stream stream;
+  const int e = 4, n = 64, k = 128;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  chord_routing_report_t report{};
+  REQUIRE(chord_routing_check_report(&report) == CHORD_SUCCESS);  // clean start
+  CHECK(report.violation == 0);
+
+  // masked: masked_m[2] > max_m
+  const int max_m = 8;
+  std::vector<int32_t> masked_m = {1, 8, 9, 0};
+  auto a = random_activations(static_cast<size_t>(e) * max_m * k, rng);
+  DeviceBuffer d_a(a), d_mask(masked_m), out(static_cast<size_t>(e) * max_m * n * 2);
+  REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), 4, out.get(),
+                             stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_routing_check_report(&report) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(report.violation != 0);
+  CHECK(report.index == 2);
+  CHECK(report.value == 9);
+  CHECK(std::string(chord_last_error()).find("masked_m") != std::string::npos);
+  CHECK(chord_routing_check_report(&report) == CHORD_SUCCESS);  // cleared
+
+  // offsets: decreasing
+  std::vector<int32_t> offsets = {3, 2, 5, 5};
+  DeviceBuffer d_off(offsets);
+  REQUIRE(chord_w4a16_offsets(d_a.get(), 5, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
+                              stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_routing_check_report(&report) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(report.index == 1);
+  CHECK(std::string(chord_last_error()).find("offsets") != std::string::npos);
+
+  // indexed: expert id out of range and num_tokens_padded over capacity
+  std::vector<int32_t> sorted_ids(16, 0), expert_ids = {7}, ntp = {64};
+  DeviceBuffer d_ids(sorted_ids), d_exp(expert_ids), d_ntp(ntp);
+  REQUIRE(chord_w4a16_indexed(d_a.get(), 4, &w.tag, static_cast<const int32_t*>(d_ids.get()), 16,
+                              static_cast<const int32_t*>(d_exp.get()), static_cast<const int32_t*>(d_ntp.get()), 1,
+                              16, out.get(), stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_routing_check_report(&report) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(report.mode == 3);
+
+  // clean routing stays clean
+  std::vector<int32_t> good = {1, 8, 0, 3};
+  DeviceBuffer d_good(good);
+  REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_good.get()), 4, out.get(),
+                             stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_routing_check_report(&report) == CHORD_SUCCESS);
+}
