@@ -1,6 +1,7 @@
 // chord.h: every entry point converts exceptions into a status and a thread-local message.
 #include "chord/chord.h"
 
+#include <algorithm>
 #include <string>
 
 #include "jit/compiler.hpp"
@@ -8,6 +9,7 @@
 #include "jit/runtime.hpp"
 #include "ops/int4_dequantize.hpp"
 #include "ops/routing_check.hpp"
+#include "tuning_tables/tuning_table.hpp"
 #include "ops/w4a16.hpp"
 #include "kernels_src/w4a16_args.cuh"
 
@@ -118,6 +120,29 @@ chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, const chord_w4a
     chord::w4a16_indexed(a_dev, M, weight, sorted_ids_dev, capacity, expert_ids_dev, num_tokens_padded_dev, top_k,
                          block_size, out_dev, static_cast<CUstream>(stream));
   });
+}
+
+int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k, char* buffer,
+                                int64_t capacity) {
+  std::string text;
+  chord_status_t status = guarded([&] {
+    CHORD_REQUIRE(E > 0 && E <= (1 << 20), "argument 'E' = {} is out of range", E);
+    CHORD_REQUIRE(top_k > 0 && top_k <= 1024, "argument 'top_k' = {} is out of range", top_k);
+    CHORD_REQUIRE(N > 0 && K > 0 && N <= (1 << 24) && K <= (1 << 24), "arguments 'N', 'K' must be positive");
+    CHORD_REQUIRE(capacity >= 0 && (capacity == 0 || buffer != nullptr), "argument 'buffer' is a null pointer");
+    const chord::Arch target = chord::parse_arch(arch != nullptr ? arch : "sm_90a");
+    const std::string profile = chord::detect_profile(target, static_cast<int>(N), static_cast<int>(K));
+    CHORD_REQUIRE(!profile.empty(), "no tuning table holds N={} K={} for {}: the heuristic picks configs at run time",
+                  N, K, target.name());
+    text = chord::export_vllm_tuning(target, profile, static_cast<int>(E), static_cast<int>(top_k));
+  });
+  if (status != CHORD_SUCCESS) return -1;
+  if (capacity > 0) {
+    const size_t copied = std::min(text.size(), static_cast<size_t>(capacity - 1));
+    text.copy(buffer, copied);
+    buffer[copied] = '\0';
+  }
+  return static_cast<int64_t>(text.size());
 }
 
 chord_status_t chord_routing_check_report(chord_routing_report_t* report) {

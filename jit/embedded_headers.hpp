@@ -14,4 +14,7 @@ struct EmbeddedHeader {
 
 const std::vector<EmbeddedHeader>& embedded_headers();
 
+// tuning_tables/*.json, embedded the same way (tuning_tables/tuning_table.cpp reads them).
+const std::vector<EmbeddedHeader>& embedded_tuning_tables();
+
 }  // namespace chord

@@ -61,6 +61,15 @@ Environment read_environment() {
   e.dump_source = read_flag("CHORD_JIT_DUMP_SOURCE").value_or(false);
   e.sm90_decode = read_flag("CHORD_SM90_DECODE");
   e.validate_routing = read_flag("CHORD_VALIDATE_ROUTING").value_or(false);
+  if (const char* profile = get("CHORD_W4A16_PROFILE")) {
+    std::string p(profile);
+    if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      fail(CHORD_ERROR_ENVIRONMENT,
+           "environment variable CHORD_W4A16_PROFILE='{}' is invalid: expected a profile name (ep8, tp8, qwen3, heuristic)",
+           p);
+    }
+    e.w4a16_profile = p;
+  }
   e.w4a16_bm = read_positive_int("CHORD_W4A16_BM");
   e.w4a16_bn = read_positive_int("CHORD_W4A16_BN");
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");

@@ -12,6 +12,7 @@ struct Environment {
   bool dump_source = false;          // CHORD_JIT_DUMP_SOURCE=0|1: write generated source next to the cubin
   std::optional<bool> sm90_decode;   // CHORD_SM90_DECODE=0|1: force the decode schedule off/on
   bool validate_routing = false;     // CHORD_VALIDATE_ROUTING=0|1: check routing tensors on the device
+  std::optional<std::string> w4a16_profile;  // CHORD_W4A16_PROFILE: tuning table profile (or "heuristic")
   std::optional<int> w4a16_bm;       // CHORD_W4A16_BM / _BN / _BK / _STAGES: force one config
   std::optional<int> w4a16_bn;
   std::optional<int> w4a16_bk;

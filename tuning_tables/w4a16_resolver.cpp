@@ -2,6 +2,7 @@
 
 #include "jit/env.hpp"
 #include "jit/error.hpp"
+#include "tuning_tables/tuning_table.hpp"
 
 namespace chord {
 namespace {
@@ -42,6 +43,29 @@ void apply_override(int* field, const std::optional<int>& value) {
   if (value) *field = *value;
 }
 
+// The tuning table of the problem's profile (detected from N, K unless CHORD_W4A16_PROFILE
+// names one), else the heuristic.
+W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e) {
+  std::string profile = e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
+  if (profile.empty() || profile == "heuristic") return heuristic(p);
+  auto row = find_tuning_row(p.arch, profile, p.rows_per_expert);
+  if (!row) {
+    if (e.w4a16_profile) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", profile,
+           p.arch.name());
+    }
+    return heuristic(p);
+  }
+  W4A16GemmConfig c = row->config;
+  c.mode = p.mode;
+  if (w4a16_shape_error(p.n, p.k, c.block_n, c.block_k) != nullptr) return heuristic(p);  // explicit profile, other shape
+  if (p.mode == kW4A16Indexed) {
+    while (p.block_size % c.block_m != 0) c.block_m /= 2;  // block_m must divide the routing block
+    while (c.warps_m > 1 && c.block_m % (8 * c.warps_m) != 0) c.warps_m /= 2;
+  }
+  return c;
+}
+
 }  // namespace
 
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
@@ -49,8 +73,8 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
                 kW4A16PackN);
   CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
                 kW4A16PackK);
-  W4A16GemmConfig c = heuristic(p);
   const Environment& e = env();
+  W4A16GemmConfig c = table_or_heuristic(p, e);
   bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages;
   apply_override(&c.block_m, e.w4a16_bm);
   apply_override(&c.block_n, e.w4a16_bn);

@@ -126,6 +126,16 @@ CHORD_EXPORT chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, co
                                                 int64_t top_k, int64_t block_size, void* out_dev,
                                                 chord_stream_t stream);
 
+/* The W4A16 tuning table of a shape (profile detected from N, K) in the (min_m, max_m,
+ * config) form vLLM's Humming backend reads, M in tokens, as JSON:
+ *   [[min_m, max_m, {"block_size_m": .., "block_m": .., "block_n": .., ...}], ...]
+ * block_size_m is the routing alignment to pass to moe_align_block_size; the kernel uses a
+ * BLOCK_M dividing it for both projections. arch: "sm_90a" etc. (NULL = "sm_90a").
+ * Writes at most `capacity` bytes including the NUL; returns the full length (excluding
+ * the NUL), or -1 with chord_last_error() set (e.g. no table for this shape). */
+CHORD_EXPORT int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k,
+                                             char* buffer, int64_t capacity);
+
 /* Routing validation. With CHORD_VALIDATE_ROUTING=1 every W4A16 call first enqueues a small
  * check of its device routing tensors (no host sync) that records the first violation in
  * the current context. chord_routing_check_report() synchronizes the context, returns and

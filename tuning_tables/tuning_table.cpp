@@ -1,0 +1,125 @@
+#include "tuning_tables/tuning_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "jit/embedded_headers.hpp"
+#include "jit/error.hpp"
+
+namespace chord {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+T field(const json& object, const char* key, const std::string& where) {
+  auto it = object.find(key);
+  CHORD_REQUIRE(it != object.end(), "tuning table {}: missing field '{}'", where, key);
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: field '{}' has the wrong type", where, key);
+  }
+}
+
+}  // namespace
+
+TuningTable parse_tuning_table(const std::string& name, const std::string& json_text) {
+  json doc;
+  try {
+    doc = json::parse(json_text);
+  } catch (const json::exception& e) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: not valid JSON: {}", name, e.what());
+  }
+  CHORD_REQUIRE(doc.is_object(), "tuning table {}: the top level must be an object", name);
+  TuningTable table;
+  table.name = name;
+  table.arch = field<std::string>(doc, "arch", name);
+  parse_arch(table.arch);  // throws for an unknown arch
+  table.profile = field<std::string>(doc, "profile", name);
+  for (const json& shape : field<json>(doc, "shapes", name)) {
+    table.shapes.emplace_back(field<int>(shape, "n", name), field<int>(shape, "k", name));
+  }
+  int64_t next_min = 0;
+  const json rows = field<json>(doc, "rows", name);
+  CHORD_REQUIRE(rows.is_array() && !rows.empty(), "tuning table {}: 'rows' must be a non-empty array", name);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string where = name + " row " + std::to_string(i);
+    TuningRow row;
+    row.min_m = field<int64_t>(rows[i], "min_m", where);
+    row.max_m = field<int64_t>(rows[i], "max_m", where);
+    CHORD_REQUIRE(row.min_m == next_min && row.max_m >= row.min_m,
+                  "tuning table {}: ranges must be sorted, contiguous and start at 0 (min_m {} max_m {})", where,
+                  row.min_m, row.max_m);
+    next_min = row.max_m + 1;
+    row.config.block_m = field<int>(rows[i], "block_m", where);
+    row.config.block_n = field<int>(rows[i], "block_n", where);
+    row.config.block_k = field<int>(rows[i], "block_k", where);
+    row.config.stages = field<int>(rows[i], "stages", where);
+    row.config.warps_m = field<int>(rows[i], "warps_m", where);
+    row.config.warps_n = field<int>(rows[i], "warps_n", where);
+    row.measured = field<std::string>(rows[i], "measured", where);
+    if (const char* why = row.config.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
+    for (const auto& [n, k] : table.shapes) {
+      if (const char* why = w4a16_shape_error(n, k, row.config.block_n, row.config.block_k)) {
+        fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
+      }
+    }
+    table.rows.push_back(row);
+  }
+  return table;
+}
+
+const std::vector<TuningTable>& tuning_tables() {
+  static const std::vector<TuningTable> tables = [] {
+    std::vector<TuningTable> parsed;
+    for (const auto& file : embedded_tuning_tables()) {
+      parsed.push_back(parse_tuning_table(std::string(file.name), std::string(file.contents)));
+    }
+    return parsed;
+  }();
+  return tables;
+}
+
+std::string detect_profile(const Arch& arch, int n, int k) {
+  for (const auto& table : tuning_tables()) {
+    if (table.arch != arch.name()) continue;
+    for (const auto& shape : table.shapes) {
+      if (shape.first == n && shape.second == k) return table.profile;
+    }
+  }
+  return "";
+}
+
+std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
+  for (const auto& table : tuning_tables()) {
+    if (table.arch != arch.name() || table.profile != profile) continue;
+    for (const auto& row : table.rows) {
+      if (rows_per_expert >= row.min_m && rows_per_expert <= row.max_m) return row;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k) {
+  CHORD_REQUIRE(experts > 0 && top_k > 0, "export: experts and top_k must be positive");
+  for (const auto& table : tuning_tables()) {
+    if (table.arch != arch.name() || table.profile != profile) continue;
+    json out = json::array();
+    for (const auto& row : table.rows) {
+      // Tokens M whose mean rows per expert (M * top_k / experts) fall in the row's range.
+      const int64_t min_tokens = (row.min_m * experts + top_k - 1) / top_k;
+      const int64_t max_tokens = row.max_m >= (int64_t{1} << 40) / experts ? (int64_t{1} << 31) - 1
+                                                                             : ((row.max_m + 1) * experts - 1) / top_k;
+      if (max_tokens < min_tokens) continue;
+      const auto& c = row.config;
+      out.push_back({min_tokens, max_tokens,
+                     {{"block_size_m", c.block_m}, {"block_m", c.block_m}, {"block_n", c.block_n},
+                      {"block_k", c.block_k}, {"stages", c.stages}, {"warps_m", c.warps_m},
+                      {"warps_n", c.warps_n}}});
+    }
+    return out.dump();
+  }
+  fail(CHORD_ERROR_INVALID_ARGUMENT, "no tuning table for arch {} profile '{}'", arch.name(), profile);
+}
+
+}  // namespace chord

@@ -1,0 +1,46 @@
+// Tuning tables: tuning_tables/<arch>_<profile>.json, embedded at build time. Each maps
+// ranges of expected rows per expert to a W4A16 config, with the measurement behind it.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "jit/arch.hpp"
+#include "jit/families/w4a16.hpp"
+
+namespace chord {
+
+struct TuningRow {
+  int64_t min_m = 0;  // inclusive, rows per expert
+  int64_t max_m = 0;  // inclusive
+  W4A16GemmConfig config;  // mode is set by the caller
+  std::string measured;
+};
+
+struct TuningTable {
+  std::string name;  // file name
+  std::string arch;  // "sm_90a"
+  std::string profile;
+  std::vector<std::pair<int, int>> shapes;  // (N, K) the profile is recognised by
+  std::vector<TuningRow> rows;
+};
+
+// Parses JSON text; throws Error(CHORD_ERROR_INVALID_ARGUMENT) naming the table and row
+// for anything malformed (missing field, invalid config, overlapping or unsorted ranges).
+TuningTable parse_tuning_table(const std::string& name, const std::string& json_text);
+
+// Every embedded table, parsed once.
+const std::vector<TuningTable>& tuning_tables();
+
+// The profile whose shapes hold (N, K), or "" (generic: the heuristic decides).
+std::string detect_profile(const Arch& arch, int n, int k);
+
+// The table row for the expected rows per expert, if the (arch, profile) table has one.
+std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert);
+
+// The table of (arch, profile) in the (min_m, max_m, config) form vLLM's Humming backend
+// reads, with M in tokens: rows per expert = M * top_k / experts.
+std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k);
+
+}  // namespace chord
