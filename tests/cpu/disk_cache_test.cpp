@@ -3,6 +3,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -207,4 +208,94 @@ TEST_CASE("disk cache: a full disk degrades to memory-only", "[cache]") {
   cache.store(chord::KernelKey{7, 7}, {'x'});
   CHECK(cache.memory_only());
   CHECK_FALSE(cache.load(chord::KernelKey{7, 7}).has_value());
+}
+
+TEST_CASE("disk cache: 16 processes racing on the same keys all succeed and leave one valid entry each", "[cache]") {
+  TempDir dir;
+  // Two keys (both source formats of the dequant kernel); half the children take them in
+  // each order, so writers of both keys overlap.
+  chord::Int4DequantConfig codes_config, compressed_config;
+  codes_config.format = chord::kInt4Codes;
+  compressed_config.format = chord::kInt4Compressed;
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  const chord::KernelDescriptor keys[2] = {codes_config.descriptor(arch), compressed_config.descriptor(arch)};
+  std::vector<char> expected[2];
+  {
+    TempDir reference_dir;  // the bytes each key must end up with
+    chord::JitRuntime reference(reference_dir.path());
+    for (int i = 0; i < 2; ++i) expected[i] = reference.compile(keys[i])->cubin;
+  }
+  int gate[2];
+  REQUIRE(pipe(gate) == 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < 16; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) > 0) {
+      }
+      try {
+        chord::JitRuntime runtime(dir.path());
+        for (int j = 0; j < 2; ++j) {
+          int key = (i + j) % 2;
+          if (runtime.compile(keys[key])->cubin != expected[key]) _exit(3);
+        }
+        _exit(runtime.disk_cache().memory_only() ? 5 : 0);
+      } catch (...) {
+        _exit(4);
+      }
+    }
+    children.push_back(pid);
+  }
+  close(gate[0]);
+  close(gate[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  CHECK(cubin_entries(dir.path()).size() == 2);
+  CHECK(list_dir(dir.path() + "/kernels").size() == 2);  // no temp files left behind
+  chord::JitRuntime runtime(dir.path());
+  uint64_t before = chord::nvrtc_compile_count();
+  for (int i = 0; i < 2; ++i) CHECK(runtime.compile(keys[i])->cubin == expected[i]);
+  CHECK(chord::nvrtc_compile_count() == before);
+  CHECK(runtime.stats().disk_hits == 2);
+  CHECK(runtime.stats().disk_rebuilds == 0);
+}
+
+TEST_CASE("disk cache: a write failing midway (as on a full disk) leaves no temp file and degrades", "[cache]") {
+  // ENOSPC cannot be provoked without a small filesystem; RLIMIT_FSIZE makes write() fail
+  // the same way partway through the entry (EFBIG after the first bytes), so the partial
+  // temp file, its cleanup and the degrade path are the ones a full disk takes.
+  TempDir dir;
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    signal(SIGXFSZ, SIG_IGN);  // get EFBIG from write() instead of the signal
+    chord::DiskCache cache(dir.path());
+    if (cache.memory_only()) _exit(2);
+    rlimit limit{4096, 4096};
+    if (setrlimit(RLIMIT_FSIZE, &limit) != 0) _exit(3);
+    cache.store(chord::KernelKey{9, 9}, std::vector<char>(64 * 1024, 'c'));
+    if (!cache.memory_only()) _exit(4);
+    if (cache.load(chord::KernelKey{9, 9}).has_value()) _exit(5);
+    try {  // a runtime whose first store fails the same way still returns the kernel
+      chord::JitRuntime runtime(dir.path());
+      auto kernel = runtime.compile(dequant_descriptor());
+      if (!kernel->info.has_meta || kernel->cubin.size() <= 4096) _exit(6);
+      if (!runtime.disk_cache().memory_only()) _exit(7);
+    } catch (...) {
+      _exit(8);
+    }
+    _exit(0);
+  }
+  int status = 0;
+  REQUIRE(waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(list_dir(dir.path() + "/kernels").empty());  // neither the entry nor the partial temp file
 }
