@@ -1,0 +1,199 @@
+// chord_kernels._chord: the C API (include/chord/chord.h) for Python.
+//
+// Tensors cross as raw device addresses plus shapes, not as DLPack capsules: a torch
+// tensor's data_ptr() is one attribute read, while exporting a DLPack capsule per tensor
+// costs microseconds of host time on every GEMM call. The Python layer checks dtypes,
+// shapes, devices and contiguity from tensor metadata before it calls in here; the
+// library then checks every argument again and launches nothing on error.
+//
+// A packed weight crosses as its tag fields (magic, format, layout version, group size,
+// E, N, K) plus the two buffer addresses; the chord_w4a16_weight_t is rebuilt per call on
+// the stack so that the library's own tag check runs on exactly what Python holds.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include <cstdint>
+#include <string>
+#include <tuple>
+
+#include "chord/chord.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+void* ptr(uintptr_t address) { return reinterpret_cast<void*>(address); }
+
+// Maps a failed status onto the Python exception a caller can act on: bad arguments are
+// ValueError, unsupported shapes NotImplementedError, everything else RuntimeError.
+void check(chord_status_t status) {
+  if (status == CHORD_SUCCESS) return;
+  std::string message = std::string("chord: ") + chord_status_string(status) + ": " + chord_last_error();
+  PyObject* type = PyExc_RuntimeError;
+  if (status == CHORD_ERROR_INVALID_ARGUMENT) type = PyExc_ValueError;
+  if (status == CHORD_ERROR_UNSUPPORTED) type = PyExc_NotImplementedError;
+  PyErr_SetString(type, message.c_str());
+  throw nb::python_error();
+}
+
+// The tag arrives as seven integers; out-of-range values must reach the library's tag
+// check rather than wrap silently on the narrowing to uint32.
+uint32_t tag_field(int64_t value, const char* name) {
+  if (value < 0 || value > static_cast<int64_t>(UINT32_MAX)) {
+    std::string message =
+        std::string("chord: packed weight tag field '") + name + "' = " + std::to_string(value) + " is out of range";
+    PyErr_SetString(PyExc_ValueError, message.c_str());
+    throw nb::python_error();
+  }
+  return static_cast<uint32_t>(value);
+}
+
+chord_w4a16_weight_t make_weight(int64_t magic, int64_t format, int64_t layout_version, int64_t group_size,
+                                 int64_t experts, int64_t n, int64_t k, uintptr_t weight_dev, uintptr_t scales_dev) {
+  chord_w4a16_weight_t w{};
+  w.magic = tag_field(magic, "magic");
+  w.format = tag_field(format, "format");
+  w.layout_version = tag_field(layout_version, "layout_version");
+  w.group_size = tag_field(group_size, "group_size");
+  w.experts = experts;
+  w.n = n;
+  w.k = k;
+  w.weight_dev = ptr(weight_dev);
+  w.scales_dev = ptr(scales_dev);
+  return w;
+}
+
+using Tag = std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>;
+
+chord_w4a16_weight_t from_tag(const Tag& t, uintptr_t weight_dev, uintptr_t scales_dev) {
+  return make_weight(std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t), std::get<4>(t), std::get<5>(t),
+                     std::get<6>(t), weight_dev, scales_dev);
+}
+
+}  // namespace
+
+NB_MODULE(_chord, m) {
+  m.doc() = "chord C API over raw device addresses (see chord_kernels for the torch operators)";
+
+  m.attr("API_VERSION") = CHORD_API_VERSION;
+  m.attr("W4A16_MAGIC") = static_cast<int64_t>(CHORD_W4A16_MAGIC);
+  m.attr("FORMAT_INT4_G32") = CHORD_FORMAT_INT4_G32;
+
+  m.def("api_version", &chord_api_version);
+  m.def("version", [] { return std::string(chord_version()); });
+  m.def("layout_version", [] { return static_cast<int64_t>(chord_w4a16_layout_version()); });
+  m.def("weight_bytes", &chord_w4a16_weight_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));
+  m.def("scale_bytes", &chord_w4a16_scale_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));
+  m.def("contiguous_alignment", &chord_w4a16_contiguous_alignment);
+
+  m.def("jit_stats", [] {
+    chord_jit_stats_t s{};
+    chord_get_jit_stats(&s);
+    nb::dict d;
+    d["nvrtc_compiles"] = s.nvrtc_compiles;
+    d["disk_hits"] = s.disk_hits;
+    d["disk_rebuilds"] = s.disk_rebuilds;
+    d["memory_hits"] = s.memory_hits;
+    return d;
+  });
+
+  // Returns the tag the library filled in, so Python never invents tag values itself.
+  m.def(
+      "pack",
+      [](uintptr_t src, int src_format, uintptr_t scales, int64_t E, int64_t N, int64_t K, uintptr_t weight_out,
+         uintptr_t scales_out, uintptr_t stream) {
+        chord_w4a16_weight_t w{};
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_w4a16_pack(ptr(src), src_format, ptr(scales), E, N, K, ptr(weight_out), ptr(scales_out), &w,
+                                    ptr(stream));
+        }
+        check(status);
+        return Tag{w.magic, w.format, w.layout_version, w.group_size, w.experts, w.n, w.k};
+      },
+      nb::arg("src"), nb::arg("src_format"), nb::arg("scales"), nb::arg("E"), nb::arg("N"), nb::arg("K"),
+      nb::arg("weight_out"), nb::arg("scales_out"), nb::arg("stream"));
+
+  m.def(
+      "dequantize",
+      [](const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, scales);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_w4a16_dequantize(&w, ptr(out), ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("out"), nb::arg("stream"));
+
+  m.def(
+      "contiguous",
+      [](uintptr_t a, int64_t m, const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t m_indices,
+         uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, scales);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_w4a16_contiguous(ptr(a), m, &w, static_cast<const int32_t*>(ptr(m_indices)), ptr(out),
+                                          ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("a"), nb::arg("m"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("m_indices"),
+      nb::arg("out"), nb::arg("stream"));
+
+  m.def(
+      "masked",
+      [](uintptr_t a, int64_t groups, int64_t max_m, const Tag& tag, uintptr_t weight, uintptr_t scales,
+         uintptr_t masked_m, int64_t expected_m, uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, scales);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_w4a16_masked(ptr(a), groups, max_m, &w, static_cast<const int32_t*>(ptr(masked_m)),
+                                      expected_m, ptr(out), ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("a"), nb::arg("G"), nb::arg("max_m"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"),
+      nb::arg("masked_m"), nb::arg("expected_m"), nb::arg("out"), nb::arg("stream"));
+
+  m.def(
+      "offsets",
+      [](uintptr_t a, int64_t s, const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t offsets,
+         uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, scales);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_w4a16_offsets(ptr(a), s, &w, static_cast<const int32_t*>(ptr(offsets)), ptr(out),
+                                       ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("a"), nb::arg("S"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("offsets"),
+      nb::arg("out"), nb::arg("stream"));
+
+  m.def(
+      "indexed",
+      [](uintptr_t a, int64_t M, const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t sorted_ids,
+         int64_t capacity, uintptr_t expert_ids, uintptr_t num_tokens_padded, int64_t top_k, int64_t block_size,
+         uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, scales);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_w4a16_indexed(ptr(a), M, &w, static_cast<const int32_t*>(ptr(sorted_ids)), capacity,
+                                       static_cast<const int32_t*>(ptr(expert_ids)),
+                                       static_cast<const int32_t*>(ptr(num_tokens_padded)), top_k, block_size,
+                                       ptr(out), ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("a"), nb::arg("M"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("sorted_ids"),
+      nb::arg("capacity"), nb::arg("expert_ids"), nb::arg("num_tokens_padded"), nb::arg("top_k"),
+      nb::arg("block_size"), nb::arg("out"), nb::arg("stream"));
+}

@@ -1,0 +1,39 @@
+"""chord_kernels: chord's W4A16 MoE GEMM operators for torch.
+
+    from chord_kernels import pack_w4a16, indexed, contiguous, masked, grouped_mm, dequantize
+
+Weights are INT4 group-32 (W = bf16((code - 8) * scale)), activations and outputs BF16.
+Every operator is a torch custom op in the ``chord`` namespace (torch.ops.chord.*) with a
+fake implementation; none synchronizes the host. docs/python.md has the details.
+"""
+from ._native import lib as _lib
+from ._ops import (
+    FORMAT_INT4_G32,
+    GROUP_SIZE,
+    LAYOUT_VERSION,
+    MAGIC,
+    MODES,
+    W4A16Weight,
+    contiguous,
+    contiguous_alignment,
+    dequantize,
+    expected_tag,
+    grouped_mm,
+    indexed,
+    jit_stats,
+    masked,
+    offsets,
+    pack_w4a16,
+    pack_w4a16_grouped,
+)
+from .layer import IndexedW4A16Layer
+from .routing import block_size_for_rows, moe_align_block_size, routing_capacity
+
+__version__ = _lib.version()
+
+__all__ = [
+    "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "W4A16Weight", "IndexedW4A16Layer",
+    "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
+    "indexed", "jit_stats", "masked", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
+    "routing_capacity",
+]

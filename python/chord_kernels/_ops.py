@@ -1,0 +1,511 @@
+"""torch operators over chord's W4A16 C API.
+
+Each operator is a torch custom op (namespace ``chord``) with a fake implementation, so
+torch.compile(fullgraph=True) traces through it. No operator reads device memory from the
+host or synchronizes: every check below uses tensor metadata only, and the launch goes on
+torch's current stream, so each call can be captured in a CUDA Graph.
+
+In eager mode the public functions call the same checked launch directly instead of going
+through the dispatcher (the op and the direct call run the same Python code; the
+dispatcher round trip costs several microseconds per call on the host). Under
+torch.compile the custom op is what gets traced.
+"""
+import dataclasses
+from typing import Optional, Sequence, Tuple
+
+import torch
+
+from ._native import lib as _C
+
+MAGIC = int(_C.W4A16_MAGIC)
+FORMAT_INT4_G32 = int(_C.FORMAT_INT4_G32)
+GROUP_SIZE = 32
+LAYOUT_VERSION = int(_C.layout_version())
+PACK_N = 16  # N must be a multiple of this (docs/packed_layout.md)
+PACK_K = 64  # K must be a multiple of this
+SRC_CODES = 0  # chord_w4a16_pack src_format: uint8 codes [E, N, K]
+SRC_COMPRESSED = 1  # compressed-tensors int32 [E, N, K/8]
+
+# Every mode reads the one packed layout; `mode` is accepted and checked for callers that
+# pack per mode (pack_w4a16_grouped).
+MODES = ("indexed", "contiguous", "masked", "offsets", "grouped_mm")
+
+_BF16 = torch.bfloat16
+_I32 = torch.int32
+_U8 = torch.uint8
+
+try:
+    _raw_stream = torch._C._cuda_getCurrentRawStream  # one C call, no Stream object
+except AttributeError:  # pragma: no cover - older torch
+    def _raw_stream(device_index):
+        return torch.cuda.current_stream(device_index).cuda_stream
+
+
+@dataclasses.dataclass(frozen=True)
+class W4A16Weight:
+    """A packed INT4 group-32 weight: the two device buffers and the tag that names them.
+
+    tag = (magic, format, layout_version, group_size, E, N, K); every operator checks it
+    (here, and again in the library) before it launches.
+    """
+
+    weight: torch.Tensor  # uint8 [chord weight_bytes(E, N, K)]
+    scales: torch.Tensor  # uint8 [chord scale_bytes(E, N, K)]
+    tag: Tuple[int, int, int, int, int, int, int]
+
+    @property
+    def experts(self) -> int:
+        return self.tag[4]
+
+    @property
+    def n(self) -> int:
+        return self.tag[5]
+
+    @property
+    def k(self) -> int:
+        return self.tag[6]
+
+    @property
+    def layout_version(self) -> int:
+        return self.tag[2]
+
+    @property
+    def device(self) -> torch.device:
+        return self.weight.device
+
+
+def expected_tag(experts: int, n: int, k: int) -> Tuple[int, int, int, int, int, int, int]:
+    return (MAGIC, FORMAT_INT4_G32, LAYOUT_VERSION, GROUP_SIZE, int(experts), int(n), int(k))
+
+
+# -- checks (metadata only) ---------------------------------------------------------------
+
+_checked_tags = set()
+
+
+def _fail(message):
+    raise ValueError("chord_kernels: " + message)
+
+
+def _check_tag(tag, weight, scales):
+    """Tag fields against this library, buffers against the tag. Returns (E, N, K)."""
+    tag = tuple(tag)
+    if tag not in _checked_tags:
+        if len(tag) != 7:
+            _fail(f"packed weight tag must have 7 fields (magic, format, layout_version, group_size, E, N, K), got {tag}")
+        magic, fmt, version, group, e, n, k = tag
+        if magic != MAGIC:
+            _fail(f"not a chord W4A16 packed weight (tag magic 0x{magic:08x}, expected 0x{MAGIC:08x})")
+        if fmt != FORMAT_INT4_G32:
+            _fail(f"packed weight format {fmt} is not INT4 group-32 ({FORMAT_INT4_G32})")
+        if version != LAYOUT_VERSION:
+            _fail(f"packed weight has layout version {version}; this library reads version {LAYOUT_VERSION} "
+                  "(re-pack the weights)")
+        if group != GROUP_SIZE:
+            _fail(f"packed weight group size {group}; supported: {GROUP_SIZE}")
+        if e < 1 or n < PACK_N or k < PACK_K or n % PACK_N or k % PACK_K:
+            _fail(f"packed weight shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
+        _checked_tags.add(tag)
+    e, n, k = tag[4], tag[5], tag[6]
+    if weight.dtype != _U8 or weight.numel() != _C.weight_bytes(e, n, k) or not weight.is_contiguous():
+        _fail(f"packed weight buffer must be contiguous uint8 of {_C.weight_bytes(e, n, k)} bytes for E={e} N={n} "
+              f"K={k}, got {weight.dtype} with {weight.numel()} elements")
+    if scales.dtype != _U8 or scales.numel() != _C.scale_bytes(e, n, k) or not scales.is_contiguous():
+        _fail(f"packed scales buffer must be contiguous uint8 of {_C.scale_bytes(e, n, k)} bytes for E={e} N={n} "
+              f"K={k}, got {scales.dtype} with {scales.numel()} elements")
+    return tag, e, n, k
+
+
+def _check_tensor(t, name, dtype, dim):
+    if t.dtype != dtype:
+        _fail(f"'{name}' must be {dtype}, got {t.dtype}")
+    if t.dim() != dim:
+        _fail(f"'{name}' must have {dim} dimensions, got shape {tuple(t.shape)}")
+    if not t.is_contiguous():
+        _fail(f"'{name}' must be contiguous (row-major), got strides {t.stride()}")
+
+
+def _check_out(out, shape, name="out"):
+    if out.dtype != _BF16:
+        _fail(f"'{name}' must be bfloat16, got {out.dtype}")
+    if tuple(out.shape) != shape:
+        _fail(f"'{name}' must have shape {shape}, got {tuple(out.shape)}")
+    if not out.is_contiguous():
+        _fail(f"'{name}' must be contiguous, got strides {out.stride()}")
+
+
+def _check_device(*tensors):
+    """All on one CUDA device, which must be the current one (the library launches in the
+    current CUDA context). Returns the device index."""
+    index = tensors[0].get_device()
+    if index < 0:
+        _fail(f"tensors must be on a CUDA device, got {tensors[0].device}")
+    for t in tensors[1:]:
+        if t.get_device() != index:
+            _fail(f"all tensors must be on one CUDA device: {tensors[0].device} and {t.device}")
+    return index
+
+
+def _check_current(index):
+    if torch.cuda.current_device() != index:
+        _fail(f"tensors are on cuda:{index} but the current device is cuda:{torch.cuda.current_device()} "
+              "(use torch.cuda.device(...))")
+
+
+def _check_contiguous_args(a, weight, scales, tag, m_indices, out):
+    tag, e, n, k = _check_tag(tag, weight, scales)
+    _check_tensor(a, "a", _BF16, 2)
+    if a.shape[1] != k:
+        _fail(f"'a' has K = {a.shape[1]}, the packed weight has K = {k}")
+    _check_tensor(m_indices, "m_indices", _I32, 1)
+    if m_indices.shape[0] != a.shape[0]:
+        _fail(f"'m_indices' has {m_indices.shape[0]} rows, 'a' has {a.shape[0]}")
+    _check_out(out, (a.shape[0], n))
+    return tag
+
+
+def _check_masked_args(a, weight, scales, tag, masked_m, out):
+    tag, e, n, k = _check_tag(tag, weight, scales)
+    _check_tensor(a, "a", _BF16, 3)
+    if a.shape[2] != k:
+        _fail(f"'a' has K = {a.shape[2]}, the packed weight has K = {k}")
+    if a.shape[0] > e:
+        _fail(f"'a' has {a.shape[0]} groups, the packed weight has {e} experts")
+    _check_tensor(masked_m, "masked_m", _I32, 1)
+    if masked_m.shape[0] != a.shape[0]:
+        _fail(f"'masked_m' has {masked_m.shape[0]} entries, 'a' has {a.shape[0]} groups")
+    _check_out(out, (a.shape[0], a.shape[1], n))
+    return tag
+
+
+def _check_offsets_args(a, weight, scales, tag, offsets, out):
+    tag, e, n, k = _check_tag(tag, weight, scales)
+    _check_tensor(a, "x", _BF16, 2)
+    if a.shape[1] != k:
+        _fail(f"'x' has K = {a.shape[1]}, the packed weight has K = {k}")
+    _check_tensor(offsets, "offsets", _I32, 1)
+    if offsets.shape[0] != e:
+        _fail(f"'offsets' has {offsets.shape[0]} entries, the packed weight has {e} experts")
+    _check_out(out, (a.shape[0], n))
+    return tag
+
+
+def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
+    tag, e, n, k = _check_tag(tag, weight, scales)
+    _check_tensor(a, "inputs", _BF16, 2)
+    if a.shape[1] != k:
+        _fail(f"'inputs' has K = {a.shape[1]}, the packed weight has K = {k}")
+    if top_k < 1:
+        _fail(f"top_k must be >= 1, got {top_k}")
+    if block_size < 8 or block_size % 8:
+        _fail(f"block_size must be a positive multiple of 8 (the moe_align_block_size alignment), got {block_size}")
+    _check_tensor(sorted_ids, "sorted_ids", _I32, 1)
+    _check_tensor(expert_ids, "expert_ids", _I32, 1)
+    _check_tensor(num_tokens_padded, "num_tokens_padded", _I32, 1)
+    blocks = -(-sorted_ids.shape[0] // block_size)
+    if expert_ids.shape[0] < blocks:
+        _fail(f"'expert_ids' has {expert_ids.shape[0]} entries; {sorted_ids.shape[0]} sorted ids in blocks of "
+              f"{block_size} need {blocks}")
+    if num_tokens_padded.shape[0] < 1:
+        _fail("'num_tokens_padded' is empty")
+    _check_out(out, (a.shape[0] * top_k, n), "outputs")
+    return tag
+
+
+# -- launches (checked; used by the custom ops and by the eager fast path) ----------------
+
+def _launch_contiguous(a, weight, scales, tag, m_indices, out):
+    tag = _check_contiguous_args(a, weight, scales, tag, m_indices, out)
+    dev = _check_device(a, weight, scales, m_indices, out)
+    _check_current(dev)
+    _C.contiguous(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), m_indices.data_ptr(),
+                  out.data_ptr(), _raw_stream(dev))
+
+
+def _launch_masked(a, weight, scales, tag, masked_m, expected_m, out):
+    tag = _check_masked_args(a, weight, scales, tag, masked_m, out)
+    dev = _check_device(a, weight, scales, masked_m, out)
+    _check_current(dev)
+    _C.masked(a.data_ptr(), a.shape[0], a.shape[1], tag, weight.data_ptr(), scales.data_ptr(), masked_m.data_ptr(),
+              expected_m, out.data_ptr(), _raw_stream(dev))
+
+
+def _launch_offsets(a, weight, scales, tag, offsets, out):
+    tag = _check_offsets_args(a, weight, scales, tag, offsets, out)
+    dev = _check_device(a, weight, scales, offsets, out)
+    _check_current(dev)
+    _C.offsets(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), offsets.data_ptr(),
+               out.data_ptr(), _raw_stream(dev))
+
+
+def _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
+    tag = _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size,
+                              out)
+    dev = _check_device(a, weight, scales, sorted_ids, expert_ids, num_tokens_padded, out)
+    _check_current(dev)
+    _C.indexed(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), sorted_ids.data_ptr(),
+               sorted_ids.shape[0], expert_ids.data_ptr(), num_tokens_padded.data_ptr(), top_k, block_size,
+               out.data_ptr(), _raw_stream(dev))
+
+
+def _launch_dequantize(weight, scales, tag, out):
+    tag, e, n, k = _check_tag(tag, weight, scales)
+    _check_out(out, (e, n, k))
+    dev = _check_device(weight, scales, out)
+    _check_current(dev)
+    _C.dequantize(tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
+
+
+def _launch_pack(src, src_format, scales, weight_out, scales_out):
+    e, n = src.shape[0], src.shape[1]
+    k = scales.shape[2] * GROUP_SIZE
+    dev = _check_device(src, scales, weight_out, scales_out)
+    _check_current(dev)
+    tag = _C.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
+                  scales_out.data_ptr(), _raw_stream(dev))
+    if tuple(tag) != expected_tag(e, n, k):
+        raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {expected_tag(e, n, k)}")
+
+
+# -- custom ops ---------------------------------------------------------------------------
+
+@torch.library.custom_op("chord::w4a16_contiguous", mutates_args=("out",), device_types="cuda")
+def _op_contiguous(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
+                   m_indices: torch.Tensor, out: torch.Tensor) -> None:
+    _launch_contiguous(a, weight, scales, tag, m_indices, out)
+
+
+@_op_contiguous.register_fake
+def _(a, weight, scales, tag, m_indices, out):
+    _check_contiguous_args(a, weight, scales, tag, m_indices, out)
+
+
+@torch.library.custom_op("chord::w4a16_masked", mutates_args=("out",), device_types="cuda")
+def _op_masked(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
+               masked_m: torch.Tensor, expected_m: int, out: torch.Tensor) -> None:
+    _launch_masked(a, weight, scales, tag, masked_m, expected_m, out)
+
+
+@_op_masked.register_fake
+def _(a, weight, scales, tag, masked_m, expected_m, out):
+    _check_masked_args(a, weight, scales, tag, masked_m, out)
+
+
+@torch.library.custom_op("chord::w4a16_offsets", mutates_args=("out",), device_types="cuda")
+def _op_offsets(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
+                offsets: torch.Tensor, out: torch.Tensor) -> None:
+    _launch_offsets(a, weight, scales, tag, offsets, out)
+
+
+@_op_offsets.register_fake
+def _(a, weight, scales, tag, offsets, out):
+    _check_offsets_args(a, weight, scales, tag, offsets, out)
+
+
+@torch.library.custom_op("chord::w4a16_indexed", mutates_args=("out",), device_types="cuda")
+def _op_indexed(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
+                sorted_ids: torch.Tensor, expert_ids: torch.Tensor, num_tokens_padded: torch.Tensor, top_k: int,
+                block_size: int, out: torch.Tensor) -> None:
+    _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out)
+
+
+@_op_indexed.register_fake
+def _(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
+    _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out)
+
+
+@torch.library.custom_op("chord::w4a16_dequantize", mutates_args=("out",), device_types="cuda")
+def _op_dequantize(weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int], out: torch.Tensor) -> None:
+    _launch_dequantize(weight, scales, tag, out)
+
+
+@_op_dequantize.register_fake
+def _(weight, scales, tag, out):
+    _, e, n, k = _check_tag(tag, weight, scales)
+    _check_out(out, (e, n, k))
+
+
+@torch.library.custom_op("chord::w4a16_pack", mutates_args=("weight_out", "scales_out"), device_types="cuda")
+def _op_pack(src: torch.Tensor, src_format: int, scales: torch.Tensor, weight_out: torch.Tensor,
+             scales_out: torch.Tensor) -> None:
+    _launch_pack(src, src_format, scales, weight_out, scales_out)
+
+
+@_op_pack.register_fake
+def _(src, src_format, scales, weight_out, scales_out):
+    return None
+
+
+def _compiling():
+    return torch.compiler.is_compiling()
+
+
+# -- public API ---------------------------------------------------------------------------
+
+def _as_bf16_scales(scale, e, n, k):
+    if scale.dim() == 2:
+        scale = scale.unsqueeze(0)
+    if tuple(scale.shape) != (e, n, k // GROUP_SIZE):
+        _fail(f"'scale' must have shape {(e, n, k // GROUP_SIZE)} (one scale per 32 weights along K), "
+              f"got {tuple(scale.shape)}")
+    if not scale.is_floating_point():
+        _fail(f"'scale' must be floating point, got {scale.dtype}")
+    # Scales other than bf16 are rounded to bf16 once here: the layout stores bf16.
+    return scale.to(_BF16).contiguous()
+
+
+def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor) -> W4A16Weight:
+    """Packs INT4 group-32 weights into chord's layout (docs/packed_layout.md), on the GPU.
+
+    weight: codes 0..15 as uint8 (or int32) [E, N, K] / [N, K], or the compressed-tensors
+    pack-quantized int32 [E, N, K/8] / [N, K/8] (8 codes per word, least significant
+    first). Which one is inferred from the last dimension against the scales' K/32.
+    scale: [E, N, K/32] / [N, K/32] (rounded to bf16 if not bf16).
+    The logical weight is W = bf16((code - 8) * scale).
+    """
+    if weight.dim() == 2:
+        weight = weight.unsqueeze(0)
+    if weight.dim() != 3:
+        _fail(f"'weight' must be [E, N, K] codes or [E, N, K/8] int32, got shape {tuple(weight.shape)}")
+    sd = scale.shape[-1] if scale.dim() >= 1 else 0
+    k = sd * GROUP_SIZE
+    e, n, last = weight.shape
+    if last == k:
+        if weight.dtype not in (_U8, torch.int32, torch.int16, torch.int64):
+            _fail(f"unpacked codes must be an integer tensor (uint8 preferred), got {weight.dtype}")
+        src = weight.to(_U8).contiguous()
+        src_format = SRC_CODES
+    elif last * 8 == k:
+        if weight.dtype != torch.int32:
+            _fail(f"the compressed-tensors form must be int32 [E, N, K/8], got {weight.dtype}")
+        src = weight.contiguous()
+        src_format = SRC_COMPRESSED
+    else:
+        _fail(f"cannot infer the weight form: last dimension {last} is neither K = {k} (codes) nor K/8 = {k // 8} "
+              f"(int32 pack-quantized), with K = 32 * scale.shape[-1]")
+    if n % PACK_N or k % PACK_K or k == 0:
+        _fail(f"N = {n} must be a multiple of {PACK_N} and K = {k} a positive multiple of {PACK_K}")
+    scales = _as_bf16_scales(scale, e, n, k)
+    if scales.device != src.device:
+        _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
+    weight_out = torch.empty(_C.weight_bytes(e, n, k), dtype=_U8, device=src.device)
+    scales_out = torch.empty(_C.scale_bytes(e, n, k), dtype=_U8, device=src.device)
+    if _compiling():
+        torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
+    else:
+        _launch_pack(src, src_format, scales, weight_out, scales_out)
+    return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k))
+
+
+def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed") -> W4A16Weight:
+    """pack_w4a16 for a grouped GEMM mode. One layout serves every mode, so the result is
+    the same for each; `mode` is checked so that a caller asking for an unknown mode learns
+    it here rather than at the first GEMM."""
+    if mode not in MODES:
+        _fail(f"unknown mode '{mode}'; chord's packed layout serves {', '.join(MODES)}")
+    return pack_w4a16(weight, scale)
+
+
+def _packed(packed):
+    if not isinstance(packed, W4A16Weight):
+        raise TypeError(f"chord_kernels: expected a W4A16Weight from pack_w4a16, got {type(packed).__name__}")
+    return packed
+
+
+def dequantize(packed: W4A16Weight) -> torch.Tensor:
+    """The logical weight bf16 [E, N, K] = bf16((code - 8) * scale) of a packed weight."""
+    p = _packed(packed)
+    out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=_BF16, device=p.weight.device)
+    if _compiling():
+        torch.ops.chord.w4a16_dequantize(p.weight, p.scales, p.tag, out)
+    else:
+        _launch_dequantize(p.weight, p.scales, p.tag, out)
+    return out
+
+
+def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
+               outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Grouped GEMM, contiguous layout: a bf16 [m, K]; m_indices int32 [m] (expert of each
+    row, -1 = padding row; each expert's segment starts at a multiple of
+    contiguous_alignment()). Returns bf16 [m, N]; padding rows are left untouched."""
+    p = _packed(packed)
+    if outputs is None:
+        outputs = torch.empty((a.shape[0], p.tag[5]), dtype=_BF16, device=a.device)
+    if _compiling():
+        torch.ops.chord.w4a16_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
+    else:
+        _launch_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
+    return outputs
+
+
+def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expected_m: int,
+           outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Grouped GEMM, masked layout: a bf16 [G, max_m, K]; masked_m int32 [G] (valid rows of
+    group g, which uses expert g); expected_m: host hint of rows per group (picks the
+    config only). Returns bf16 [G, max_m, N]; rows past masked_m[g] are left untouched."""
+    p = _packed(packed)
+    if outputs is None:
+        outputs = torch.empty((a.shape[0], a.shape[1], p.tag[5]), dtype=_BF16, device=a.device)
+    expected_m = int(expected_m)
+    if _compiling():
+        torch.ops.chord.w4a16_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
+    else:
+        _launch_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
+    return outputs
+
+
+def offsets(x: torch.Tensor, packed: W4A16Weight, offs: torch.Tensor,
+            outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Grouped GEMM, torch._grouped_mm convention: x bf16 [S, K] sorted by expert; offs
+    int32 [E] cumulative end rows (offs[E-1] <= S). Returns bf16 [S, N]; rows past
+    offs[E-1] are left untouched."""
+    p = _packed(packed)
+    if outputs is None:
+        outputs = torch.empty((x.shape[0], p.tag[5]), dtype=_BF16, device=x.device)
+    if _compiling():
+        torch.ops.chord.w4a16_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
+    else:
+        _launch_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
+    return outputs
+
+
+def grouped_mm(x: torch.Tensor, offs: torch.Tensor, w: W4A16Weight,
+               outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """torch._grouped_mm(x, W^T, offs=offs) with W the packed weight (argument order of
+    the torch function: activations, offsets, weights)."""
+    return offsets(x, w, offs, outputs)
+
+
+def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
+            num_tokens_padded: torch.Tensor, top_k: int, outputs: Optional[torch.Tensor] = None, *,
+            block_size: int) -> torch.Tensor:
+    """Grouped GEMM on vLLM's moe_align_block_size routing.
+
+    inputs bf16 [M, K]; sorted_ids int32 [capacity] route ids (token * top_k + k; ids >=
+    M * top_k are padding); expert_ids int32 [>= ceil(capacity / block_size)] (-1 = expert
+    not on this rank); num_tokens_padded int32 [1]; block_size: the alignment the routing
+    was built with. Row id of a route reads inputs[id // top_k] (down projection: top_k = 1
+    with inputs [M * top_k, K]). Returns bf16 [M * top_k, N]; only valid routes' rows are
+    written.
+    """
+    p = _packed(packed)
+    top_k = int(top_k)
+    block_size = int(block_size)
+    if outputs is None:
+        outputs = torch.empty((inputs.shape[0] * top_k, p.tag[5]), dtype=_BF16, device=inputs.device)
+    if _compiling():
+        torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,
+                                      top_k, block_size, outputs)
+    else:
+        _launch_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded, top_k,
+                        block_size, outputs)
+    return outputs
+
+
+def contiguous_alignment() -> int:
+    return int(_C.contiguous_alignment())
+
+
+def jit_stats() -> dict:
+    return dict(_C.jit_stats())
+

@@ -1,0 +1,81 @@
+"""Routing helpers in plain torch, with static output sizes and no host synchronization
+(so they trace under torch.compile and capture in a CUDA Graph).
+
+moe_align_block_size builds the routing the indexed GEMM reads, in the layout of vLLM's
+op of the same name: routes sorted by local expert, each expert's segment padded to
+block_size with the sentinel M * top_k, one expert id per block (-1 past the used blocks).
+Routes to experts that are not local (expert_map[e] < 0) are left out.
+"""
+from typing import Optional, Tuple
+
+import torch
+
+
+def routing_capacity(num_routes: int, num_experts: int, block_size: int) -> int:
+    """Upper bound of the padded route count: every expert may waste block_size - 1 slots."""
+    capacity = num_routes + num_experts * (block_size - 1)
+    return -(-capacity // block_size) * block_size
+
+
+def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,
+                         expert_map: Optional[torch.Tensor] = None
+                         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """topk_ids [M, top_k] (global expert ids) -> (sorted_ids int32 [capacity],
+    expert_ids int32 [capacity / block_size], num_tokens_padded int32 [1]).
+
+    num_experts: local experts (rows of the packed weight); expert_map: global -> local
+    expert id (-1 = not on this rank), or None when global ids are local ids.
+    """
+    device = topk_ids.device
+    flat = topk_ids.reshape(-1).long()
+    num_routes = flat.numel()
+    local = expert_map.long()[flat] if expert_map is not None else flat
+    # Non-local routes go to a bucket past the last expert and are dropped below.
+    bucket = torch.where(local >= 0, local, torch.full_like(local, num_experts))
+    counts = torch.zeros(num_experts + 1, dtype=torch.long, device=device)
+    counts.scatter_add_(0, bucket, torch.ones_like(bucket))
+    counts = counts[:num_experts]
+    padded = (counts + block_size - 1) // block_size * block_size
+    seg_start = torch.cumsum(padded, 0) - padded
+    first_of = torch.cumsum(counts, 0) - counts
+
+    order = torch.sort(bucket, stable=True).indices
+    sorted_bucket = bucket[order]
+    valid = sorted_bucket < num_experts
+    expert_of = torch.where(valid, sorted_bucket, torch.zeros_like(sorted_bucket))
+    rank = torch.arange(num_routes, device=device) - first_of[expert_of]
+    capacity = routing_capacity(num_routes, num_experts, block_size)
+    # Invalid routes are written to one trash slot past the end and sliced off.
+    pos = torch.where(valid, seg_start[expert_of] + rank, torch.full_like(rank, capacity))
+    sorted_ids = torch.full((capacity + 1,), num_routes, dtype=torch.int32, device=device)
+    sorted_ids.scatter_(0, pos, order.to(torch.int32))
+    sorted_ids = sorted_ids[:capacity]
+
+    blocks = capacity // block_size
+    block_end = torch.cumsum(padded // block_size, 0)
+    block_index = torch.arange(blocks, device=device)
+    owner = torch.searchsorted(block_end, block_index, right=True)
+    expert_ids = torch.where(owner < num_experts, owner, torch.full_like(owner, -1)).to(torch.int32)
+    num_tokens_padded = padded.sum().reshape(1).to(torch.int32)
+    return sorted_ids, expert_ids, num_tokens_padded
+
+
+def block_size_for_rows(rows_per_expert: float, profile: str = "auto") -> int:
+    """The routing block (and so the largest GEMM M tile) for a mean of rows_per_expert
+    routed rows per local expert. chord's resolver sizes its M tile for 1.5x the mean and
+    needs the tile to divide the block; blocks above 64 rows pad too many rows at MoE
+    batch sizes, so 64 is the largest.
+
+    profile: "auto" (from the rows), "decode" (16) or "prefill" (64).
+    """
+    if profile == "decode":
+        return 16
+    if profile == "prefill":
+        return 64
+    if profile != "auto":
+        raise ValueError(f"chord_kernels: unknown profile '{profile}'; use 'auto', 'decode' or 'prefill'")
+    rows = rows_per_expert * 1.5
+    for block in (16, 32):
+        if rows <= block:
+            return block
+    return 64

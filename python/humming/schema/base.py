@@ -1,0 +1,146 @@
+"""Schema base classes: a weight (or input) schema says which tensors a checkpoint holds for
+one layer and converts them into the humming form (HummingWeightSchema)."""
+import dataclasses
+import math
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
+
+import torch
+
+from humming import dtypes
+
+
+def unsupported(what: str) -> NotImplementedError:
+    return NotImplementedError(
+        f"humming (chord backend): {what} is unsupported; chord runs bfloat16 activations x INT4 group-32 "
+        "symmetric weights (humming uint4 group_size 32, or compressed-tensors pack-quantized int4 group 32 "
+        "symmetric)")
+
+
+def _config_kwargs(cls, config: Dict[str, Any]) -> Dict[str, Any]:
+    kwargs = {}
+    for field in dataclasses.fields(cls):
+        if not field.init:
+            continue
+        if field.name in config:
+            kwargs[field.name] = config[field.name]
+            continue
+        for alias in cls.KWARGS_ALIAS.get(field.name, []):
+            if alias in config:
+                kwargs[field.name] = config[alias]
+                break
+    return kwargs
+
+
+def add_expert_dim(attrs: Dict[str, Dict[str, Any]], num_experts: Optional[int]) -> Dict[str, Dict[str, Any]]:
+    """Prefix every tensor shape with the expert count (dims named in extra_attrs shift by 1)."""
+    if not num_experts:
+        return attrs
+    for attr in attrs.values():
+        attr["shape"] = (num_experts,) if attr["shape"] == (1,) else (num_experts,) + tuple(attr["shape"])
+        extra = attr.setdefault("extra_attrs", {})
+        for key in list(extra):
+            if key.endswith("_dim"):
+                extra[key] = extra[key] + 1
+    return attrs
+
+
+@dataclasses.dataclass(kw_only=True)
+class BaseWeightSchema:
+    quant_method: str = ""
+
+    KWARGS_ALIAS: ClassVar[Dict[str, List[str]]] = {}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "BaseWeightSchema":
+        from humming.schema import WEIGHT_SCHEMA_MAP
+
+        if cls is BaseWeightSchema:
+            method = config.get("quant_method")
+            if method not in WEIGHT_SCHEMA_MAP:
+                raise unsupported(f"weight quant_method '{method}'")
+            return WEIGHT_SCHEMA_MAP[method].from_config(config)
+        return cls(**_config_kwargs(cls, config))
+
+    def get_tensors_attrs(self, shape_n: int, shape_k: int, param_dtype: torch.dtype,
+                          num_experts: Optional[int] = None, has_bias: bool = False,
+                          stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
+        raise NotImplementedError
+
+    def get_padded_tensors_attrs(self, shape_n: int, shape_k: int, param_dtype: torch.dtype,
+                                 num_experts: Optional[int] = None, has_bias: bool = False,
+                                 pad_n_to_multiple: int = 1, pad_k_to_multiple: int = 1,
+                                 stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
+        padded_n = math.ceil(shape_n / pad_n_to_multiple) * pad_n_to_multiple
+        padded_k = math.ceil(shape_k / pad_k_to_multiple) * pad_k_to_multiple
+        attrs = self.get_tensors_attrs(shape_n, shape_k, param_dtype, num_experts, has_bias, stack_size)
+        if (padded_n, padded_k) == (shape_n, shape_k):
+            return attrs
+        padded = self.get_tensors_attrs(padded_n, padded_k, param_dtype, num_experts, has_bias, stack_size)
+        for key, attr in padded.items():
+            pad = tuple(b - a for a, b in zip(attrs[key]["shape"], attr["shape"]))
+            attr.setdefault("extra_attrs", {})["pad_shape"] = pad
+        return padded
+
+    def process_loaded_weight(self, tensor: torch.Tensor, name: str) -> torch.Tensor:
+        return tensor
+
+    def infer_shape(self, tensors: Dict[str, torch.Tensor]) -> Tuple[int, int, Optional[int], bool]:
+        raise NotImplementedError
+
+    def validate_tensors(self, tensors: Dict[str, torch.Tensor], shape_n: int, shape_k: int,
+                         param_dtype: torch.dtype, num_experts: Optional[int] = None, has_bias: bool = False):
+        attrs = self.get_tensors_attrs(shape_n, shape_k, param_dtype, num_experts, has_bias)
+        for key, attr in attrs.items():
+            if key not in tensors:
+                raise ValueError(f"humming: tensor '{key}' is required by {self.quant_method}")
+            t = tensors[key]
+            if t.dtype != attr["dtype"]:
+                raise ValueError(f"humming: '{key}' must be {attr['dtype']}, got {t.dtype}")
+            if tuple(t.shape) != tuple(attr["shape"]):
+                raise ValueError(f"humming: '{key}' must have shape {tuple(attr['shape'])}, got {tuple(t.shape)}")
+
+    def convert_humming(self, tensors: Dict[str, torch.Tensor], shape_n_stacks: List[int],
+                        shape_k_stacks: List[int], param_dtype: torch.dtype, num_experts: Optional[int] = None,
+                        device=None):
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(kw_only=True)
+class BaseInputSchema:
+    quant_method: str = ""
+
+    KWARGS_ALIAS: ClassVar[Dict[str, List[str]]] = {}
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "BaseInputSchema":
+        from humming.schema import INPUT_SCHEMA_MAP
+
+        if cls is BaseInputSchema:
+            method = config.get("quant_method")
+            if method not in INPUT_SCHEMA_MAP:
+                raise unsupported(f"input quant_method '{method}'")
+            return INPUT_SCHEMA_MAP[method].from_config(config)
+        return cls(**_config_kwargs(cls, config))
+
+    def get_activation_bits(self) -> int:
+        return 16
+
+    def get_tensors_attrs(self, shape_k: int, param_dtype: torch.dtype, num_experts: Optional[int] = None,
+                          stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
+        return {}
+
+    def convert_humming(self, tensors: Dict[str, torch.Tensor], shape_n_stacks: List[int],
+                        shape_k_stacks: List[int], param_dtype: torch.dtype, num_experts: Optional[int] = None,
+                        sm_version=None, device=None):
+        raise NotImplementedError
+
+
+def check_param_dtype(param_dtype: torch.dtype):
+    if param_dtype != torch.bfloat16:
+        raise unsupported(f"model dtype {param_dtype} (activations must be bfloat16)")
+
+
+def as_dtype(value) -> Optional[dtypes.DataType]:
+    if value is None or isinstance(value, dtypes.DataType):
+        return value
+    return dtypes.DataType.from_str(value)

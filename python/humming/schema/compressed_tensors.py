@@ -1,0 +1,109 @@
+"""compressed-tensors checkpoints: the pack-quantized INT4 group-32 symmetric scheme.
+
+Tensors per layer: weight_packed int32 [N, K/8] (8 codes per word, element j in bits
+4j..4j+3, value + 8), weight_scale [N, K/32], weight_shape int64 [2]. That word order is
+what chord's packer reads (src_format 1), so the conversion only renames.
+"""
+import dataclasses
+from typing import Any, Optional
+
+import torch
+
+from humming import dtypes
+from humming.schema.base import BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, unsupported
+from humming.schema.humming import HummingInputSchema, HummingWeightSchema
+from humming.utils.weight import GROUP_SIZE
+
+
+@dataclasses.dataclass(kw_only=True)
+class CompressedTensorsWeightSchema(BaseWeightSchema):
+    quant_method: str = "compressed-tensors"
+    format: Optional[str] = None
+    type: str = "int"
+    num_bits: int = 4
+    strategy: str = "group"
+    symmetric: bool = True
+    group_size: Optional[int] = None
+    block_structure: Any = None
+    actorder: Optional[str] = None
+    dynamic: Any = False
+
+    def __post_init__(self):
+        problems = []
+        if self.format != "pack-quantized":
+            problems.append(f"format '{self.format}'")
+        if self.type != "int" or self.num_bits != 4:
+            problems.append(f"{self.type}{self.num_bits} weights")
+        if self.strategy != "group" or self.group_size != GROUP_SIZE:
+            problems.append(f"strategy '{self.strategy}' with group_size {self.group_size}")
+        if not self.symmetric:
+            problems.append("asymmetric weights (zero points)")
+        if self.actorder not in (None, "weight", "static"):
+            problems.append(f"actorder '{self.actorder}' (needs g_idx)")
+        if self.dynamic not in (False, None):
+            problems.append(f"dynamic weights ({self.dynamic})")
+        if problems:
+            raise unsupported("compressed-tensors " + ", ".join(problems))
+
+    def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
+        if has_bias:
+            raise unsupported("a bias")
+        if shape_k % GROUP_SIZE:
+            raise ValueError(f"humming: K = {shape_k} is not a multiple of the group size {GROUP_SIZE}")
+        attrs = {
+            "weight_packed": {
+                "shape": (shape_n, shape_k // 8),
+                "dtype": torch.int32,
+                "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 1, "packed_factor": 8},
+            },
+            "weight_scale": {
+                "shape": (shape_n, shape_k // GROUP_SIZE),
+                "dtype": param_dtype,
+                "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group"},
+            },
+            "weight_shape": {"shape": (2,), "dtype": torch.int64, "extra_attrs": {}},
+        }
+        return add_expert_dim(attrs, num_experts)
+
+    def infer_shape(self, tensors):
+        weight = tensors["weight_packed"]
+        return weight.shape[-2], weight.shape[-1] * 8, (weight.shape[0] if weight.dim() == 3 else None), False
+
+    def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
+        check_param_dtype(param_dtype)
+        if "weight_packed" not in tensors or "weight_scale" not in tensors:
+            raise ValueError(f"humming: compressed-tensors layer needs weight_packed and weight_scale, got "
+                             f"{sorted(tensors)}")
+        weight = tensors["weight_packed"]
+        if weight.dtype != torch.int32:
+            raise ValueError(f"humming: weight_packed must be int32, got {weight.dtype}")
+        scale = tensors["weight_scale"]
+        n, k = sum(shape_n_stacks), sum(shape_k_stacks)
+        lead = (num_experts,) if num_experts else ()
+        if tuple(weight.shape) != lead + (n, k // 8) or tuple(scale.shape) != lead + (n, k // GROUP_SIZE):
+            raise ValueError(f"humming: compressed-tensors tensors have shapes {tuple(weight.shape)} / "
+                             f"{tuple(scale.shape)}, expected {lead + (n, k // 8)} / {lead + (n, k // GROUP_SIZE)}")
+        schema = HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=GROUP_SIZE)
+        out = {"weight": weight, "weight_scale": scale.to(param_dtype)}
+        return schema, out
+
+
+@dataclasses.dataclass(kw_only=True)
+class CompressedTensorsInputSchema(BaseInputSchema):
+    """Quantized activations (W4A8, W8A8, ...): chord runs bfloat16 activations only."""
+
+    quant_method: str = "compressed-tensors"
+    format: Optional[str] = None
+    type: str = "int"
+    num_bits: int = 8
+    dynamic: Any = True
+    group_size: Optional[int] = None
+    symmetric: bool = True
+    strategy: Optional[str] = None
+
+    def __post_init__(self):
+        raise unsupported(f"quantized activations ({self.type}{self.num_bits}, compressed-tensors input_activations)")
+
+    def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None,
+                        sm_version=None, device=None):
+        return HummingInputSchema(), {}

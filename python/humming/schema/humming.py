@@ -1,0 +1,157 @@
+"""The humming form of a layer's tensors (what transform_humming_layer consumes)."""
+import dataclasses
+from typing import Any, ClassVar, Dict, List, Optional
+
+import torch
+
+from humming import dtypes
+from humming.config import WeightScale2Type, WeightScaleType
+from humming.schema.base import (
+    BaseInputSchema,
+    BaseWeightSchema,
+    add_expert_dim,
+    as_dtype,
+    check_param_dtype,
+    unsupported,
+)
+from humming.utils.weight import GROUP_SIZE, dequantize_weight, quantize_weight
+
+
+@dataclasses.dataclass(kw_only=True)
+class HummingWeightSchema(BaseWeightSchema):
+    """weight int32 [N, K/8] (uint4 codes, 8 per word) + weight_scale [N, K/32]."""
+
+    quant_method: str = "humming"
+    b_dtype: Any = None
+    bs_dtype: Any = None
+    weight_scale_group_size: int = 0
+    weight_scale_group_size_n: int = 0
+    weight_scale_type: Any = None
+    weight_scale_2_type: Any = None
+    has_zero_point: bool = False
+    is_fp_zero_point: bool = False
+    hadamard_block_size: int = 0
+
+    KWARGS_ALIAS: ClassVar[Dict[str, List[str]]] = {
+        "b_dtype": ["weight_dtype", "dtype"],
+        "weight_scale_group_size": ["group_size"],
+        "weight_scale_group_size_n": ["group_size_n"],
+        "weight_scale_type": ["scale_type"],
+        "weight_scale_2_type": ["scale_2_type"],
+        "bs_dtype": ["weight_scale_dtype", "scale_dtype"],
+    }
+
+    def __post_init__(self):
+        if self.quant_method != "humming":
+            raise ValueError(f"HummingWeightSchema: quant_method must be 'humming', got '{self.quant_method}'")
+        if self.b_dtype is None:
+            raise ValueError("HummingWeightSchema: b_dtype is required")
+        self.b_dtype = as_dtype(self.b_dtype)
+        # A signed 4-bit weight is stored with the +8 offset: the same codes as uint4.
+        if self.b_dtype == dtypes.int4:
+            self.b_dtype = dtypes.uint4
+        self.bs_dtype = as_dtype(self.bs_dtype)
+        if isinstance(self.weight_scale_type, str):
+            self.weight_scale_type = WeightScaleType(self.weight_scale_type)
+        if self.weight_scale_type is None:
+            if self.weight_scale_group_size_n > 1:
+                self.weight_scale_type = WeightScaleType.BLOCK
+            elif self.weight_scale_group_size == 0:
+                self.weight_scale_type = WeightScaleType.CHANNEL
+            else:
+                self.weight_scale_type = WeightScaleType.GROUP
+        if isinstance(self.weight_scale_2_type, str):
+            self.weight_scale_2_type = WeightScale2Type(self.weight_scale_2_type)
+        if self.weight_scale_2_type is None:
+            self.weight_scale_2_type = WeightScale2Type.NONE
+        self.check_supported()
+
+    def check_supported(self):
+        if self.b_dtype != dtypes.uint4:
+            raise unsupported(f"weight type {self.b_dtype}")
+        if self.weight_scale_type != WeightScaleType.GROUP or self.weight_scale_group_size != GROUP_SIZE:
+            raise unsupported(f"weight scales '{self.weight_scale_type.value}' with group size "
+                              f"{self.weight_scale_group_size}")
+        if self.weight_scale_group_size_n not in (0, 1):
+            raise unsupported(f"block scales (group_size_n = {self.weight_scale_group_size_n})")
+        if self.weight_scale_2_type != WeightScale2Type.NONE:
+            raise unsupported(f"a second weight scale ('{self.weight_scale_2_type.value}')")
+        if self.has_zero_point or self.is_fp_zero_point:
+            raise unsupported("a weight zero point (asymmetric weights)")
+        if self.bs_dtype not in (None, dtypes.bfloat16):
+            raise unsupported(f"weight scale type {self.bs_dtype}")
+        if self.hadamard_block_size not in (0, 1):
+            raise unsupported(f"Hadamard-rotated weights (block {self.hadamard_block_size})")
+
+    def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
+        if has_bias:
+            raise unsupported("a bias")
+        if shape_k % GROUP_SIZE:
+            raise ValueError(f"humming: K = {shape_k} is not a multiple of the group size {GROUP_SIZE}")
+        attrs = {
+            "weight": {
+                "shape": (shape_n, shape_k // 8),
+                "dtype": torch.int32,
+                "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 1, "packed_factor": 8},
+            },
+            "weight_scale": {
+                "shape": (shape_n, shape_k // GROUP_SIZE),
+                "dtype": param_dtype,
+                "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group"},
+            },
+        }
+        return add_expert_dim(attrs, num_experts)
+
+    def infer_shape(self, tensors):
+        weight = tensors["weight"]
+        return weight.shape[-2], weight.shape[-1] * 8, (weight.shape[0] if weight.dim() == 3 else None), False
+
+    def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
+        check_param_dtype(param_dtype)
+        out = dict(tensors)
+        out["weight_scale"] = tensors["weight_scale"].to(param_dtype)
+        return dataclasses.replace(self), out
+
+    def dequant_tensors(self, tensors: Dict[str, torch.Tensor]) -> torch.Tensor:
+        return dequantize_weight(tensors["weight"], tensors["weight_scale"], packed=True)
+
+    def quant_tensor(self, tensor: torch.Tensor, param_dtype: torch.dtype) -> Dict[str, torch.Tensor]:
+        weight, scale, _, _ = quantize_weight(tensor, self.b_dtype, self.bs_dtype or dtypes.bfloat16,
+                                              self.weight_scale_group_size, pack=True)
+        return {"weight": weight, "weight_scale": scale.to(param_dtype)}
+
+    def requant_tensors(self, tensors, target_weight_schema: "HummingWeightSchema", param_dtype):
+        if not isinstance(target_weight_schema, HummingWeightSchema):
+            raise unsupported(f"requantizing into {type(target_weight_schema).__name__}")
+        return target_weight_schema.quant_tensor(self.dequant_tensors(tensors), param_dtype)
+
+
+@dataclasses.dataclass(kw_only=True)
+class HummingInputSchema(BaseInputSchema):
+    """Activations: bfloat16 only (a_dtype None means the model dtype)."""
+
+    quant_method: str = "humming"
+    a_dtype: Any = None
+    input_scale_group_size: int = 0
+    input_scale_dtype: Any = None
+
+    KWARGS_ALIAS: ClassVar[Dict[str, List[str]]] = {
+        "a_dtype": ["input_dtype", "dtype"],
+        "input_scale_group_size": ["group_size"],
+        "input_scale_dtype": ["scale_dtype"],
+    }
+
+    def __post_init__(self):
+        self.a_dtype = as_dtype(self.a_dtype)
+        self.input_scale_dtype = as_dtype(self.input_scale_dtype)
+        if self.a_dtype not in (None, dtypes.bfloat16):
+            raise unsupported(f"activation type {self.a_dtype} (input quantization)")
+        if self.input_scale_group_size or self.input_scale_dtype is not None:
+            raise unsupported("input scales")
+
+    def get_activation_bits(self) -> int:
+        return 16
+
+    def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None,
+                        sm_version=None, device=None):
+        return self, {}

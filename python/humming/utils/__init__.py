@@ -1,0 +1,1 @@
+"""Helpers of the humming contract (weight quantization: humming.utils.weight)."""

@@ -1,0 +1,113 @@
+"""Weight quantization helpers in plain torch (CPU or GPU).
+
+Supported: uint4 (INT4) group-32 symmetric, the format chord's kernels read:
+W = (code - 8) * scale, code in 0..15, one scale per 32 consecutive k. The packed form is
+int32 [..., N, K/8] with element j of each 8 in bits 4j..4j+3 (compressed-tensors
+pack-quantized order).
+"""
+from typing import Optional, Tuple
+
+import torch
+
+from humming import dtypes
+
+GROUP_SIZE = 32
+
+
+def _unsupported(what: str):
+    raise NotImplementedError(f"humming (chord backend): {what} is unsupported; supported: uint4 weights, "
+                              f"group size {GROUP_SIZE}, symmetric, bfloat16 scales")
+
+
+def pack_int4(codes: torch.Tensor) -> torch.Tensor:
+    """int codes 0..15 [..., K] -> int32 [..., K/8] (element j in bits 4j..4j+3)."""
+    if codes.shape[-1] % 8:
+        raise ValueError(f"pack_int4: K = {codes.shape[-1]} is not a multiple of 8")
+    c = codes.to(torch.int64).reshape(*codes.shape[:-1], codes.shape[-1] // 8, 8) & 0xF
+    shifts = torch.arange(0, 32, 4, dtype=torch.int64, device=codes.device)
+    words = (c << shifts).sum(-1)
+    words = torch.where(words >= 2**31, words - 2**32, words)  # two's complement wrap into int32
+    return words.to(torch.int32)
+
+
+def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
+    """int32 [..., K/8] -> int32 codes [..., K]."""
+    if packed.dtype != torch.int32:
+        raise ValueError(f"unpack_int4: expected int32, got {packed.dtype}")
+    shifts = torch.arange(0, 32, 4, dtype=torch.int32, device=packed.device)
+    codes = (packed.unsqueeze(-1) >> shifts) & 0xF
+    return codes.reshape(*packed.shape[:-1], packed.shape[-1] * 8)
+
+
+def quantize_weight(
+    weight: torch.Tensor,
+    dtype: dtypes.DataType,
+    scale_dtype: Optional[dtypes.DataType],
+    group_size: int,
+    group_size_n: Optional[int] = None,
+    has_zero_point: bool = False,
+    has_global_scale: bool = False,
+    is_fp_zero_point: bool = False,
+    pack: bool = False,
+    allow_negative_scale: bool = True,
+) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """weight float [.., N, K] -> (codes, scale, zero_point, global_scale).
+
+    codes: int32 [.., N, K] (pack=False) or int32 [.., N, K/8] (pack=True); scale in
+    scale_dtype [.., N, K/32]; zero_point and global_scale are None (symmetric, no tensor
+    scale). The scale is absmax / 7 rounded to the scale dtype, and the codes are rounded
+    against that rounded scale, so dequantize_weight reproduces what the kernels compute.
+    """
+    del allow_negative_scale  # the symmetric INT4 scale is always positive
+    dtype = dtypes.DataType.from_str(dtype)
+    if dtype not in (dtypes.uint4, dtypes.int4):
+        _unsupported(f"weight type {dtype}")
+    if group_size != GROUP_SIZE:
+        _unsupported(f"group size {group_size}")
+    if group_size_n not in (None, 0, 1):
+        _unsupported(f"block scales (group_size_n = {group_size_n})")
+    if has_zero_point or is_fp_zero_point:
+        _unsupported("a zero point (asymmetric quantization)")
+    if has_global_scale:
+        _unsupported("a global (tensor) scale")
+    scale_dtype = dtypes.bfloat16 if scale_dtype is None else dtypes.DataType.from_str(scale_dtype)
+    if scale_dtype != dtypes.bfloat16:
+        _unsupported(f"scale type {scale_dtype}")
+    if weight.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise ValueError(f"quantize_weight: expected a float weight, got {weight.dtype}")
+    if weight.dim() not in (2, 3) or weight.shape[-1] % GROUP_SIZE:
+        raise ValueError(f"quantize_weight: expected [.., N, K] with K % {GROUP_SIZE} == 0, got {tuple(weight.shape)}")
+
+    w = weight.float().reshape(*weight.shape[:-1], weight.shape[-1] // GROUP_SIZE, GROUP_SIZE)
+    scale = (w.abs().amax(-1) / 7.0).to(torch.bfloat16)
+    s = scale.float().unsqueeze(-1)
+    q = torch.where(s > 0, torch.round(w / torch.where(s > 0, s, torch.ones_like(s))), torch.zeros_like(w))
+    codes = (q.clamp(-8, 7) + 8).to(torch.int32).reshape(weight.shape)
+    if pack:
+        codes = pack_int4(codes)
+    return codes, scale, None, None
+
+
+def dequantize_weight(
+    weight: torch.Tensor,
+    weight_scale: Optional[torch.Tensor],
+    zero_point: Optional[torch.Tensor] = None,
+    global_scale: Optional[torch.Tensor] = None,
+    dtype: dtypes.DataType = dtypes.uint4,
+    packed: bool = False,
+) -> torch.Tensor:
+    """codes (int32 [.., N, K], or [.., N, K/8] packed) and scales [.., N, K/32] -> float32
+    (code - 8) * scale."""
+    dtype = dtypes.DataType.from_str(dtype)
+    if dtype not in (dtypes.uint4, dtypes.int4):
+        _unsupported(f"weight type {dtype}")
+    if zero_point is not None:
+        _unsupported("a zero point (asymmetric quantization)")
+    if global_scale is not None:
+        _unsupported("a global (tensor) scale")
+    codes = unpack_int4(weight) if packed else weight.to(torch.int32)
+    values = (codes - 8).float()
+    if weight_scale is None:
+        return values
+    group = values.shape[-1] // weight_scale.shape[-1]
+    return values * weight_scale.float().repeat_interleave(group, -1)

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# CI step: build the Python wheel without a GPU, install it into a fresh virtual
+# environment with torch from PyPI, and run the CPU pytest subset (GPU tests skip).
+# Fails when the build, the install or any test fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=${CHORD_PY_CI_DIR:-/tmp/chord-py-ci}
+rm -rf "$work"
+mkdir -p "$work"
+
+python=${PYTHON:-python3}
+if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
+  # Debian splits venv out of the interpreter package.
+  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  ver=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "python${ver}-venv" python3-venv >/dev/null
+  "$python" -m venv "$work/venv"
+fi
+py="$work/venv/bin/python"
+"$py" -m pip install -q --upgrade pip
+"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch>=2.4"
+
+export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
+if [ -d .deps/usr ]; then export CMAKE_PREFIX_PATH="$PWD/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"; fi
+echo "== building the wheel"
+"$py" -m pip wheel --no-build-isolation --no-deps -w "$work/dist" . > "$work/wheel.log" 2>&1 || { tail -40 "$work/wheel.log"; exit 1; }
+"$py" -m pip install -q --no-deps "$work"/dist/chord_kernels-*.whl
+echo "== CPU pytest"
+# Run from outside the tree so the installed wheel (not python/ sources) is imported.
+cd "$work"
+"$py" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python"

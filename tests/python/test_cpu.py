@@ -1,0 +1,301 @@
+"""CPU subset: the wheel imports, the CLI runs, every argument check answers, the routing
+helper and the humming schemas convert. No GPU is touched (argument errors are answered
+before any launch)."""
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import chord_kernels as ck
+from chord_kernels import _ops
+from humming import dtypes
+from humming.config import GemmType
+from humming.layer import HummingMethod
+from humming.schema import BaseInputSchema, BaseWeightSchema, HummingInputSchema, HummingWeightSchema
+from humming.utils.weight import dequantize_weight, pack_int4, quantize_weight, unpack_int4
+
+CT_CONFIG = {
+    "quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
+    "strategy": "group", "group_size": 32, "symmetric": True, "dynamic": False, "actorder": None,
+    "observer": "minmax",
+}
+
+
+def test_native_module_and_ops_registered():
+    assert ck.LAYOUT_VERSION == 1
+    assert ck.__version__.count(".") == 2
+    assert ck.contiguous_alignment() > 0
+    for name in ("w4a16_indexed", "w4a16_contiguous", "w4a16_masked", "w4a16_offsets", "w4a16_dequantize",
+                 "w4a16_pack"):
+        assert hasattr(torch.ops.chord, name), name
+
+
+def test_cli_runs():
+    proc = subprocess.run([sys.executable, "-m", "chord_kernels._cli", "info"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "chord " + ck.__version__ in proc.stdout
+    script = shutil.which("chord")
+    if script is not None:
+        proc = subprocess.run([script, "info"], capture_output=True, text=True)
+        assert proc.returncode == 0 and "NVRTC" in proc.stdout
+
+
+def test_library_checks_tag_and_pointers():
+    bad_magic = (ck.MAGIC ^ 1,) + ck.expected_tag(1, 64, 64)[1:]
+    with pytest.raises(ValueError, match="magic"):
+        _ops._C.contiguous(16, 4, bad_magic, 16, 16, 16, 16, 0)
+    old_layout = ck.expected_tag(1, 64, 64)[:2] + (ck.LAYOUT_VERSION + 1,) + ck.expected_tag(1, 64, 64)[3:]
+    with pytest.raises(ValueError, match="layout version"):
+        _ops._C.indexed(16, 4, old_layout, 16, 16, 16, 64, 16, 16, 1, 16, 16, 0)
+    with pytest.raises(ValueError, match="null pointer"):
+        _ops._C.offsets(0, 4, ck.expected_tag(1, 64, 64), 16, 16, 16, 16, 0)
+    with pytest.raises(ValueError, match="out of range"):
+        _ops._C.dequantize((-1, 1, 1, 32, 1, 64, 64), 16, 16, 16, 0)
+
+
+def fake_packed(e=4, n=64, k=128):
+    """A packed weight's metadata on the CPU: enough for every check before the launch."""
+    w = torch.zeros(_ops._C.weight_bytes(e, n, k), dtype=torch.uint8)
+    s = torch.zeros(_ops._C.scale_bytes(e, n, k), dtype=torch.uint8)
+    return ck.W4A16Weight(w, s, ck.expected_tag(e, n, k))
+
+
+def test_python_checks_answer_before_launch():
+    p = fake_packed()
+    a = torch.zeros(8, 128, dtype=torch.bfloat16)
+    idx = torch.zeros(8, dtype=torch.int32)
+    with pytest.raises(ValueError, match="bfloat16"):
+        ck.contiguous(a.float(), p, idx)
+    with pytest.raises(ValueError, match="K = 64"):
+        ck.contiguous(torch.zeros(8, 64, dtype=torch.bfloat16), p, idx)
+    with pytest.raises(ValueError, match="m_indices"):
+        ck.contiguous(a, p, idx.long())
+    with pytest.raises(ValueError, match="shape"):
+        ck.contiguous(a, p, idx, torch.zeros(8, 32, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="contiguous"):
+        ck.offsets(torch.zeros(128, 8, dtype=torch.bfloat16).t(), p, torch.zeros(4, dtype=torch.int32))
+    with pytest.raises(ValueError, match="offsets"):
+        ck.grouped_mm(a, torch.zeros(3, dtype=torch.int32), p)
+    with pytest.raises(ValueError, match="groups"):
+        ck.masked(torch.zeros(5, 4, 128, dtype=torch.bfloat16), p, torch.zeros(5, dtype=torch.int32), 4)
+    ids = torch.zeros(64, dtype=torch.int32)
+    ntp = torch.zeros(1, dtype=torch.int32)
+    with pytest.raises(ValueError, match="block_size"):
+        ck.indexed(a, p, ids, torch.zeros(8, dtype=torch.int32), ntp, 2, block_size=12)
+    with pytest.raises(ValueError, match="expert_ids"):
+        ck.indexed(a, p, ids, torch.zeros(3, dtype=torch.int32), ntp, 2, block_size=16)
+    with pytest.raises(ValueError, match="outputs"):
+        ck.indexed(a, p, ids, torch.zeros(4, dtype=torch.int32), ntp, 2, torch.zeros(8, 64, dtype=torch.bfloat16),
+                   block_size=16)
+    # everything right but the device: the last check before the launch
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.indexed(a, p, ids, torch.zeros(4, dtype=torch.int32), ntp, 2, block_size=16)
+    with pytest.raises(TypeError):
+        ck.dequantize((p.weight, p.scales))
+
+
+def test_tag_checks():
+    p = fake_packed()
+    a = torch.zeros(8, 128, dtype=torch.bfloat16)
+    idx = torch.zeros(8, dtype=torch.int32)
+    for field, value, message in ((0, 0x1234, "magic"), (1, 7, "format"), (2, ck.LAYOUT_VERSION + 1, "layout version"),
+                                  (3, 64, "group size"), (5, 40, "N % 16")):
+        tag = list(p.tag)
+        tag[field] = value
+        with pytest.raises(ValueError, match=message):
+            ck.contiguous(a, ck.W4A16Weight(p.weight, p.scales, tuple(tag)), idx)
+    short = ck.W4A16Weight(p.weight[:-1], p.scales, p.tag)
+    with pytest.raises(ValueError, match="bytes"):
+        ck.contiguous(a, short, idx)
+
+
+def test_pack_argument_checks():
+    scale = torch.ones(2, 64, 4, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="cannot infer"):
+        ck.pack_w4a16(torch.zeros(2, 64, 100, dtype=torch.uint8), scale)
+    with pytest.raises(ValueError, match="int32"):
+        ck.pack_w4a16(torch.zeros(2, 64, 16, dtype=torch.int16), scale)
+    with pytest.raises(ValueError, match="unknown mode"):
+        ck.pack_w4a16_grouped(torch.zeros(2, 64, 128, dtype=torch.uint8), scale, mode="ragged")
+    with pytest.raises(ValueError, match="scale"):
+        ck.pack_w4a16(torch.zeros(2, 64, 128, dtype=torch.uint8), torch.ones(2, 32, 4))
+    with pytest.raises(ValueError, match="profile"):
+        ck.IndexedW4A16Layer(4, 64, 128, profile="fast")
+
+
+def reference_alignment(topk_ids, block, num_experts, expert_map):
+    flat = topk_ids.flatten().tolist()
+    segments = []
+    for e in range(num_experts):
+        routes = [i for i, g in enumerate(flat) if (expert_map[g] if expert_map is not None else g) == e]
+        segments.append(routes)
+    return segments
+
+
+@pytest.mark.parametrize("use_map", [False, True])
+def test_moe_align_block_size(use_map):
+    gen = torch.Generator().manual_seed(3)
+    tokens, top_k, global_experts, block = 37, 4, 12, 16
+    topk_ids = torch.stack([torch.randperm(global_experts, generator=gen)[:top_k] for _ in range(tokens)]).int()
+    expert_map = None
+    local = global_experts
+    if use_map:
+        local = 6
+        expert_map = torch.full((global_experts,), -1, dtype=torch.int32)
+        expert_map[3:9] = torch.arange(6, dtype=torch.int32)
+    sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk_ids, block, local, expert_map)
+    assert sorted_ids.dtype == expert_ids.dtype == ntp.dtype == torch.int32
+    assert sorted_ids.numel() == ck.routing_capacity(tokens * top_k, local, block)
+    assert expert_ids.numel() * block == sorted_ids.numel()
+    segments = reference_alignment(topk_ids, block, local, expert_map)
+    pos = 0
+    for e, routes in enumerate(segments):
+        padded = -(-len(routes) // block) * block
+        seg = sorted_ids[pos:pos + padded].tolist()
+        assert seg[:len(routes)] == routes, e  # stable: token order inside an expert
+        assert all(x == tokens * top_k for x in seg[len(routes):])
+        assert all(x == e for x in expert_ids[pos // block:(pos + padded) // block].tolist())
+        pos += padded
+    assert int(ntp[0]) == pos
+    assert all(x == tokens * top_k for x in sorted_ids[pos:].tolist())
+    assert all(x == -1 for x in expert_ids[pos // block:].tolist())
+
+
+def test_block_size_profiles():
+    assert ck.block_size_for_rows(2, "auto") == 16
+    assert ck.block_size_for_rows(20, "auto") == 32
+    assert ck.block_size_for_rows(500, "auto") == 64
+    assert ck.block_size_for_rows(500, "decode") == 16
+    assert ck.block_size_for_rows(1, "prefill") == 64
+
+
+# -- humming facade --------------------------------------------------------------------------
+
+def test_dtypes():
+    assert dtypes.DataType.from_torch_dtype(torch.bfloat16) == dtypes.bfloat16
+    assert dtypes.DataType.from_str("uint4") == dtypes.uint4 and dtypes.uint4.num_bits == 4
+    assert not dtypes.uint4.is_signed and dtypes.int4.is_signed
+    assert dtypes.float8e4m3.num_bits == 8 and dtypes.int8.num_bits == 8 and dtypes.float16.num_bits == 16
+    assert dtypes.torch_dtype_map[dtypes.bfloat16] is torch.bfloat16
+    assert {dtypes.bfloat16: 1}[dtypes.DataType.from_str("bfloat16")] == 1
+    assert str(dtypes.DataType.from_torch_dtype(torch.float8_e4m3fn)) == "float8e4m3"
+
+
+def test_pack_int4_order():
+    codes = torch.arange(16, dtype=torch.int32).repeat(2).reshape(1, 32)
+    words = pack_int4(codes)
+    assert words.dtype == torch.int32 and words.shape == (1, 4)
+    assert int(words[0, 0]) == 0x76543210
+    assert int(words[0, 1]) & 0xFFFFFFFF == 0xFEDCBA98
+    assert torch.equal(unpack_int4(words), codes)
+
+
+def test_quantize_round_trip():
+    gen = torch.Generator().manual_seed(1)
+    w = torch.randn(3, 64, 128, generator=gen)
+    codes, scale, zp, gs = quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 32, pack=True)
+    assert zp is None and gs is None
+    assert codes.shape == (3, 64, 16) and codes.dtype == torch.int32
+    assert scale.shape == (3, 64, 4) and scale.dtype == torch.bfloat16
+    back = dequantize_weight(codes, scale, packed=True)
+    step = scale.float().repeat_interleave(32, -1)
+    assert ((back - w).abs() <= step * 0.5 + 1e-6).all()
+    with pytest.raises(NotImplementedError, match="group size 128"):
+        quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 128)
+    with pytest.raises(NotImplementedError, match="zero point"):
+        quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 32, has_zero_point=True)
+
+
+def test_weight_schema_from_config():
+    schema = BaseWeightSchema.from_config(CT_CONFIG)
+    attrs = schema.get_tensors_attrs(shape_n=256, shape_k=512, param_dtype=torch.bfloat16, num_experts=8)
+    assert attrs["weight_packed"]["shape"] == (8, 256, 64) and attrs["weight_packed"]["dtype"] == torch.int32
+    assert attrs["weight_scale"]["shape"] == (8, 256, 16)
+    assert attrs["weight_packed"]["extra_attrs"]["input_dim"] == 2
+    h = BaseWeightSchema.from_config({"quant_method": "humming", "dtype": "int4", "group_size": 32})
+    assert isinstance(h, HummingWeightSchema) and h.b_dtype == dtypes.uint4
+    assert BaseInputSchema.from_config({"quant_method": "humming"}).get_activation_bits() == 16
+
+
+@pytest.mark.parametrize("change,named", [
+    ({"format": "int-quantized"}, "format 'int-quantized'"),
+    ({"num_bits": 8}, "int8 weights"),
+    ({"group_size": 128}, "group_size 128"),
+    ({"strategy": "channel"}, "strategy 'channel'"),
+    ({"symmetric": False}, "asymmetric"),
+    ({"actorder": "group"}, "actorder 'group'"),
+    ({"quant_method": "gptq"}, "quant_method 'gptq'"),
+    ({"quant_method": "fp8"}, "quant_method 'fp8'"),
+])
+def test_unsupported_schemes_are_named(change, named):
+    with pytest.raises(NotImplementedError, match=named):
+        BaseWeightSchema.from_config({**CT_CONFIG, **change})
+
+
+def test_unsupported_humming_and_input_schemes():
+    with pytest.raises(NotImplementedError, match="float8e4m3"):
+        HummingWeightSchema(b_dtype="float8e4m3", weight_scale_group_size=32)
+    with pytest.raises(NotImplementedError, match="group size 128"):
+        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128)
+    with pytest.raises(NotImplementedError, match="zero point"):
+        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32, has_zero_point=True)
+    with pytest.raises(NotImplementedError, match="activation type float8e4m3"):
+        HummingInputSchema(a_dtype="float8e4m3")
+    with pytest.raises(NotImplementedError, match="quantized activations"):
+        BaseInputSchema.from_config({"quant_method": "compressed-tensors", "type": "float", "num_bits": 8,
+                                     "dynamic": True, "group_size": None, "format": "float-quantized"})
+    with pytest.raises(NotImplementedError, match="bias"):
+        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32).get_tensors_attrs(
+            64, 128, torch.bfloat16, has_bias=True)
+
+
+def test_convert_compressed_tensors():
+    gen = torch.Generator().manual_seed(2)
+    e, n, k = 4, 64, 128
+    w = torch.randn(e, n, k, generator=gen)
+    codes, scale, _, _ = quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 32, pack=True)
+    schema = BaseWeightSchema.from_config(CT_CONFIG)
+    tensors = {"weight_packed": codes, "weight_scale": scale.float(), "weight_shape": torch.tensor([n, k])}
+    humming_schema, out = schema.convert_humming(tensors, [n // 2, n // 2], [k], torch.bfloat16, num_experts=e)
+    assert isinstance(humming_schema, HummingWeightSchema)
+    assert humming_schema.b_dtype == dtypes.uint4 and humming_schema.weight_scale_group_size == 32
+    assert out["weight"] is codes and out["weight_scale"].dtype == torch.bfloat16
+    humming_schema.validate_tensors(out, n, k, torch.bfloat16, num_experts=e)
+    with pytest.raises(NotImplementedError, match="float16"):
+        schema.convert_humming(tensors, [n], [k], torch.float16, num_experts=e)
+    with pytest.raises(ValueError, match="shapes"):
+        schema.convert_humming(tensors, [n], [k * 2], torch.bfloat16, num_experts=e)
+
+
+def test_layer_meta_and_tuning_rows():
+    layer = torch.nn.Module()
+    schema = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32)
+    meta = HummingMethod.prepare_layer_meta(layer, shape_n=512, shape_k=256, weight_schema=schema,
+                                            input_schema=HummingInputSchema(), num_experts=8,
+                                            pad_n_to_multiple=256, pad_k_to_multiple=128,
+                                            torch_dtype=torch.bfloat16, sublayer_name="w13")
+    assert layer.humming_metas["w13"] is meta
+    assert meta.num_experts == 8 and meta.shape_n == 512 and meta.a_dtype == dtypes.bfloat16
+    assert meta.weight_name == "w13_weight" and meta.weight_scale_name == "w13_weight_scale"
+    assert meta.c_dtype.num_bits == 16 and meta.param_dtype is torch.bfloat16
+    rows = HummingMethod.get_default_tuning_configs(layer, gemm_type=GemmType.INDEXED, sublayer_name="w13")
+    json.dumps(rows)
+    for m in (1, 5, 85, 86, 170, 171, 10_000_000):
+        covering = [r for r in rows if r[0] < m <= r[1]]
+        assert len(covering) == 1, m
+        assert covering[0][2]["block_shape"][0] == ck.block_size_for_rows(m / 8)
+    with pytest.raises(NotImplementedError, match="VLLM_HUMMING_USE_F16_ACCUM"):
+        HummingMethod.get_default_tuning_configs(layer, use_f16_accum=True, sublayer_name="w13")
+    with pytest.raises(NotImplementedError, match="VLLM_BATCH_INVARIANT"):
+        HummingMethod.get_default_tuning_configs(layer, use_batch_invariant=True, sublayer_name="w13")
+    x = torch.zeros(4, 256, dtype=torch.bfloat16)
+    assert HummingMethod.may_quant_input(layer, x, sublayer_name="w13")[0] is x
+    with pytest.raises(NotImplementedError, match="bias"):
+        HummingMethod.prepare_layer_meta(layer, 512, 256, schema, has_bias=True)
+    with pytest.raises(NotImplementedError, match="K=96"):
+        HummingMethod.prepare_layer_meta(layer, 512, 96, schema)
+    with pytest.raises(RuntimeError, match="transform_humming_layer"):
+        HummingMethod.forward_layer(layer, x, sublayer_name="w13")
