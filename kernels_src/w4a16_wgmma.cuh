@@ -1,0 +1,390 @@
+// W4A16 grouped MoE GEMM, Hopper WGMMA prefill path (sm_90a only):
+// out[row][n] = sum_k A[row][k] * W[e][n][k], W = bf16((code - 8) * scale), fp32 accumulation,
+// bf16 output. Same arguments, modes, tile schedulers and packed layout v1 as the mma.sync
+// path of w4a16_gemm.cuh; only the inner product engine differs.
+//
+// Orientation: the dequantized weight is the wgmma "A" operand, fed from registers (M = 64
+// weight rows per warpgroup: warp w of the warpgroup owns rows 16w..16w+15, whose register
+// fragment is exactly the mma.m16n8k16 A fragment a packed word decodes to), and the tokens
+// are the shared-memory "B" operand (wgmma N = BLOCK_M tokens, K-major, 128-byte swizzle).
+// A CTA owns BLOCK_N weight rows x BLOCK_M routed rows: WARPGROUPS consumer warpgroups, each
+// holding BLOCK_N / (64 * WARPGROUPS) m64 tiles of fp32 accumulators.
+//
+// Pipeline: every thread issues cp.async for the gathered activation rows (the row gather of
+// the masked / offsets / indexed modes is why this is not TMA), the packed weight chunks and
+// the scales of one 64-wide k block per stage. Per k block a thread decodes its 4 weight words
+// per m64 tile into 16 bf16x2 registers, issues 4 wgmma (k16 each) per tile, and (INFLIGHT = 1)
+// leaves that group in flight while it waits for and decodes the next block (wgmma.wait_group
+// 1). The copy prefetch distance is therefore STAGES - 2: the slot being refilled is the one
+// whose wgmma group every warpgroup has retired before the barrier. ptxas 13.0 reports C7513
+// ("wgmma serialized: non-wgmma instructions defining input registers") for INFLIGHT = 1 and
+// inserts its own waits; the result is correct and measured as fast as INFLIGHT = 0, because
+// with 2 CTAs per SM the other warpgroups keep the tensor cores busy during a decode.
+#pragma once
+
+#include "w4a16_args.cuh"
+#include "w4a16_common.cuh"
+#include "w4a16_gemm.cuh"
+
+namespace chord {
+
+// One pipeline stage covers this many k: one 128-byte swizzle row of bf16 activations.
+constexpr int kW4A16WgmmaBlockK = 64;
+
+CHORD_W4A16_HD constexpr int w4a16_wgmma_threads(int warpgroups) { return 128 * warpgroups; }
+
+// One stage: activations [BLOCK_M][64] bf16 (128-byte rows, 16-byte chunk c of row r at chunk
+// c ^ (r % 8): the wgmma 128-byte swizzle), packed weight BLOCK_N/16 chunks of 512 bytes, two
+// scale rows of BLOCK_N bf16. Rounded up to 1024 bytes so every activation tile starts on a
+// swizzle-atom boundary (the hardware swizzles on absolute address bits).
+CHORD_W4A16_HD constexpr int w4a16_wgmma_stage_bytes(int block_m, int block_n) {
+  return (block_m * 128 + block_n * 32 + 2 * block_n * 2 + 1023) / 1024 * 1024;
+}
+// Epilogue staging tile [BLOCK_M][BLOCK_N + 8] bf16 (reuses the pipeline buffers).
+CHORD_W4A16_HD constexpr int w4a16_wgmma_epilogue_bytes(int block_m, int block_n) {
+  return block_m * (block_n + 8) * 2;
+}
+CHORD_W4A16_HD constexpr int w4a16_wgmma_pipe_bytes(int block_m, int block_n, int stages) {
+  return w4a16_wgmma_stage_bytes(block_m, block_n) * stages > w4a16_wgmma_epilogue_bytes(block_m, block_n)
+             ? w4a16_wgmma_stage_bytes(block_m, block_n) * stages
+             : w4a16_wgmma_epilogue_bytes(block_m, block_n);
+}
+// Dynamic shared memory: 1024 bytes of alignment slack (dynamic shared memory is only
+// guaranteed 16-byte alignment), the pipeline, then the scheduler header (src rows, dst rows,
+// 64 scratch ints).
+CHORD_W4A16_HD constexpr int w4a16_wgmma_smem_bytes(int block_m, int block_n, int stages) {
+  return 1024 + w4a16_wgmma_pipe_bytes(block_m, block_n, stages) + (2 * block_m + 64) * 4;
+}
+
+// Why a config is invalid for a mode, or nullptr. The template static_asserts the same rules.
+CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int block_m, int block_n, int warpgroups,
+                                                              int stages) {
+  return (block_m != 64 && block_m != 128 && block_m != 256) ? "BLOCK_M (wgmma N) must be 64, 128 or 256"
+         : (warpgroups != 1 && warpgroups != 2)               ? "WARPGROUPS must be 1 or 2"
+         : (block_n != 64 * warpgroups && block_n != 128 * warpgroups)
+             ? "BLOCK_N must be 64 or 128 per warpgroup (one or two m64 tiles)"
+         : (stages < 3 || stages > 8) ? "STAGES must be in [3, 8]"
+         : (block_m > w4a16_wgmma_threads(warpgroups))
+             ? "BLOCK_M must not exceed the thread count (the schedulers fill one row per thread)"
+         : (mode == kW4A16Contiguous && kW4A16ContiguousAlign % block_m != 0)
+             ? "CONTIGUOUS needs BLOCK_M to divide kW4A16ContiguousAlign (128)"
+         : (block_m / 2 * (block_n / (64 * warpgroups)) > 128)
+             ? "more than 128 fp32 accumulators per thread"
+         : (w4a16_wgmma_smem_bytes(block_m, block_n, stages) > 227 * 1024) ? "shared memory exceeds 227 KiB"
+                                                                          : nullptr;
+}
+
+// Shape rules: N % BLOCK_N == 0, K % 64 == 0 (the packed layout already needs K % 64 == 0).
+// INDEXED additionally needs block_size % BLOCK_M == 0 (runtime argument).
+CHORD_W4A16_HD constexpr const char* w4a16_wgmma_shape_error(int n, int k, int block_n) {
+  return (n <= 0 || n % block_n != 0)                ? "N must be a positive multiple of BLOCK_N"
+         : (k <= 0 || k % kW4A16WgmmaBlockK != 0) ? "K must be a positive multiple of 64"
+                                                    : nullptr;
+}
+
+// The grid is the mma.sync path's: w4a16_grid(args, BLOCK_M, BLOCK_N) (n block fastest).
+
+template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES>
+struct W4A16WgmmaConfig {
+  static constexpr int kThreads = w4a16_threads(4, WARPGROUPS);
+  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(BLOCK_M, BLOCK_N);
+  static constexpr int kPipeBytes = w4a16_wgmma_pipe_bytes(BLOCK_M, BLOCK_N, STAGES);
+  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES);
+  static constexpr int kABytes = BLOCK_M * 128;
+  static constexpr int kWBytes = BLOCK_N * 32;
+  static constexpr int kTiles = BLOCK_N / (64 * WARPGROUPS);  // m64 tiles per warpgroup
+  static constexpr int kAcc = BLOCK_M / 2;                     // fp32 accumulators per m64 tile
+  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES) == nullptr,
+                "invalid W4A16 WGMMA config (see w4a16_wgmma_config_error)");
+  static_assert(kThreads == w4a16_wgmma_threads(WARPGROUPS), "warpgroup = 4 warps");
+};
+
+namespace w4a16_wgmma_detail {
+
+// Shared-memory matrix descriptor of a K-major operand in 128-byte swizzle: start address,
+// leading byte offset unused for this mode (1 by convention), stride byte offset 1024 between
+// 8-row core-matrix groups, swizzle mode 1 (128 B) in bits 62-63. Stepping k by 16 inside the
+// 128-byte row is +32 bytes on the start address; the swizzle is applied by the hardware on
+// the absolute address, which is why every tile is 1024-byte aligned.
+__device__ __forceinline__ unsigned long long smem_desc_sw128(unsigned int addr) {
+  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// cp.async writes go through the generic proxy, wgmma reads shared memory through the async
+// proxy: each thread fences its landed copies before the barrier that publishes them.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving accumulator reads / writes across wgmma fences and waits.
+__device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
+
+// D[64 x N] += A[64 x 16] (bf16 registers, mma A-fragment per warp) * B[16 x N] (smem, K-major).
+template <int N>
+struct Wgmma;
+
+template <>
+struct Wgmma<64> {
+  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+  }
+};
+template <>
+struct Wgmma<128> {
+  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+        "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+  }
+};
+template <>
+struct Wgmma<256> {
+  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
+    asm volatile(
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+  }
+};
+
+}  // namespace w4a16_wgmma_detail
+
+// ---------------------------------------------------------------------------------------
+// The kernel body. Launch: grid = w4a16_grid(args, BLOCK_M, BLOCK_N), block = kThreads
+// (128 * WARPGROUPS), dynamic smem = kSmemBytes (opt in above 48 KiB). sm_90a only: on other
+// architectures the body traps (it still compiles, so one template list serves every arch).
+// ---------------------------------------------------------------------------------------
+//
+// INFLIGHT = 1 keeps one wgmma group in flight while the next k block is decoded; INFLIGHT = 0
+// retires every group before the next block (no register-operand overlap; slower).
+template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int INFLIGHT = 1>
+__device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
+  static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
+  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES>;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace w4a16_detail;
+  using namespace w4a16_wgmma_detail;
+  constexpr int kThreads = Cfg::kThreads;
+  constexpr int kTiles = Cfg::kTiles;
+  constexpr int kAcc = Cfg::kAcc;
+
+  extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
+  const unsigned int raw_base = smem_addr(w4a16_wgmma_smem);
+  unsigned char* pipe = w4a16_wgmma_smem + ((1024u - (raw_base & 1023u)) & 1023u);
+  int* s_src = reinterpret_cast<int*>(pipe + Cfg::kPipeBytes);
+  int* s_dst = s_src + BLOCK_M;
+  int* s_misc = s_dst + BLOCK_M;  // 64 ints
+
+  const int n_blocks = args.n / BLOCK_N;
+  const int n_block = (int)(blockIdx.x % (unsigned int)n_blocks);
+  const int tile = (int)(blockIdx.x / (unsigned int)n_blocks);
+
+  int expert = -1;
+  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
+  __syncthreads();  // not every scheduler ends on a barrier after its last s_src write
+
+  const int K = args.k, N = args.n;
+  const int num_k = K / kW4A16WgmmaBlockK;
+  const int tid = threadIdx.x;
+
+  const unsigned char* w_ptr = static_cast<const unsigned char*>(args.w) +
+                               (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
+                               (unsigned long long)n_block * (BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull;
+  const unsigned char* s_ptr = static_cast<const unsigned char*>(args.scales) +
+                               (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
+                               (unsigned long long)n_block * BLOCK_N * 2ull;
+  const unsigned int pipe_base = smem_addr(pipe);
+
+  auto load_stage = [&](int kb, int slot) {
+    const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
+    // Activations: BLOCK_M gathered rows x 8 chunks of 16 bytes, chunk c of row r stored at
+    // chunk c ^ (r % 8) (128-byte swizzle); invalid rows are zero-filled.
+#pragma unroll
+    for (int c = tid; c < BLOCK_M * 8; c += kThreads) {
+      const int row = c >> 3, ch = c & 7;
+      const int src = s_src[row];
+      const unsigned short* gp = static_cast<const unsigned short*>(args.a) +
+                                 (src >= 0 ? (long long)src * args.lda + kb * kW4A16WgmmaBlockK + ch * 8 : 0);
+      cp_async_16(st + row * 128 + ((ch ^ (row & 7)) << 4), gp, src >= 0 ? 16 : 0);
+    }
+    // Packed weight: BLOCK_N/16 chunks (16 rows x 64 k) of 512 contiguous bytes.
+    const unsigned int sw = st + Cfg::kABytes;
+#pragma unroll
+    for (int c = tid; c < BLOCK_N * 2; c += kThreads) {
+      const int nt = c >> 5, l = c & 31;
+      cp_async_16(sw + c * 16, w_ptr + ((unsigned long long)nt * (K / 64) + kb) * 512ull + l * 16, 16);
+    }
+    // Scales: two group rows of BLOCK_N bf16.
+    const unsigned int ss = sw + Cfg::kWBytes;
+#pragma unroll
+    for (int c = tid; c < 2 * (BLOCK_N / 8); c += kThreads) {
+      const int grp = c / (BLOCK_N / 8), ch = c % (BLOCK_N / 8);
+      cp_async_16(ss + c * 16, s_ptr + ((unsigned long long)kb * 2 + grp) * (unsigned long long)N * 2ull + ch * 16, 16);
+    }
+  };
+
+  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+
+  float acc[kTiles][kAcc];
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 2; ++s) {
+    if (s < num_k) load_stage(s, s);
+    cp_async_commit();
+  }
+
+  // One k block. `af` receives the decoded weight fragments this block's wgmma group reads
+  // from registers; PTX forbids writing them until that group has retired, so consecutive
+  // blocks alternate between two fragment arrays (the group of block kb is retired by the
+  // wait_group 1 of block kb + 1, before block kb + 2 rewrites its array).
+  int slot = 0;
+  int fill_slot = STAGES - 2;
+  auto k_block = [&](int kb, unsigned int (&af)[kTiles][4][4]) {
+    cp_async_wait<STAGES - 3>();
+    fence_proxy_async_shared();
+    __syncthreads();
+    if (kb + STAGES - 2 < num_k) load_stage(kb + STAGES - 2, fill_slot);
+    cp_async_commit();
+    fill_slot = fill_slot + 1 == STAGES ? 0 : fill_slot + 1;
+
+    const unsigned int sa = pipe_base + slot * Cfg::kStageBytes;
+    const unsigned int sw = sa + Cfg::kABytes;
+    const unsigned int ss = sw + Cfg::kWBytes;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i) {
+      const int nt = (wg * kTiles + i) * 4 + warp;
+      unsigned int q[4];
+      lds128(sw + nt * 512 + lane * 16, q[0], q[1], q[2], q[3]);
+      const unsigned int s0 = lds32(ss + (nt * 16 + 2 * g) * 2);
+      const unsigned int s1 = lds32(ss + (BLOCK_N + nt * 16 + 2 * g) * 2);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) dequant_word(q[j], j < 2 ? s0 : s1, af[i][j]);
+    }
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+      for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
+    wgmma_fence();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const unsigned long long desc = smem_desc_sw128(sa + j * 32);
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i) Wgmma<BLOCK_M>::mma(acc[i], af[i][j], desc);
+    }
+    wgmma_commit();
+    wgmma_wait<INFLIGHT>();
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+      for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
+    slot = slot + 1 == STAGES ? 0 : slot + 1;
+  };
+  unsigned int af_even[kTiles][4][4], af_odd[kTiles][4][4];
+  for (int kb = 0; kb < num_k; kb += 2) {
+    k_block(kb, af_even);
+    if (kb + 1 < num_k) k_block(kb + 1, af_odd);
+  }
+  wgmma_wait<0>();
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+    for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
+
+  // Epilogue: accumulators (rows = weight rows, columns = tokens) -> smem [BLOCK_M][BLOCK_N + 8]
+  // bf16 -> 16-byte segments of the valid output rows.
+  cp_async_wait<0>();
+  __syncthreads();
+  constexpr int kLdc = BLOCK_N + 8;
+  unsigned short* s_out = reinterpret_cast<unsigned short*>(pipe);
+#pragma unroll
+  for (int i = 0; i < kTiles; ++i) {
+    const int n_loc = (wg * kTiles + i) * 64 + warp * 16 + g;
+#pragma unroll
+    for (int c = 0; c < BLOCK_M / 8; ++c) {
+      const int tok = c * 8 + 2 * t;
+      const unsigned int v01 = f32x2_to_bf16x2(acc[i][4 * c + 0], acc[i][4 * c + 1]);  // row g: tok, tok + 1
+      const unsigned int v23 = f32x2_to_bf16x2(acc[i][4 * c + 2], acc[i][4 * c + 3]);  // row g + 8
+      s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
+      s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
+      s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);
+      s_out[(tok + 1) * kLdc + n_loc + 8] = (unsigned short)(v23 >> 16);
+    }
+  }
+  __syncthreads();
+  unsigned short* out = static_cast<unsigned short*>(args.out);
+  constexpr int kOutChunksPerRow = BLOCK_N / 8;
+#pragma unroll
+  for (int c = tid; c < BLOCK_M * kOutChunksPerRow; c += kThreads) {
+    const int row = c / kOutChunksPerRow, ch = c % kOutChunksPerRow;
+    const int dst = s_dst[row];
+    if (dst >= 0) {
+      const uint4_w v = *reinterpret_cast<const uint4_w*>(s_out + row * kLdc + ch * 8);
+      *reinterpret_cast<uint4_w*>(out + (long long)dst * args.ldc + (long long)n_block * BLOCK_N + ch * 8) = v;
+    }
+  }
+#else
+  (void)args;
+  asm volatile("trap;");
+#endif
+}
+
+}  // namespace chord
