@@ -15,5 +15,10 @@ export CHORD_CACHE_DIR=${CHORD_CACHE_DIR:-/tmp/chord-cache}
 python3 -m pip install --no-build-isolation --no-deps -v . > "$out/pip_install.log" 2>&1 \
   || { tail -40 "$out/pip_install.log"; exit 1; }
 export CHORD_PYTEST_OUT="$out"
-cd /tmp && python3 -m pytest -v -s -p no:cacheprovider "$OLDPWD/tests/python" 2>&1 | tee "$out/pytest.log" | tail -60
+# One worker process when pytest-xdist is there: a test that crashes the process is
+# reported as failed and the rest still run.
+isolate=()
+python3 -c "import xdist" 2>/dev/null && isolate=(-n 1)
+cd /tmp && python3 -m pytest -v -rA -p no:cacheprovider "${isolate[@]}" "$OLDPWD/tests/python" 2>&1 \
+  | tee "$out/pytest.log" | tail -60
 exit "${PIPESTATUS[0]}"
