@@ -24,14 +24,9 @@ uint16_t dequant(uint32_t code, uint16_t scale) {
 
 }  // namespace
 
-W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k) {
+std::vector<uint32_t> pack_w4a16_words(const uint8_t* codes, int num_experts, int n, int k) {
   check_shape(num_experts, n, k);
-  W4A16Packed p;
-  p.num_experts = num_experts;
-  p.n = n;
-  p.k = k;
-  p.weight.resize(static_cast<size_t>(num_experts) * n * k / 8);
-  p.scales.resize(static_cast<size_t>(num_experts) * n * k / 32);
+  std::vector<uint32_t> weight(static_cast<size_t>(num_experts) * n * k / 8);
   size_t w = 0;
   for (int e = 0; e < num_experts; ++e)
     for (int nt = 0; nt < n / 16; ++nt)
@@ -44,18 +39,12 @@ W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_exp
               const int col = (kc * 4 + j) * 16 + frag_col(lane, s);
               q |= static_cast<uint32_t>(codes[row * k + col] & 15u) << (4 * s);
             }
-            p.weight[w] = q;
+            weight[w] = q;
           }
-  for (int e = 0; e < num_experts; ++e)
-    for (int grp = 0; grp < k / 32; ++grp)
-      for (int row = 0; row < n; ++row)
-        p.scales[(static_cast<size_t>(e) * (k / 32) + grp) * n + (row & ~15) + scale_pos_in_16(row & 15)] =
-            scales[(static_cast<size_t>(e) * n + row) * (k / 32) + grp];
-  return p;
+  return weight;
 }
 
-uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scales, int n, int k, int e, int row,
-                                   int col) {
+uint32_t packed_code(const uint32_t* weight, int n, int k, int e, int row, int col) {
   const int nt = row / 16, r = row % 16, kt = col / 16, c = col % 16;
   const int kc = kt / 4, j = kt % 4;
   // Find (lane, slot) with frag_row == r and frag_col == c.
@@ -63,8 +52,31 @@ uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scale
   const int lane = g * 4 + t;
   const int slot = ((r >> 3) | ((c >> 3) << 1)) + 4 * (c & 1);
   const size_t word = ((((static_cast<size_t>(e) * (n / 16) + nt) * (k / 64) + kc) * 32 + lane) * 4) + j;
-  const uint32_t code = (weight[word] >> (4 * slot)) & 15u;
-  const uint16_t s = scales[(static_cast<size_t>(e) * (k / 32) + col / 32) * n + nt * 16 + scale_pos_in_16(r)];
+  return (weight[word] >> (4 * slot)) & 15u;
+}
+
+int packed_scale_column(int row) { return (row & ~15) + scale_pos_in_16(row & 15); }
+
+W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k) {
+  check_shape(num_experts, n, k);
+  W4A16Packed p;
+  p.num_experts = num_experts;
+  p.n = n;
+  p.k = k;
+  p.weight = pack_w4a16_words(codes, num_experts, n, k);
+  p.scales.resize(static_cast<size_t>(num_experts) * n * k / 32);
+  for (int e = 0; e < num_experts; ++e)
+    for (int grp = 0; grp < k / 32; ++grp)
+      for (int row = 0; row < n; ++row)
+        p.scales[(static_cast<size_t>(e) * (k / 32) + grp) * n + packed_scale_column(row)] =
+            scales[(static_cast<size_t>(e) * n + row) * (k / 32) + grp];
+  return p;
+}
+
+uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scales, int n, int k, int e, int row,
+                                   int col) {
+  const uint32_t code = packed_code(weight, n, k, e, row, col);
+  const uint16_t s = scales[(static_cast<size_t>(e) * (k / 32) + col / 32) * n + packed_scale_column(row)];
   return dequant(code, s);
 }
 

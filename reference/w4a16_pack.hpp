@@ -12,6 +12,14 @@ struct W4A16Packed {
   int num_experts = 0, n = 0, k = 0;
 };
 
+// The packed weight words alone (codes uint8 [E, N, K], low nibble read): the fragment order
+// every 4-bit format shares (INT4 here, NF4 in reference/nf4_reference.hpp).
+std::vector<uint32_t> pack_w4a16_words(const uint8_t* codes, int num_experts, int n, int k);
+// Code of logical element (e, row, col), read from packed words.
+uint32_t packed_code(const uint32_t* weight, int n, int k, int e, int row, int col);
+// Column of weight row `row` inside one packed scale row (rows permuted within 16).
+int packed_scale_column(int row);
+
 // codes uint8 [E, N, K] + bf16 scales [E, N, K/32] -> packed. Requires N % 16 == 0, K % 64 == 0.
 W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k);
 
