@@ -1,0 +1,270 @@
+// libFuzzer target: every input that reaches chord from outside the process.
+//   - C API argument validation (all operators): any status other than SUCCESS (no work),
+//     NO_DRIVER (valid input on this driverless machine) or INVALID_ARGUMENT with a message
+//     naming one of the function's arguments is a bug, as is a crash.
+//   - CHORD_* environment parsing: accepted values must be in range, rejected ones must be
+//     ENVIRONMENT errors naming the variable.
+//   - Tuning-table JSON: accepted tables must be well formed; everything else a chord Error.
+//   - Disk-cache entries and cubin headers read back from disk: never a crash.
+// The last input byte picks the target (FuzzedDataProvider reads integers from the end).
+// Runs only without a CUDA driver: valid arguments carry fake addresses.
+#include <fuzzer/FuzzedDataProvider.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "cache/disk_cache.hpp"
+#include "chord/chord.h"
+#include "jit/cubin_info.hpp"
+#include "jit/env.hpp"
+#include "jit/error.hpp"
+#include "launcher/driver_api.hpp"
+#include "tuning_tables/tuning_table.hpp"
+
+namespace {
+
+[[noreturn]] void bug(const std::string& what, const std::string& detail) {
+  std::fprintf(stderr, "chord fuzz: %s: %s\n", what.c_str(), detail.c_str());
+  std::abort();
+}
+
+constexpr uintptr_t kBase = 0x100000;
+
+int64_t size_value(FuzzedDataProvider& p) {
+  static const int64_t interesting[] = {0,         1,          -1,         8,          16,         32,
+                                        48,        64,         96,         128,        1024,       65536,
+                                        65537,     1 << 20,    (1 << 20) + 64,        1 << 24,    int64_t{1} << 29,
+                                        int64_t{1} << 30,      (int64_t{1} << 31) - 1, int64_t{1} << 31,
+                                        int64_t{1} << 40,      INT64_MAX,  INT64_MIN};
+  if (p.ConsumeBool()) return p.PickValueInArray(interesting);
+  return p.ConsumeIntegral<int64_t>();
+}
+
+void* pointer(FuzzedDataProvider& p) {
+  switch (p.ConsumeIntegralInRange<int>(0, 3)) {
+    case 0: return nullptr;
+    case 1: return reinterpret_cast<void*>(kBase + 16 * p.ConsumeIntegralInRange<uintptr_t>(0, 1 << 16));
+    default: return reinterpret_cast<void*>(kBase + p.ConsumeIntegralInRange<uintptr_t>(0, 1 << 20));
+  }
+}
+
+const int32_t* int_pointer(FuzzedDataProvider& p) { return static_cast<const int32_t*>(pointer(p)); }
+
+chord_w4a16_weight_t weight_tag(FuzzedDataProvider& p) {
+  chord_w4a16_weight_t t{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, chord_w4a16_layout_version(), 32, 2, 64, 128,
+                         reinterpret_cast<void*>(kBase), reinterpret_cast<void*>(kBase + 4096)};
+  if (p.ConsumeBool()) t.magic = p.ConsumeIntegral<uint32_t>();
+  if (p.ConsumeBool()) t.format = p.ConsumeIntegral<uint32_t>();
+  if (p.ConsumeBool()) t.layout_version = p.ConsumeIntegral<uint32_t>();
+  if (p.ConsumeBool()) t.group_size = p.ConsumeIntegral<uint32_t>();
+  if (p.ConsumeBool()) t.experts = size_value(p);
+  if (p.ConsumeBool()) t.n = size_value(p);
+  if (p.ConsumeBool()) t.k = size_value(p);
+  if (p.ConsumeBool()) t.weight_dev = pointer(p);
+  if (p.ConsumeBool()) t.scales_dev = pointer(p);
+  return t;
+}
+
+void check_status(const char* entry, chord_status_t status, std::initializer_list<const char*> names) {
+  const std::string message = chord_last_error();
+  switch (status) {
+    case CHORD_SUCCESS:
+      if (!message.empty()) bug(std::string(entry) + ": success with a message", message);
+      return;
+    case CHORD_ERROR_NO_DRIVER:
+      if (message.find("libcuda") == std::string::npos) bug(std::string(entry) + ": NO_DRIVER without libcuda", message);
+      return;
+    case CHORD_ERROR_INVALID_ARGUMENT:
+      for (const char* name : names) {
+        if (message.find(name) != std::string::npos) return;
+      }
+      bug(std::string(entry) + ": the message names no argument", message);
+    default:
+      bug(std::string(entry) + ": unexpected status " + chord_status_string(status), message);
+  }
+}
+
+void fuzz_operator(int which, FuzzedDataProvider& p) {
+  chord_stream_t stream = nullptr;
+  switch (which) {
+    case 0:
+    case 1: {
+      void* src = pointer(p);
+      void* scales = pointer(p);
+      void* out = pointer(p);
+      int64_t e = size_value(p), n = size_value(p), k = size_value(p);
+      chord_status_t s = which == 0 ? chord_int4_dequantize_codes(src, scales, out, e, n, k, stream)
+                                    : chord_int4_dequantize_compressed(src, scales, out, e, n, k, stream);
+      check_status("int4_dequantize", s, {"'codes'", "'packed'", "'scales'", "'out'", "'E'", "'N'", "'K'", "E*N*K"});
+      return;
+    }
+    case 2: {
+      int format = p.ConsumeIntegralInRange<int>(-2, 3);
+      void* src = pointer(p);
+      void* scales = pointer(p);
+      int64_t e = size_value(p), n = size_value(p), k = size_value(p);
+      void* w_out = pointer(p);
+      void* s_out = pointer(p);
+      chord_w4a16_weight_t tag{};
+      chord_status_t s =
+          chord_w4a16_pack(src, format, scales, e, n, k, w_out, s_out, p.ConsumeBool() ? &tag : nullptr, stream);
+      check_status("w4a16_pack", s,
+                   {"'src_format'", "'src'", "'scales'", "'E'", "'N'", "'K'", "'weight_out'", "'scales_out'", "'weight'"});
+      return;
+    }
+    case 3: {
+      chord_w4a16_weight_t tag = weight_tag(p);
+      chord_status_t s = chord_w4a16_dequantize(p.ConsumeBool() ? &tag : nullptr, pointer(p), stream);
+      check_status("w4a16_dequantize", s, {"'weight", "'out'"});
+      return;
+    }
+    case 4: {
+      chord_w4a16_weight_t tag = weight_tag(p);
+      void* a = pointer(p);
+      int64_t m = size_value(p);
+      const int32_t* idx = int_pointer(p);
+      chord_status_t s = chord_w4a16_contiguous(a, m, p.ConsumeBool() ? &tag : nullptr, idx, pointer(p), stream);
+      check_status("w4a16_contiguous", s, {"'weight", "'m'", "'a'", "'m_indices'", "'out'"});
+      return;
+    }
+    case 5: {
+      chord_w4a16_weight_t tag = weight_tag(p);
+      void* a = pointer(p);
+      int64_t g = size_value(p), max_m = size_value(p), expected = size_value(p);
+      const int32_t* masked = int_pointer(p);
+      chord_status_t s = chord_w4a16_masked(a, g, max_m, &tag, masked, expected, pointer(p), stream);
+      check_status("w4a16_masked", s, {"'weight", "'G'", "'max_m'", "G*max_m", "'a'", "'masked_m'", "'out'"});
+      return;
+    }
+    case 6: {
+      chord_w4a16_weight_t tag = weight_tag(p);
+      void* a = pointer(p);
+      int64_t rows = size_value(p);
+      const int32_t* offsets = int_pointer(p);
+      chord_status_t s = chord_w4a16_offsets(a, rows, &tag, offsets, pointer(p), stream);
+      check_status("w4a16_offsets", s, {"'weight", "'S'", "'a'", "'offsets'", "'out'"});
+      return;
+    }
+    default: {
+      chord_w4a16_weight_t tag = weight_tag(p);
+      void* a = pointer(p);
+      int64_t m = size_value(p), capacity = size_value(p), top_k = size_value(p), block = size_value(p);
+      const int32_t* ids = int_pointer(p);
+      const int32_t* experts = int_pointer(p);
+      const int32_t* ntp = int_pointer(p);
+      chord_status_t s = chord_w4a16_indexed(a, m, &tag, ids, capacity, experts, ntp, top_k, block, pointer(p), stream);
+      check_status("w4a16_indexed", s,
+                   {"'weight", "'M'", "'top_k'", "'capacity'", "'block_size'", "'a'", "'sorted_ids'", "'expert_ids'",
+                    "'num_tokens_padded'", "'out'"});
+      return;
+    }
+  }
+}
+
+const char* const kVariables[] = {"CHORD_CACHE_DIR",   "CHORD_JIT_DEBUG", "CHORD_JIT_DUMP_SOURCE", "CHORD_SM90_DECODE",
+                                  "CHORD_W4A16_BM",    "CHORD_W4A16_BN",  "CHORD_W4A16_BK",        "CHORD_W4A16_STAGES",
+                                  "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE"};
+
+void fuzz_environment(FuzzedDataProvider& p) {
+  for (const char* v : kVariables) unsetenv(v);
+  const char* name = p.PickValueInArray(kVariables);
+  const std::string value = p.ConsumeRandomLengthString(64);
+  setenv(name, value.c_str(), 1);
+  try {
+    chord::Environment e = chord::read_environment();
+    if (e.cache_dir.empty() || e.cache_dir[0] != '/') bug("accepted a non-absolute cache dir", e.cache_dir);
+    for (const auto& forced : {e.w4a16_bm, e.w4a16_bn, e.w4a16_bk, e.w4a16_stages}) {
+      if (forced && (*forced <= 0 || *forced > (1 << 20))) bug(std::string("accepted ") + name, value);
+    }
+  } catch (const chord::Error& e) {
+    if (e.status() != CHORD_ERROR_ENVIRONMENT || std::string(e.what()).find(name) == std::string::npos) {
+      bug(std::string("bad rejection of ") + name, e.what());
+    }
+  }
+  unsetenv(name);
+}
+
+void fuzz_tuning_table(FuzzedDataProvider& p) {
+  const std::string text = p.ConsumeRemainingBytesAsString();
+  try {
+    chord::TuningTable t = chord::parse_tuning_table("fuzz.json", text);
+    if (t.rows.empty()) bug("accepted a table without rows", text);
+    int64_t next = 0;
+    for (const auto& row : t.rows) {
+      if (row.min_m != next || row.max_m < row.min_m) bug("accepted unsorted ranges", text);
+      if (const char* why = row.config.error()) bug(std::string("accepted an invalid config: ") + why, text);
+      next = row.max_m + 1;
+    }
+  } catch (const chord::Error& e) {
+    if (e.status() != CHORD_ERROR_INVALID_ARGUMENT && e.status() != CHORD_ERROR_UNSUPPORTED) {
+      bug("tuning table: unexpected status", e.what());
+    }
+  }
+}
+
+std::string& cache_dir() {
+  static std::string dir = [] {
+    char pattern[] = "/tmp/chord-fuzz-XXXXXX";
+    return std::string(mkdtemp(pattern));
+  }();
+  return dir;
+}
+
+void fuzz_cache_entry(FuzzedDataProvider& p) {
+  static chord::DiskCache cache(cache_dir());
+  const chord::KernelKey key{p.ConsumeIntegral<uint64_t>(), p.ConsumeIntegral<uint64_t>() & 0xff};
+  std::vector<char> payload;
+  const bool forge = p.ConsumeBool();  // a well-formed entry whose bytes are then damaged
+  std::string bytes = p.ConsumeRemainingBytesAsString();
+  if (forge) {
+    payload.assign(bytes.begin(), bytes.end());
+    std::vector<char> entry = chord::encode_cache_entry(key, payload);
+    if (!bytes.empty()) entry[bytes.size() % entry.size()] ^= static_cast<char>(bytes[0] | 1);
+    bytes.assign(entry.begin(), entry.end());
+  }
+  std::ofstream(cache.entry_path(key), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  auto loaded = cache.load(key);
+  if (loaded && !forge) {
+    // Only a valid encoding of (key, payload) may load; re-encoding must give the bytes back.
+    std::vector<char> again = chord::encode_cache_entry(key, *loaded);
+    if (std::string(again.begin(), again.end()) != bytes) bug("cache: loaded an entry that does not re-encode", "");
+  }
+  ::unlink(cache.entry_path(key).c_str());
+}
+
+void fuzz_cubin(FuzzedDataProvider& p) {
+  const std::string bytes = p.ConsumeRemainingBytesAsString();
+  try {
+    chord::read_cubin_info(std::vector<char>(bytes.begin(), bytes.end()));
+  } catch (const chord::Error& e) {
+    if (e.status() != CHORD_ERROR_INTERNAL) bug("cubin: unexpected status", e.what());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  std::string why;
+  if (chord::driver_available(&why)) {
+    std::fprintf(stderr, "chord fuzz: a CUDA driver is present; this target passes fake device addresses and "
+                         "runs only on machines without one\n");
+    std::exit(1);
+  }
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  FuzzedDataProvider p(data, size);
+  const int target = p.ConsumeIntegralInRange<int>(0, 11);
+  if (target <= 7) fuzz_operator(target, p);
+  else if (target == 8) fuzz_environment(p);
+  else if (target == 9) fuzz_tuning_table(p);
+  else if (target == 10) fuzz_cache_entry(p);
+  else fuzz_cubin(p);
+  return 0;
+}
