@@ -8,6 +8,7 @@
 #include "jit/error.hpp"
 #include "jit/runtime.hpp"
 #include "ops/int4_dequantize.hpp"
+#include "ops/nf4.hpp"
 #include "ops/routing_check.hpp"
 #include "tuning_tables/tuning_table.hpp"
 #include "ops/w4a16.hpp"
@@ -120,6 +121,25 @@ chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, const chord_w4a
     chord::w4a16_indexed(a_dev, M, weight, sorted_ids_dev, capacity, expert_ids_dev, num_tokens_padded_dev, top_k,
                          block_size, out_dev, static_cast<CUstream>(stream));
   });
+}
+
+uint32_t chord_nf4_layout_version(void) { return chord::kNF4LayoutVersion; }
+int64_t chord_nf4_weight_bytes(int64_t E, int64_t N, int64_t K) { return chord::nf4_weight_bytes(E, N, K); }
+int64_t chord_nf4_absmax_bytes(int64_t E, int64_t N, int64_t K) { return chord::nf4_absmax_bytes(E, N, K); }
+
+chord_status_t chord_nf4_pack(const void* packed_dev, const void* absmax_dev, const void* nested_absmax_dev,
+                              const void* nested_code_dev, float offset, int64_t E, int64_t N, int64_t K,
+                              void* weight_out_dev, void* absmax_out_dev, chord_w4a16_weight_t* weight,
+                              chord_stream_t stream) {
+  return guarded([&] {
+    chord::nf4_pack(packed_dev, absmax_dev, nested_absmax_dev, nested_code_dev, offset, E, N, K, weight_out_dev,
+                    absmax_out_dev, weight, static_cast<CUstream>(stream));
+  });
+}
+
+chord_status_t chord_nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out_dev,
+                                    chord_stream_t stream) {
+  return guarded([&] { chord::nf4_dequantize(weight, dtype, out_dev, static_cast<CUstream>(stream)); });
 }
 
 int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k, char* buffer,

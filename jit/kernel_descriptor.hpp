@@ -17,6 +17,8 @@ enum class KernelFamily : int32_t {
   kW4A16Pack = 3,
   kW4A16Unpack = 4,
   kRoutingCheck = 5,
+  kNF4Pack = 6,
+  kNF4Dequant = 7,
 };
 
 struct KernelDescriptor {

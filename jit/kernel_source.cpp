@@ -4,6 +4,7 @@
 
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/nf4.hpp"
 #include "jit/families/routing_check.hpp"
 #include "jit/families/w4a16.hpp"
 
@@ -21,6 +22,8 @@ KernelSource generate_kernel_source(const KernelDescriptor& descriptor) {
     case KernelFamily::kW4A16Pack:
     case KernelFamily::kW4A16Unpack: return W4A16PackConfig::from(descriptor).source();
     case KernelFamily::kRoutingCheck: return RoutingCheckConfig{}.source();
+    case KernelFamily::kNF4Pack:
+    case KernelFamily::kNF4Dequant: return NF4KernelConfig::from(descriptor).source();
   }
   fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
 }

@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "jit/families/w4a16.hpp"
+#include "kernels_src/nf4_args.cuh"
 #include "jit/runtime.hpp"
 #include "jit/env.hpp"
 #include "launcher/device_context.hpp"
@@ -24,18 +25,25 @@ void require_weight_shape(int64_t experts, int64_t n, int64_t k) {
   require_multiple(k, "K", kW4A16PackK);
 }
 
+const char* format_name(uint32_t format) {
+  return format == CHORD_FORMAT_INT4_G32 ? "INT4 group-32" : format == CHORD_FORMAT_NF4 ? "NF4" : "unknown";
+}
+
+}  // namespace
+
 // The tag check every operator does before anything else.
-void require_weight(const chord_w4a16_weight_t* w) {
+void require_w4a16_weight(const chord_w4a16_weight_t* w, uint32_t format) {
   CHORD_REQUIRE(w != nullptr, "argument 'weight' is a null pointer");
   CHORD_REQUIRE(w->magic == CHORD_W4A16_MAGIC, "argument 'weight' is not a chord W4A16 packed weight (bad magic 0x{:08x})",
                 w->magic);
-  CHORD_REQUIRE(w->format == CHORD_FORMAT_INT4_G32, "argument 'weight' has format {}; this operator needs INT4 group-32 ({})",
-                w->format, CHORD_FORMAT_INT4_G32);
-  CHORD_REQUIRE(w->layout_version == kW4A16LayoutVersion,
+  CHORD_REQUIRE(w->format == format, "argument 'weight' has format {} ({}); this operator needs {} ({})", w->format,
+                format_name(w->format), format_name(format), format);
+  const uint32_t version = format == CHORD_FORMAT_NF4 ? kNF4LayoutVersion : kW4A16LayoutVersion;
+  const uint32_t group = format == CHORD_FORMAT_NF4 ? kNF4BlockSize : kW4A16GroupSize;
+  CHORD_REQUIRE(w->layout_version == version,
                 "argument 'weight' has packed layout version {}; this library reads version {} (re-pack the weights)",
-                w->layout_version, kW4A16LayoutVersion);
-  CHORD_REQUIRE(w->group_size == kW4A16GroupSize, "argument 'weight' has group size {}; supported: {}", w->group_size,
-                kW4A16GroupSize);
+                w->layout_version, version);
+  CHORD_REQUIRE(w->group_size == group, "argument 'weight' has group size {}; supported: {}", w->group_size, group);
   try {
     require_weight_shape(w->experts, w->n, w->k);
   } catch (const Error& e) {  // the operator has no E/N/K arguments: say they come from the tag
@@ -44,6 +52,10 @@ void require_weight(const chord_w4a16_weight_t* w) {
   require_pointer(w->weight_dev, "weight.weight_dev", 16);
   require_pointer(w->scales_dev, "weight.scales_dev", 16);
 }
+
+namespace {
+
+void require_weight(const chord_w4a16_weight_t* w) { require_w4a16_weight(w, CHORD_FORMAT_INT4_G32); }
 
 struct Launch {
   DeviceContext device;

@@ -8,6 +8,9 @@
 
 namespace chord {
 
+// The packed-weight tag check: magic, format, layout version, group size, shape, pointers.
+void require_w4a16_weight(const chord_w4a16_weight_t* weight, uint32_t format);
+
 int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k);
 int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k);
 

@@ -126,6 +126,44 @@ CHORD_EXPORT chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, co
                                                 int64_t top_k, int64_t block_size, void* out_dev,
                                                 chord_stream_t stream);
 
+/* ---------------------------------------------------------------------------------------
+ * NF4 weights (bitsandbytes format: 64-element blocks along K, high nibble = first element,
+ * absmax FP32 or double-quantized). Packed once on the GPU into a chord_w4a16_weight_t with
+ * format CHORD_FORMAT_NF4 (docs/packed_layout.md, "NF4"): the same fragment order as INT4
+ * with the absmax resolved to FP32 at pack time. INT4 operators reject NF4 weights and the
+ * NF4 operators reject INT4 weights.
+ * ------------------------------------------------------------------------------------- */
+
+#define CHORD_FORMAT_NF4 2
+#define CHORD_DTYPE_BF16 0
+#define CHORD_DTYPE_FP16 1
+
+CHORD_EXPORT uint32_t chord_nf4_layout_version(void);
+/* Bytes of the packed weight (E*N*K/2) and of the packed FP32 absmax (E*N*K/16). */
+CHORD_EXPORT int64_t chord_nf4_weight_bytes(int64_t E, int64_t N, int64_t K);
+CHORD_EXPORT int64_t chord_nf4_absmax_bytes(int64_t E, int64_t N, int64_t K);
+
+/* Packs a bitsandbytes QuantState of experts [E, N, K] (blocksize 64):
+ *   packed_dev         uint8 [E*N*K/2] (quantize_4bit's output, quant_type "nf4")
+ *   nested_absmax_dev  NULL: absmax_dev is FP32 [E*N*K/64] (compress_statistics=False);
+ *                      else absmax_dev is uint8 [E*N*K/64], nested_absmax_dev FP32
+ *                      [ceil(E*N*K/64 / 256)] (state2.absmax), nested_code_dev FP32 [256]
+ *                      (state2.code) and offset the FP32 offset (compress_statistics=True).
+ * The absmax is resolved once, in FP32, as dequantize_4bit does: code[q] * absmax2 + offset.
+ * weight_out_dev / absmax_out_dev: caller-allocated (sizes above), 16-byte aligned; *weight
+ * is filled in. Needs N % 16 == 0 and K % 64 == 0 (the GEMM also needs N, K multiples of
+ * its tile: N % 16 and K % 64 always suffice for the configs it picks; see the error). */
+CHORD_EXPORT chord_status_t chord_nf4_pack(const void* packed_dev, const void* absmax_dev,
+                                           const void* nested_absmax_dev, const void* nested_code_dev, float offset,
+                                           int64_t E, int64_t N, int64_t K, void* weight_out_dev,
+                                           void* absmax_out_dev, chord_w4a16_weight_t* weight,
+                                           chord_stream_t stream);
+
+/* The logical weight [E, N, K] in dtype (CHORD_DTYPE_BF16 / _FP16), bit-identical to
+ * bitsandbytes' dequantize_4bit: dtype(table[code] * absmax), the product in FP32. */
+CHORD_EXPORT chord_status_t chord_nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out_dev,
+                                                 chord_stream_t stream);
+
 /* The W4A16 tuning table of a shape (profile detected from N, K) in the (min_m, max_m,
  * config) form vLLM's Humming backend reads, M in tokens, as JSON:
  *   [[min_m, max_m, {"block_size_m": .., "block_m": .., "block_n": .., ...}], ...]

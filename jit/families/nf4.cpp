@@ -1,0 +1,53 @@
+#include "jit/families/nf4.hpp"
+
+#include <fmt/format.h>
+
+#include "kernels_src/w4a16_args.cuh"
+
+namespace chord {
+
+KernelDescriptor NF4KernelConfig::descriptor(const Arch& arch) const {
+  KernelDescriptor d;
+  d.family = dequant ? KernelFamily::kNF4Dequant : KernelFamily::kNF4Pack;
+  d.arch = arch;
+  d.params[0] = dequant ? element : absmax_form;
+  return d;
+}
+
+NF4KernelConfig NF4KernelConfig::from(const KernelDescriptor& d) {
+  NF4KernelConfig c;
+  c.dequant = d.family == KernelFamily::kNF4Dequant;
+  if (c.dequant) {
+    c.element = static_cast<NF4Element>(d.params[0]);
+  } else {
+    c.absmax_form = static_cast<NF4AbsmaxForm>(d.params[0]);
+  }
+  return c;
+}
+
+KernelSource NF4KernelConfig::source() const {
+  KernelSource s;
+  if (dequant) {
+    s.name = fmt::format("nf4_dequant_{}", element == kNF4FP16 ? "fp16" : "bf16");
+    s.text = fmt::format(R"(#include "nf4_pack.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::NF4DequantArgs args) {{
+  chord::nf4_dequant_body<{elem}>(args);
+}}
+)",
+                         fmt::arg("threads", kW4A16PackThreads), fmt::arg("elem", static_cast<int>(element)));
+  } else {
+    s.name = fmt::format("nf4_pack_{}", absmax_form == kNF4AbsmaxNested ? "nested" : "fp32");
+    s.text = fmt::format(R"(#include "nf4_pack.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::NF4PackArgs args) {{
+  chord::nf4_pack_body<{form}>(args);
+}}
+)",
+                         fmt::arg("threads", kW4A16PackThreads), fmt::arg("form", static_cast<int>(absmax_form)));
+  }
+  s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kW4A16PackThreads), 0, 1});
+  return s;
+}
+
+}  // namespace chord
