@@ -61,6 +61,7 @@ Environment read_environment() {
   e.dump_source = read_flag("CHORD_JIT_DUMP_SOURCE").value_or(false);
   e.sm90_decode = read_flag("CHORD_SM90_DECODE");
   e.validate_routing = read_flag("CHORD_VALIDATE_ROUTING").value_or(false);
+  e.w4a16_portable = read_flag("CHORD_W4A16_PORTABLE").value_or(false);
   if (const char* profile = get("CHORD_W4A16_PROFILE")) {
     std::string p(profile);
     if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {

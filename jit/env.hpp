@@ -11,6 +11,7 @@ struct Environment {
   bool jit_debug = false;            // CHORD_JIT_DEBUG=0|1: log compiles, cache hits, header source
   bool dump_source = false;          // CHORD_JIT_DUMP_SOURCE=0|1: write generated source next to the cubin
   std::optional<bool> sm90_decode;   // CHORD_SM90_DECODE=0|1: force the decode schedule off/on
+  bool w4a16_portable = false;       // CHORD_W4A16_PORTABLE=0|1: force the portable (mma.sync) family
   bool validate_routing = false;     // CHORD_VALIDATE_ROUTING=0|1: check routing tensors on the device
   std::optional<std::string> w4a16_profile;  // CHORD_W4A16_PROFILE: tuning table profile (or "heuristic")
   std::optional<int> w4a16_bm;       // CHORD_W4A16_BM / _BN / _BK / _STAGES: force one config

@@ -51,6 +51,11 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
                   "tuning table {}: ranges must be sorted, contiguous and start at 0 (min_m {} max_m {})", where,
                   row.min_m, row.max_m);
     next_min = row.max_m + 1;
+    const std::string engine = rows[i].value("engine", std::string("mma_sync"));
+    CHORD_REQUIRE(engine == "mma_sync" || engine == "wgmma", "tuning table {}: engine '{}' is not mma_sync or wgmma",
+                  where, engine);
+    row.config.engine = engine == "wgmma" ? W4A16Engine::kWgmma : W4A16Engine::kMmaSync;
+    row.config.warpgroups = rows[i].value("warpgroups", 2);
     row.config.block_m = field<int>(rows[i], "block_m", where);
     row.config.block_n = field<int>(rows[i], "block_n", where);
     row.config.block_k = field<int>(rows[i], "block_k", where);
@@ -60,7 +65,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     row.measured = field<std::string>(rows[i], "measured", where);
     if (const char* why = row.config.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
     for (const auto& [n, k] : table.shapes) {
-      if (const char* why = w4a16_shape_error(n, k, row.config.block_n, row.config.block_k)) {
+      if (const char* why = row.config.shape_error(n, k)) {
         fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
       }
     }
@@ -113,7 +118,8 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int
       if (max_tokens < min_tokens) continue;
       const auto& c = row.config;
       out.push_back({min_tokens, max_tokens,
-                     {{"block_size_m", c.block_m}, {"block_m", c.block_m}, {"block_n", c.block_n},
+                     {{"block_size_m", c.block_m}, {"engine", c.wgmma() ? "wgmma" : "mma_sync"},
+                      {"block_m", c.block_m}, {"block_n", c.block_n},
                       {"block_k", c.block_k}, {"stages", c.stages}, {"warps_m", c.warps_m},
                       {"warps_n", c.warps_n}}});
     }

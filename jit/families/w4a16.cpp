@@ -19,13 +19,13 @@ const char* mode_name(int mode) {
 
 KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   if (const char* why = error()) {
-    fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 config bm={} bn={} bk={} stages={} warps={}x{} is invalid: {}",
-         block_m, block_n, block_k, stages, warps_m, warps_n, why);
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 {} config bm={} bn={} bk={} stages={} warps={}x{} is invalid: {}",
+         wgmma() ? "wgmma" : "mma.sync", block_m, block_n, block_k, stages, warps_m, warps_n, why);
   }
   KernelDescriptor d;
   d.family = KernelFamily::kW4A16Gemm;
   d.arch = arch;
-  d.params = {mode, block_m, block_n, block_k, stages, warps_m, warps_n};
+  d.params = {mode, block_m, block_n, block_k, stages, warps_m, warps_n, static_cast<int>(engine), warpgroups};
   return d;
 }
 
@@ -38,11 +38,29 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
   c.stages = d.params[4];
   c.warps_m = d.params[5];
   c.warps_n = d.params[6];
+  c.engine = static_cast<W4A16Engine>(d.params[7]);
+  c.warpgroups = d.params[8];
   return c;
 }
 
 KernelSource W4A16GemmConfig::source() const {
   KernelSource s;
+  if (wgmma()) {
+    // Two CTAs per SM: 114 registers x 256 threads (measured in docs/wgmma_prefill.md).
+    s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", mode_name(mode), block_m, block_n, warpgroups, stages);
+    s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}, 2) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
+  chord::w4a16_wgmma_body<{mode}, {bm}, {bn}, {wg}, {stages}>(args);
+}}
+)",
+                         fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
+                         fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("wg", warpgroups),
+                         fmt::arg("stages", stages));
+    s.text += kernel_meta_definition(
+        KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
+    return s;
+  }
   s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", mode_name(mode), block_m, block_n, block_k, stages, warps_m,
                        warps_n);
   s.text = fmt::format(R"(#include "w4a16_gemm.cuh"

@@ -4,10 +4,18 @@
 #include "jit/kernel_descriptor.hpp"
 #include "jit/kernel_source.hpp"
 #include "kernels_src/w4a16_args.cuh"
+#include "kernels_src/w4a16_wgmma_args.cuh"
 
 namespace chord {
 
+// Which inner-product engine a W4A16 GEMM config uses.
+enum class W4A16Engine : int {
+  kMmaSync = 0,  // portable (sm_80+): kernels_src/w4a16_gemm.cuh
+  kWgmma = 1,    // Hopper prefill (sm_90a): kernels_src/w4a16_wgmma.cuh; block_k fixed at 64
+};
+
 struct W4A16GemmConfig {
+  W4A16Engine engine = W4A16Engine::kMmaSync;
   W4A16Mode mode = kW4A16Contiguous;
   int block_m = 64;
   int block_n = 128;
@@ -15,11 +23,23 @@ struct W4A16GemmConfig {
   int stages = 4;
   int warps_m = 1;
   int warps_n = 4;
+  int warpgroups = 2;  // kWgmma only
 
-  int threads() const { return w4a16_threads(warps_m, warps_n); }
-  int smem_bytes() const { return w4a16_smem_bytes(block_m, block_n, block_k, stages); }
+  bool wgmma() const { return engine == W4A16Engine::kWgmma; }
+  int threads() const { return wgmma() ? w4a16_wgmma_threads(warpgroups) : w4a16_threads(warps_m, warps_n); }
+  int smem_bytes() const {
+    return wgmma() ? w4a16_wgmma_smem_bytes(block_m, block_n, stages)
+                   : w4a16_smem_bytes(block_m, block_n, block_k, stages);
+  }
   // Why the config is invalid (nullptr when valid).
-  const char* error() const { return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n); }
+  const char* error() const {
+    return wgmma() ? w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages)
+                   : w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n);
+  }
+  // Why the config cannot run (N, K), or nullptr.
+  const char* shape_error(int n, int k) const {
+    return wgmma() ? w4a16_wgmma_shape_error(n, k, block_n) : w4a16_shape_error(n, k, block_n, block_k);
+  }
 
   KernelDescriptor descriptor(const Arch& arch) const;
   static W4A16GemmConfig from(const KernelDescriptor& descriptor);

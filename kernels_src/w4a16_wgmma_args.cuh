@@ -1,0 +1,63 @@
+// Host-callable geometry and config rules of the W4A16 WGMMA prefill kernel
+// (kernels_src/w4a16_wgmma.cuh); plain C++ for the host, also compiled by NVRTC.
+#pragma once
+
+#include "w4a16_args.cuh"
+
+namespace chord {
+
+// One pipeline stage covers this many k: one 128-byte swizzle row of bf16 activations.
+constexpr int kW4A16WgmmaBlockK = 64;
+
+CHORD_W4A16_HD constexpr int w4a16_wgmma_threads(int warpgroups) { return 128 * warpgroups; }
+
+// One stage: activations [BLOCK_M][64] bf16 (128-byte rows, 16-byte chunk c of row r at chunk
+// c ^ (r % 8): the wgmma 128-byte swizzle), packed weight BLOCK_N/16 chunks of 512 bytes, two
+// scale rows of BLOCK_N bf16. Rounded up to 1024 bytes so every activation tile starts on a
+// swizzle-atom boundary (the hardware swizzles on absolute address bits).
+CHORD_W4A16_HD constexpr int w4a16_wgmma_stage_bytes(int block_m, int block_n) {
+  return (block_m * 128 + block_n * 32 + 2 * block_n * 2 + 1023) / 1024 * 1024;
+}
+// Epilogue staging tile [BLOCK_M][BLOCK_N + 8] bf16 (reuses the pipeline buffers).
+CHORD_W4A16_HD constexpr int w4a16_wgmma_epilogue_bytes(int block_m, int block_n) {
+  return block_m * (block_n + 8) * 2;
+}
+CHORD_W4A16_HD constexpr int w4a16_wgmma_pipe_bytes(int block_m, int block_n, int stages) {
+  return w4a16_wgmma_stage_bytes(block_m, block_n) * stages > w4a16_wgmma_epilogue_bytes(block_m, block_n)
+             ? w4a16_wgmma_stage_bytes(block_m, block_n) * stages
+             : w4a16_wgmma_epilogue_bytes(block_m, block_n);
+}
+// Dynamic shared memory: 1024 bytes of alignment slack (dynamic shared memory is only
+// guaranteed 16-byte alignment), the pipeline, then the scheduler header (src rows, dst rows,
+// 64 scratch ints).
+CHORD_W4A16_HD constexpr int w4a16_wgmma_smem_bytes(int block_m, int block_n, int stages) {
+  return 1024 + w4a16_wgmma_pipe_bytes(block_m, block_n, stages) + (2 * block_m + 64) * 4;
+}
+
+// Why a config is invalid for a mode, or nullptr. The template static_asserts the same rules.
+CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int block_m, int block_n, int warpgroups,
+                                                              int stages) {
+  return (block_m != 64 && block_m != 128 && block_m != 256) ? "BLOCK_M (wgmma N) must be 64, 128 or 256"
+         : (warpgroups != 1 && warpgroups != 2)               ? "WARPGROUPS must be 1 or 2"
+         : (block_n != 64 * warpgroups && block_n != 128 * warpgroups)
+             ? "BLOCK_N must be 64 or 128 per warpgroup (one or two m64 tiles)"
+         : (stages < 3 || stages > 8) ? "STAGES must be in [3, 8]"
+         : (block_m > w4a16_wgmma_threads(warpgroups))
+             ? "BLOCK_M must not exceed the thread count (the schedulers fill one row per thread)"
+         : (mode == kW4A16Contiguous && kW4A16ContiguousAlign % block_m != 0)
+             ? "CONTIGUOUS needs BLOCK_M to divide kW4A16ContiguousAlign (128)"
+         : (block_m / 2 * (block_n / (64 * warpgroups)) > 128)
+             ? "more than 128 fp32 accumulators per thread"
+         : (w4a16_wgmma_smem_bytes(block_m, block_n, stages) > 227 * 1024) ? "shared memory exceeds 227 KiB"
+                                                                          : nullptr;
+}
+
+// Shape rules: N % BLOCK_N == 0, K % 64 == 0 (the packed layout already needs K % 64 == 0).
+// INDEXED additionally needs block_size % BLOCK_M == 0 (runtime argument).
+CHORD_W4A16_HD constexpr const char* w4a16_wgmma_shape_error(int n, int k, int block_n) {
+  return (n <= 0 || n % block_n != 0)                ? "N must be a positive multiple of BLOCK_N"
+         : (k <= 0 || k % kW4A16WgmmaBlockK != 0) ? "K must be a positive multiple of 64"
+                                                    : nullptr;
+}
+
+}  // namespace chord
