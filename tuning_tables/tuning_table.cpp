@@ -1,5 +1,7 @@
 #include "tuning_tables/tuning_table.hpp"
 
+#include <type_traits>
+
 #include <nlohmann/json.hpp>
 
 #include "jit/embedded_headers.hpp"
@@ -12,13 +14,27 @@ using nlohmann::json;
 
 template <typename T>
 T field(const json& object, const char* key, const std::string& where) {
+  CHORD_REQUIRE(object.is_object(), "tuning table {}: expected an object holding '{}'", where, key);
   auto it = object.find(key);
   CHORD_REQUIRE(it != object.end(), "tuning table {}: missing field '{}'", where, key);
+  if constexpr (std::is_integral_v<T>) {
+    // Integers only, in range: a float or a huge value would convert with undefined behaviour.
+    CHORD_REQUIRE(it->is_number_integer(), "tuning table {}: field '{}' must be an integer", where, key);
+    const bool fits = it->is_number_unsigned() ? it->template get<uint64_t>() <= uint64_t{1} << 40
+                                               : it->template get<int64_t>() >= -(int64_t{1} << 40) &&
+                                                     it->template get<int64_t>() <= int64_t{1} << 40;
+    CHORD_REQUIRE(fits, "tuning table {}: field '{}' is out of range", where, key);
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {
     fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: field '{}' has the wrong type", where, key);
   }
+}
+
+template <typename T>
+T optional_field(const json& object, const char* key, T fallback, const std::string& where) {
+  return object.is_object() && object.contains(key) ? field<T>(object, key, where) : fallback;
 }
 
 }  // namespace
@@ -51,11 +67,11 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
                   "tuning table {}: ranges must be sorted, contiguous and start at 0 (min_m {} max_m {})", where,
                   row.min_m, row.max_m);
     next_min = row.max_m + 1;
-    const std::string engine = rows[i].value("engine", std::string("mma_sync"));
+    const std::string engine = optional_field<std::string>(rows[i], "engine", "mma_sync", where);
     CHORD_REQUIRE(engine == "mma_sync" || engine == "wgmma", "tuning table {}: engine '{}' is not mma_sync or wgmma",
                   where, engine);
     row.config.engine = engine == "wgmma" ? W4A16Engine::kWgmma : W4A16Engine::kMmaSync;
-    row.config.warpgroups = rows[i].value("warpgroups", 2);
+    row.config.warpgroups = optional_field<int>(rows[i], "warpgroups", 2, where);
     row.config.block_m = field<int>(rows[i], "block_m", where);
     row.config.block_n = field<int>(rows[i], "block_n", where);
     row.config.block_k = field<int>(rows[i], "block_k", where);

@@ -50,7 +50,7 @@ CHORD_EXPORT const char* chord_status_string(chord_status_t status);
  *                each group of 8 in bits 4j..4j+3, values stored with the +8 offset
  *   scales_dev:  bf16 [E, N, K/32]
  *   out_dev:     bf16 [E, N, K]
- * All pointers 16-byte aligned (scales 2-byte aligned). */
+ * Alignment: out 16 bytes, codes 8, packed 4, scales 2. */
 CHORD_EXPORT chord_status_t chord_int4_dequantize_codes(const void* codes_dev, const void* scales_dev,
                                                         void* out_dev, int64_t E, int64_t N, int64_t K,
                                                         chord_stream_t stream);
@@ -79,6 +79,8 @@ typedef struct chord_w4a16_weight {
 } chord_w4a16_weight_t;
 
 CHORD_EXPORT uint32_t chord_w4a16_layout_version(void);
+/* Buffer sizes of a packed weight; -1 for a shape the operators reject (E in [1, 65536],
+ * N a multiple of 16, K a multiple of 64, N and K <= 2^20). */
 CHORD_EXPORT int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K);
 CHORD_EXPORT int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K);
 /* Rows each expert's segment is padded to in the contiguous mode. */
