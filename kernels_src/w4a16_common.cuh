@@ -100,6 +100,36 @@ __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, un
   }
 }
 
+// dequant_word with the scales already splatted: s_lo = {s[g], s[g]} for registers 0 and 2,
+// s_hi = {s[g+8], s[g+8]} for 1 and 3. Same two fmas, same bits; the splat is done once per
+// (n tile, group) and shared by the two 16-k words of the group.
+__device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
+                                                   unsigned int* a) {
+  const unsigned int kOne = 0x3f803f80u;
+  const unsigned int kM136 = 0xc308c308u;
+  const unsigned int kNegZero = 0x80008000u;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const unsigned int x = ((q >> (4 * p)) & 0x000f000fu) | 0x43004300u;
+    const unsigned int v = bf16x2_fma(x, kOne, kM136);
+    a[p] = bf16x2_fma(v, (p & 1) ? s_hi : s_lo, kNegZero);
+  }
+}
+
+// Streaming weight loads straight into registers: read once per CTA, so keep them out of L1;
+// the 256-byte L2 prefetch hint matches a warp's 512-byte run per 16 x 64 chunk.
+__device__ __forceinline__ void ldg_stream_v4(const void* p, unsigned int* r) {
+  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "l"(p));
+}
+// Scales: four lanes (t = 0..3) share each 4-byte word, so let L1 merge them.
+__device__ __forceinline__ unsigned int ldg_nc_b32(const void* p) {
+  unsigned int v;
+  asm volatile("ld.global.nc.b32 %0, [%1];\n" : "=r"(v) : "l"(p));
+  return v;
+}
+
 // Position of (row r of a 16-row n tile, register-lane view) inside a 16-scale packed group:
 // row r -> 2 * (r % 8) + r / 8, so lane group g reads {s[g], s[g+8]} with one 32-bit load.
 CHORD_W4A16_HD constexpr int scale_pos_in_16(int r) { return 2 * (r & 7) + (r >> 3); }

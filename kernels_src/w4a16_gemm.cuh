@@ -78,33 +78,51 @@ template <>
 struct W4A16Tiles<kW4A16Offsets> {
   // Tile t of the grid is the t-th BLOCK_M slice in expert order; each CTA recovers its
   // expert with a block-wide scan of per-expert tile counts (E <= a few hundred, L2 hits).
+  // Expert e owns rows [end(e-1), end(e)) with end(e) = clamp(max(offsets[0..e]), 0, S):
+  // decreasing, negative or past-S offsets give empty or clipped segments, never two experts
+  // writing the same row (the running max keeps the segments disjoint).
   template <int BLOCK_M, int THREADS>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int* s_misc, int& expert) {
     constexpr int kWarps = THREADS / 32;
+    constexpr int kMinInt = -2147483647 - 1;
     const int* offsets = static_cast<const int*>(args.offsets);
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int num_e = args.num_experts;
     const int rows = args.a_rows;
     if (threadIdx.x == 0) s_misc[32] = -1;
-    int carry = 0;
+    int carry = 0, carry_max = kMinInt;
     for (int base = 0; base < num_e; base += THREADS) {
       const int e = base + (int)threadIdx.x;
-      int beg = 0, end = 0, nt = 0;
-      if (e < num_e) {
-        end = offsets[e];
-        beg = e > 0 ? offsets[e - 1] : 0;
-        end = end < rows ? end : rows;
-        beg = beg < 0 ? 0 : beg;
-        nt = end > beg ? (end - beg + BLOCK_M - 1) / BLOCK_M : 0;
-      }
-      int incl = nt;
+      // Running max of the offsets: warp scan, then across warps and earlier rounds.
+      int pm = e < num_e ? offsets[e] : kMinInt;
 #pragma unroll
       for (int d = 1; d < 32; d <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= d) incl += v;
+        const int v = __shfl_up_sync(0xffffffffu, pm, d);
+        if (lane >= d) pm = pm > v ? pm : v;
       }
-      if (lane == 31) s_misc[warp] = incl;
+      if (lane == 31) s_misc[40 + warp] = pm;
+      __syncthreads();
+      int wmax = carry_max, all_max = carry_max;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const int v = s_misc[40 + w];
+        wmax = w < warp && v > wmax ? v : wmax;
+        all_max = v > all_max ? v : all_max;
+      }
+      const int incl = pm > wmax ? pm : wmax;
+      const int prev = __shfl_up_sync(0xffffffffu, incl, 1);
+      const int excl = lane == 0 ? wmax : prev;
+      const int end = incl < 0 ? 0 : (incl < rows ? incl : rows);
+      const int beg = excl < 0 ? 0 : (excl < rows ? excl : rows);
+      const int nt = e < num_e && end > beg ? (end - beg + BLOCK_M - 1) / BLOCK_M : 0;
+      int cnt = nt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, cnt, d);
+        if (lane >= d) cnt += v;
+      }
+      if (lane == 31) s_misc[warp] = cnt;
       __syncthreads();
       int before = carry, total = carry;
 #pragma unroll
@@ -113,14 +131,15 @@ struct W4A16Tiles<kW4A16Offsets> {
         before += w < warp ? v : 0;
         total += v;
       }
-      const int excl = before + incl - nt;
-      if (nt > 0 && tile >= excl && tile < excl + nt) {
+      const int first = before + cnt - nt;
+      if (nt > 0 && tile >= first && tile < first + nt) {
         s_misc[32] = e;
-        s_misc[33] = beg + (tile - excl) * BLOCK_M;
+        s_misc[33] = beg + (tile - first) * BLOCK_M;
         s_misc[34] = end;
       }
       carry = total;
-      __syncthreads();  // s_misc[0..kWarps) is rewritten next round; publishes s_misc[32..34]
+      carry_max = all_max;
+      __syncthreads();  // s_misc[0..kWarps), [40..) are rewritten next round; publishes s_misc[32..34]
       if (carry > tile) break;
     }
     __syncthreads();  // also orders thread 0's s_misc[32] = -1 when the loop did not run
@@ -164,6 +183,24 @@ struct W4A16Tiles<kW4A16Indexed> {
 };
 
 // ---------------------------------------------------------------------------------------
+// Main-loop variants. STAGED: weights, scales and activations all go through the cp.async
+// shared-memory ring (prefill: WARPS_M > 1 warps share each weight fragment). DIRECT
+// (decode): each warp loads its own weight fragments and scales from global memory straight
+// into registers, one k-block ahead (the packed words are already in fragment order), and
+// only the activation tile, shared by all warps, goes through the shared-memory ring.
+// ---------------------------------------------------------------------------------------
+constexpr int kW4A16PathStaged = 0;
+constexpr int kW4A16PathDirect = 1;
+// The JIT names a config by (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS): STAGES == 2 at a decode
+// tile (BLOCK_M <= 32, one warp along M) selects the direct path, which then fills the shared
+// memory of two full stages with up to four activation stages. Measured on the H200
+// (tools/kernel_check, docs/performance.md): direct wins where few CTAs stream small experts
+// (Qwen3 1-8 tokens), staged stays ahead on the big EP8 decode shapes.
+CHORD_W4A16_HD constexpr int w4a16_default_path(int block_m, int warps_m, int stages) {
+  return block_m <= 32 && warps_m == 1 && stages == 2 ? kW4A16PathDirect : kW4A16PathStaged;
+}
+
+// ---------------------------------------------------------------------------------------
 // Compile-time configuration.
 // ---------------------------------------------------------------------------------------
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N>
@@ -187,8 +224,10 @@ struct W4A16Config {
 // ---------------------------------------------------------------------------------------
 // The kernel body. Launch: grid = w4a16_grid(...), block = kThreads, dynamic smem = kSmemBytes.
 // ---------------------------------------------------------------------------------------
-template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N>
+template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
+          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES)>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
+  static_assert(PATH == kW4A16PathStaged || PATH == kW4A16PathDirect, "unknown W4A16 main-loop path");
   using namespace w4a16_detail;
   using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N>;
   constexpr int kThreads = Cfg::kThreads;
@@ -220,11 +259,11 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                                (unsigned long long)n_block * BLOCK_N * 2ull;
   const unsigned int pipe_base = smem_addr(pipe);
 
-  // Issue the copies of k-block kb into stage slot `slot`.
-  auto load_stage = [&](int kb, int slot) {
-    const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
-    // Activations: BLOCK_M rows x BLOCK_K, 16-byte chunks, chunk index XOR (row & 7) so the
-    // ldmatrix reads of 8 rows at one k offset hit 8 different bank groups.
+  // Activation rows of k-block kb into stage slot `slot`: BLOCK_M rows x BLOCK_K, 16-byte
+  // chunks, chunk index XOR (row & 7) so the ldmatrix reads of 8 rows at one k offset hit 8
+  // different bank groups. Rows without a source are zero-filled.
+  auto load_act = [&](int kb, int slot, int stage_bytes) {
+    const unsigned int st = pipe_base + slot * stage_bytes;
     constexpr int kAChunksPerRow = BLOCK_K / 8;
 #pragma unroll
     for (int c = tid; c < BLOCK_M * kAChunksPerRow; c += kThreads) {
@@ -233,6 +272,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       const unsigned short* g = src >= 0 ? a_ptr + (long long)src * args.lda + (long long)kb * BLOCK_K + ch * 8 : a_ptr;
       cp_async_16(st + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), g, src >= 0 ? 16 : 0);
     }
+  };
+
+  // Issue the copies of k-block kb into stage slot `slot` (staged path: all three tiles).
+  auto load_stage = [&](int kb, int slot) {
+    const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
+    load_act(kb, slot, Cfg::kStageBytes);
     // Weights: (BLOCK_N/16) x (BLOCK_K/64) chunks of 512 contiguous bytes, copied as is.
     const unsigned int sw = st + Cfg::kABytes;
 #pragma unroll
@@ -267,16 +312,131 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][m][r] = 0.f;
 
+  // Per-lane ldmatrix row/chunk selection (tokens of this warp, x4 = 16 tokens x k16).
+  const int ldm_mat = lane >> 3;
+  const int ldm_row_in = (ldm_mat >> 1) * 8 + (lane & 7);  // x4: matrices 2,3 are tokens +8
+  const int ldm_kh = ldm_mat & 1;                           // matrices 1,3 are k + 8
+
+  if constexpr (PATH == kW4A16PathDirect) {
+    static_assert(WARPS_M == 1, "the direct path gives every warp all BLOCK_M tokens");
+    constexpr int kU = kKC;  // 64-k chunks per k-block = register prefetch distance
+    // The shared memory sized for STAGES full stages holds more activation-only stages:
+    // use up to 4 (activations are L2 hits; more only adds cp.async groups in flight).
+    constexpr int kAS0 = STAGES * Cfg::kStageBytes / Cfg::kABytes;
+    constexpr int kAS = kAS0 > 4 ? (STAGES > 4 ? STAGES : 4) : kAS0;
+    // Per-lane bases: n tile i of this warp, chunk 0, this lane's 16 bytes; scales of rows
+    // {g, g+8} of the tile in group 0. A chunk is 512 bytes; a scale group row is 2N bytes.
+    const unsigned char* wp[kNT];
+    const unsigned char* sp[kNT];
+#pragma unroll
+    for (int i = 0; i < kNT; ++i) {
+      const int nt = warp_n * kNT + i;
+      wp[i] = w_ptr + (unsigned long long)nt * (unsigned long long)(K / 64) * 512ull + lane * 16;
+      sp[i] = s_ptr + (nt * 16 + 2 * g) * 2;
+    }
+    const unsigned long long srow = (unsigned long long)N * 2ull;
+
+    unsigned int wq[kU][kNT][4];
+    unsigned int sq[kU][kNT][2];
+    auto load_w = [&](int kb, int u) {
+      const int chunk = kb * kU + u;
+#pragma unroll
+      for (int i = 0; i < kNT; ++i) {
+        ldg_stream_v4(wp[i] + (unsigned long long)chunk * 512ull, wq[u][i]);
+        sq[u][i][0] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk) * srow);
+        sq[u][i][1] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk + 1) * srow);
+      }
+    };
+
+#pragma unroll
+    for (int s = 0; s < kAS - 1; ++s) {
+      if (s < num_k) load_act(s, s, Cfg::kABytes);
+      cp_async_commit();
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) load_w(0, u);
+
+    // BLOCK_M == 8: one ldmatrix.x4 gives the B fragments of two 16-k steps (matrices
+    // 0,1 = k 0..15 of step j, 2,3 = step j + 1; 8 token rows each).
+    const int pair_row = lane & 7;
+    const int pair_ch = lane >> 3;
+
+    int slot = 0;
+    for (int kb = 0; kb < num_k; ++kb) {
+      cp_async_wait<kAS - 2>();
+      __syncthreads();
+      {
+        const int next = kb + kAS - 1;
+        int next_slot = slot + kAS - 1;
+        next_slot = next_slot >= kAS ? next_slot - kAS : next_slot;
+        if (next < num_k) load_act(next, next_slot, Cfg::kABytes);
+        cp_async_commit();
+      }
+      const unsigned int sa = pipe_base + slot * Cfg::kABytes;
+      const bool more = kb + 1 < num_k;
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        unsigned int cw[kNT][4], cs[kNT][2];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) {
+#pragma unroll
+          for (int r = 0; r < 4; ++r) cw[i][r] = wq[u][i][r];
+          cs[i][0] = sq[u][i][0];
+          cs[i][1] = sq[u][i][1];
+        }
+        if (more) load_w(kb + 1, u);  // refill this slot one k-block ahead
+
+        unsigned int b[4][kMT][2];
+        if constexpr (kMT == 1) {
+#pragma unroll
+          for (int jp = 0; jp < 2; ++jp) {
+            const int ch = u * 8 + jp * 4 + pair_ch;
+            ldmatrix_x4(sa + pair_row * (BLOCK_K * 2) + ((ch ^ (pair_row & 7)) * 16), b[2 * jp][0][0],
+                        b[2 * jp][0][1], b[2 * jp + 1][0][0], b[2 * jp + 1][0][1]);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+            const int kchunk = (u * 64 + j * 16) / 8;
+#pragma unroll
+            for (int p = 0; p < kMT / 2; ++p) {
+              const int row = p * 16 + ldm_row_in;
+              const int ch = kchunk + ldm_kh;
+              ldmatrix_x4(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[j][2 * p][0], b[j][2 * p][1],
+                          b[j][2 * p + 1][0], b[j][2 * p + 1][1]);
+            }
+            if constexpr (kMT % 2 == 1) {
+              const int row = (kMT - 1) * 8 + (lane & 7);
+              const int ch = kchunk + ldm_kh;
+              ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[j][kMT - 1][0], b[j][kMT - 1][1]);
+            }
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const unsigned int s_lo = prmt(cs[i][h], 0u, 0x1010u);
+            const unsigned int s_hi = prmt(cs[i][h], 0u, 0x3232u);
+#pragma unroll
+            for (int jj = 0; jj < 2; ++jj) {
+              const int j = 2 * h + jj;
+              unsigned int af[4];
+              dequant_word_splat(cw[i][j], s_lo, s_hi, af);
+#pragma unroll
+              for (int m = 0; m < kMT; ++m) mma_bf16_16816(acc[i][m], af, b[j][m][0], b[j][m][1]);
+            }
+          }
+        }
+      }
+      slot = slot + 1 == kAS ? 0 : slot + 1;
+    }
+  } else {
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < num_k) load_stage(s, s);
     cp_async_commit();
   }
-
-  // Per-lane ldmatrix row/chunk selection (tokens of this warp, x4 = 16 tokens x k16).
-  const int ldm_mat = lane >> 3;
-  const int ldm_row_in = (ldm_mat >> 1) * 8 + (lane & 7);  // x4: matrices 2,3 are tokens +8
-  const int ldm_kh = ldm_mat & 1;                           // matrices 1,3 are k + 8
 
   int slot = 0;
   for (int kb = 0; kb < num_k; ++kb) {
@@ -330,6 +490,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       }
     }
     slot = slot + 1 == STAGES ? 0 : slot + 1;
+  }
   }
 
   // Epilogue: fragments -> smem [BLOCK_M][BLOCK_N + 8] bf16 -> 16-byte row segments.

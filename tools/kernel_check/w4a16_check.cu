@@ -44,9 +44,9 @@ static int g_fail = 0, g_pass = 0;
 // ------------------------------------------------------------------------------------------
 // Kernels: the same one-line wrappers the JIT generates.
 // ------------------------------------------------------------------------------------------
-template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN>
+template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int PATH>
 __global__ void __launch_bounds__(32 * WM * WN) gemm_entry(const __grid_constant__ W4A16Args args) {
-  chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN>(args);
+  chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN, PATH>(args);
 }
 template <int SRC>
 __global__ void __launch_bounds__(chord::kW4A16PackThreads) pack_entry(const __grid_constant__ chord::W4A16PackArgs a) {
@@ -85,19 +85,22 @@ struct KernelInfo {
   int regs = 0, smem = 0, occupancy = 0, threads = 0;
 };
 
-template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_>
+// PATH: the main-loop variant (kW4A16PathStaged / kW4A16PathDirect); by default the one the
+// JIT gets for this config (w4a16_default_path), so the old path stays measurable.
+template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_, int PATH_ = chord::w4a16_default_path(BM_, WM_, ST_)>
 struct Cfg {
-  static constexpr int BM = BM_, BN = BN_, BK = BK_, ST = ST_, WM = WM_, WN = WN_;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_, ST = ST_, WM = WM_, WN = WN_, PATH = PATH_;
   static constexpr int kThreads = 32 * WM * WN;
   static constexpr int kSmem = chord::w4a16_smem_bytes(BM, BN, BK, ST);
   static std::string name() {
     char b[96];
-    std::snprintf(b, sizeof b, "BM%d_BN%d_BK%d_S%d_W%dx%d", BM, BN, BK, ST, WM, WN);
+    std::snprintf(b, sizeof b, "BM%d_BN%d_BK%d_S%d_W%dx%d_%s", BM, BN, BK, ST, WM, WN,
+                  PATH == chord::kW4A16PathDirect ? "direct" : "staged");
     return b;
   }
   template <int MODE>
   static KernelInfo prepare() {
-    auto fn = gemm_entry<MODE, BM, BN, BK, ST, WM, WN>;
+    auto fn = gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH>;
     CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
     cudaFuncAttributes at;
     CK(cudaFuncGetAttributes(&at, fn));
@@ -117,7 +120,7 @@ struct Cfg {
     }
     const chord::W4A16Dim3 g = chord::w4a16_grid(args, BM, BN);
     if (g.x == 0) return;
-    gemm_entry<MODE, BM, BN, BK, ST, WM, WN><<<dim3(g.x, g.y, g.z), kThreads, kSmem, s>>>(args);
+    gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH><<<dim3(g.x, g.y, g.z), kThreads, kSmem, s>>>(args);
     CK(cudaGetLastError());
   }
   static void launch_mode(int mode, const W4A16Args& args, cudaStream_t s = 0) {
@@ -431,15 +434,24 @@ static Problem indexed(const std::string& name, const Weights& W, int tokens, in
 // ------------------------------------------------------------------------------------------
 // Correctness
 // ------------------------------------------------------------------------------------------
-using C1 = Cfg<8, 128, 128, 4, 1, 4>;    // decode: 8 tokens, x2 ldmatrix path
-using C2 = Cfg<16, 64, 128, 3, 1, 2>;    // small
-using C3 = Cfg<128, 128, 64, 4, 2, 4>;   // prefill
-using C4 = Cfg<32, 256, 64, 3, 2, 4>;    // wide N per warp (4 n-tiles)
+constexpr int kStaged = chord::kW4A16PathStaged;
+constexpr int kDirect = chord::kW4A16PathDirect;
+using C1 = Cfg<8, 128, 128, 4, 1, 4>;    // decode: 8 tokens, staged (x2 ldmatrix)
+using C2 = Cfg<16, 64, 128, 2, 1, 2>;    // small, direct (STAGES == 2)
+using C3 = Cfg<128, 128, 64, 4, 2, 4>;   // prefill (staged)
+using C4 = Cfg<32, 256, 64, 3, 2, 4>;    // wide N per warp (4 n-tiles), staged: WARPS_M = 2
 using C5 = Cfg<64, 64, 256, 2, 2, 1>;    // BK 256, 2 stages
+using C6 = Cfg<8, 128, 128, 4, 1, 4, kDirect>;  // direct with 4 full stages of bytes
+using C7 = Cfg<8, 128, 256, 3, 1, 4, kDirect>;    // direct, BK 256 (4 chunks in flight per n tile)
+using C8 = Cfg<16, 64, 64, 2, 1, 1>;     // direct, 4 n tiles x 2 token tiles per warp, 2 stages
+using C9 = Cfg<32, 128, 128, 2, 1, 4>;   // direct, 4 token tiles per warp
+using C10 = Cfg<8, 16, 256, 3, 1, 1, kDirect>;    // direct, one warp, one n tile
+using C11 = Cfg<16, 128, 64, 3, 1, 4, kStaged>;  // staged, x4 ldmatrix, WARPS_M = 1
+using C12 = Cfg<8, 64, 256, 2, 1, 4>;    // direct by default (STAGES == 2): 4 activation stages in 2 stages' bytes
 
 template <class F>
 static void for_each_cfg(F&& f) {
-  f(C1{}); f(C2{}); f(C3{}); f(C4{}); f(C5{});
+  f(C1{}); f(C2{}); f(C3{}); f(C4{}); f(C5{}); f(C6{}); f(C7{}); f(C8{}); f(C9{}); f(C10{}); f(C11{}); f(C12{});
 }
 
 static void correctness() {
@@ -612,32 +624,69 @@ static void time_contig(const char* label, BigWeights& W, int rows_per_expert, u
   }
 }
 
-using D1 = C1;                               // <8,128,128,4,1,4>
-using D2 = Cfg<8, 128, 128, 6, 1, 4>;        // deeper pipeline
-using D3 = Cfg<8, 256, 128, 4, 1, 8>;        // 256 threads
-using D4 = Cfg<16, 128, 128, 4, 1, 4>;       // BLOCK_M 16
-using D5 = Cfg<8, 128, 256, 3, 1, 4>;       // BK 256: half the barriers per byte
-using D6 = Cfg<8, 64, 128, 4, 1, 2>;        // 64 threads, twice the CTAs
-using D7 = Cfg<8, 128, 128, 3, 1, 4>;       // 3 stages, 6 CTAs/SM
-using P1 = C3;                               // <128,128,64,4,2,4>
-using P2 = Cfg<64, 128, 64, 4, 1, 4>;        // 64-token tiles, 4 warps (WM=64)
-using P3 = Cfg<128, 256, 64, 3, 2, 4>;       // wide
-using P4 = Cfg<64, 128, 64, 4, 2, 2>;        // 128 threads, 4 n-tiles x 4 token tiles per warp
+template <class C>
+static void time_offsets(const char* label, BigWeights& W, const std::vector<int>& counts, uint8_t* flush, size_t fb,
+                         bool check) {
+  std::vector<int> off;
+  int total = 0;
+  for (int c : counts) off.push_back(total += c);
+  DBuf<uint16_t> a((size_t)total * W.K), out((size_t)total * W.N);
+  fill_random_bf16<<<4096, 256>>>(a.p, a.n, 7, -1.f, 1.f);
+  DBuf<int32_t> d_off(off);
+  W4A16Args args{};
+  args.a = a.p; args.w = W.w.p; args.scales = W.s.p; args.out = out.p; args.offsets = d_off.p;
+  args.lda = W.K; args.ldc = W.N; args.n = W.N; args.k = W.K; args.num_experts = W.E; args.a_rows = total;
+  args.mode = chord::kW4A16Offsets;
+  const double us = time_kernel<C, 2>(args, flush, fb);
+  int active = 0;
+  for (int c : counts) active += c > 0;
+  const double wb = (double)active * W.N * (W.K / 2 + 2.0 * W.K / 32);
+  timing_line(std::string(label) + " " + C::name(), us, wb, 2.0 * total * W.N * W.K);
+  if (check) {
+    std::vector<std::array<int, 3>> rows;
+    int e = 0;
+    for (int r = 0; r < total && rows.size() < 6; r += std::max(1, total / 6)) {
+      while (off[e] <= r) ++e;
+      rows.push_back({r, r, e});
+    }
+    sampled_check(std::string(label) + " " + C::name(), W, a, out, rows);
+  }
+}
+
+// Timed variants. S* = staged (the configs the resolver picked before the direct path),
+// D* = direct-register weights.
+using S1 = Cfg<8, 128, 128, 3, 1, 4, kStaged>;   // resolver's decode config before: BM8
+using S2 = Cfg<16, 128, 128, 3, 1, 4, kStaged>;  // same at BM16 (bench masked 8 tok/expert)
+using DA = Cfg<8, 128, 128, 3, 1, 4, kDirect>;   // 2 n tiles/warp, 2 chunks ahead
+using DB = Cfg<8, 128, 256, 3, 1, 4, kDirect>;   // 2 n tiles/warp, 4 chunks ahead
+using DC = Cfg<8, 64, 256, 3, 1, 4, kDirect>;    // 1 n tile/warp, 4 chunks ahead
+using DD = Cfg<8, 128, 256, 2, 1, 4, kDirect>;   // smem for 2 full stages, 4 activation stages
+using DE = Cfg<8, 256, 128, 3, 1, 4, kDirect>;   // 4 n tiles/warp, 2 chunks ahead
+using DF = Cfg<8, 64, 256, 3, 1, 2, kDirect>;    // 64 threads, 2 n tiles/warp
+using DG = Cfg<16, 128, 256, 2, 1, 4, kDirect>;  // resolver at BM16
+using DH = Cfg<16, 128, 128, 2, 1, 4, kDirect>;
+using DK = Cfg<8, 128, 128, 2, 1, 4, kDirect>;
+using DI = Cfg<8, 32, 256, 3, 1, 2, kDirect>;    // tiny problems: many small CTAs
+using DJ = Cfg<8, 16, 256, 3, 1, 1, kDirect>;
+using SJ = Cfg<8, 64, 256, 4, 1, 4, kStaged>;    // staged, deep ring, for tiny problems
+using DL = Cfg<8, 64, 256, 2, 1, 4>;             // direct by default: resolver for small experts
+using P1 = C3;                                   // <128,128,64,4,2,4>
 
 static void timing() {
   std::printf("\n== kernel resources\n");
-  print_info<D1, 1>("masked");
-  print_info<D2, 1>("masked");
-  print_info<D3, 1>("masked");
-  print_info<D4, 1>("masked");
-  print_info<D5, 1>("masked");
-  print_info<D6, 1>("masked");
-  print_info<D7, 1>("masked");
+  print_info<S1, 1>("masked");
+  print_info<DA, 1>("masked");
+  print_info<DB, 1>("masked");
+  print_info<DC, 1>("masked");
+  print_info<DD, 1>("masked");
+  print_info<DE, 1>("masked");
+  print_info<DF, 1>("masked");
+  print_info<DG, 1>("masked");
+  print_info<DH, 1>("masked");
+  print_info<DK, 1>("masked");
+  print_info<DI, 2>("offsets");
+  print_info<DJ, 2>("offsets");
   print_info<P1, 0>("contig");
-  print_info<P2, 0>("contig");
-  print_info<P3, 0>("contig");
-  print_info<P4, 0>("contig");
-  print_info<C2, 2>("offsets");
   print_info<C1, 3>("indexed");
 
   const size_t fb = 256ull << 20;
@@ -645,28 +694,68 @@ static void timing() {
   std::printf("\n== timings (median of %d, L2 flushed with a 256 MB memset between reps)\n", g_reps);
   {
     BigWeights W(48, 4096, 7168, 1);
-    time_masked<D1>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, true);
-    time_masked<D2>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D3>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D4>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, true);
-    time_masked<D1>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=8", W, 8, 8, flush.p, fb, false);
-    time_masked<D5>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, true);
-    time_masked<D6>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D7>("EP8 masked decode 8 tok/expert gate_up E48 N4096 K7168 max_m=64", W, 8, 64, flush.p, fb, false);
+    const char* L = "EP8 masked 8 tok/expert gate_up E48 N4096 K7168 max_m=64";
+    time_masked<S1>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DA>(L, W, 8, 64, flush.p, fb, true);
+    time_masked<DB>(L, W, 8, 64, flush.p, fb, true);
+    time_masked<DC>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DD>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DE>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DF>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DK>(L, W, 8, 64, flush.p, fb, false);
+    const char* L12 = "EP8 masked 12 tok/expert gate_up E48 N4096 K7168 max_m=64";
+    time_masked<S2>(L12, W, 12, 64, flush.p, fb, false);
+    time_masked<DG>(L12, W, 12, 64, flush.p, fb, true);
+    time_masked<DH>(L12, W, 12, 64, flush.p, fb, false);
     time_contig<P1>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, flush.p, fb, true);
-    time_contig<P2>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, flush.p, fb, false);
-    time_contig<P3>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, flush.p, fb, false);
-    time_contig<P4>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, flush.p, fb, false);
   }
   {
     BigWeights W(48, 7168, 2048, 2);
-    time_masked<D1>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, true);
-    time_masked<D2>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D3>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D4>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D5>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D6>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, false);
-    time_masked<D7>("EP8 masked decode 8 tok/expert down E48 N7168 K2048 max_m=64", W, 8, 64, flush.p, fb, false);
+    const char* L = "EP8 masked 8 tok/expert down E48 N7168 K2048 max_m=64";
+    time_masked<S1>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DA>(L, W, 8, 64, flush.p, fb, true);
+    time_masked<DB>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DC>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DD>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DE>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DF>(L, W, 8, 64, flush.p, fb, false);
+    time_masked<DK>(L, W, 8, 64, flush.p, fb, false);
+    const char* L12 = "EP8 masked 12 tok/expert down E48 N7168 K2048 max_m=64";
+    time_masked<S2>(L12, W, 12, 64, flush.p, fb, false);
+    time_masked<DG>(L12, W, 12, 64, flush.p, fb, false);
+    time_masked<DH>(L12, W, 12, 64, flush.p, fb, false);
+  }
+  // Qwen3 (E 128): 1 token x 8 routes = 8 experts with one row; 8 tokens = 64 rows.
+  std::vector<int> one(128, 0), eight(128, 0);
+  for (int e = 0; e < 8; ++e) one[e * 16 + 3] = 1;
+  {
+    Rng r(77);
+    for (int t = 0; t < 8; ++t) {
+      std::vector<int> ch;
+      while (ch.size() < 8) {
+        const int e = r.below(128);
+        if (std::find(ch.begin(), ch.end(), e) == ch.end()) ch.push_back(e);
+      }
+      for (int e : ch) eight[e]++;
+    }
+  }
+  for (int proj = 0; proj < 2; ++proj) {
+    BigWeights W(128, proj ? 2048 : 1536, proj ? 768 : 2048, 3 + proj);
+    for (int t = 0; t < 2; ++t) {
+      const std::vector<int>& cnt = t ? eight : one;
+      const std::string L = std::string("Qwen3 offsets ") + (t ? "8 tok" : "1 tok") + (proj ? " down N2048 K768" : " gate_up N1536 K2048");
+      time_offsets<S1>(L.c_str(), W, cnt, flush.p, fb, false);
+      time_offsets<DA>(L.c_str(), W, cnt, flush.p, fb, true);
+      if (W.K % 256 == 0) {
+        time_offsets<DD>(L.c_str(), W, cnt, flush.p, fb, false);
+        time_offsets<DB>(L.c_str(), W, cnt, flush.p, fb, false);
+        time_offsets<DC>(L.c_str(), W, cnt, flush.p, fb, false);
+        time_offsets<DI>(L.c_str(), W, cnt, flush.p, fb, false);
+        time_offsets<DJ>(L.c_str(), W, cnt, flush.p, fb, false);
+        time_offsets<DL>(L.c_str(), W, cnt, flush.p, fb, true);
+        time_offsets<SJ>(L.c_str(), W, cnt, flush.p, fb, false);
+      }
+    }
   }
   // Compare weight GB/s against the ~4470 GB/s streaming-read floor of SHAPES.md.
 }

@@ -1,0 +1,86 @@
+"""Decode rows of the SHAPES.md suite through the real library path (JIT), one process per
+config override, so configs can be compared on the same draws without the whole bench.
+
+    python3 tools/kernel_check/decode_sweep.py [--out DIR] [--setting NAME=ENV,ENV ...]
+
+A setting is a name and CHORD_W4A16_* assignments, e.g. `bk256=CHORD_W4A16_BK=256`;
+`default` (no override) always runs first. Rows: indexed EP8 decode T=20, masked EP8 8
+tokens/expert, Qwen3 offsets T=1 and T=8; each row is checked against torch as in the bench.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def child(out_path):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    import torch
+    import bench_w4a16 as b
+    from chord_ctypes import Chord
+
+    chord = Chord(None)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(b.SEED)
+    suite = b.Suite(chord, True)
+    _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
+    up = b.ExpertWeights(chord, 48, n_up, k_up, gen)
+    down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
+    local_only = torch.arange(48, dtype=torch.int32, device="cuda")
+    suite.indexed("indexed EP8 decode", 20, up, down, 20, 48, 8, local_only, 16, gen)
+    for suite.proj, w in (("gate_up", up), ("down", down)):
+        suite.masked("masked EP8", 8, w, 8, gen)
+    del up, down
+    torch.cuda.empty_cache()
+    e_q, n_up, k_up, n_down, k_down = b.MODELS["qwen3"]
+    up = b.ExpertWeights(chord, e_q, n_up, k_up, gen)
+    down = b.ExpertWeights(chord, e_q, n_down, k_down, gen)
+    for suite.proj, w in (("gate_up", up), ("down", down)):
+        for t in (1, 8):
+            suite.offsets_mode("offsets Qwen3 INT4", t, w, t, 8, gen)
+    with open(out_path, "w") as f:
+        json.dump(dict(rows=suite.rows, failures=suite.failures), f, indent=1)
+    return 1 if suite.failures else 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--setting", action="append", default=[])
+    ap.add_argument("--child", default=None)
+    args = ap.parse_args()
+    if args.child:
+        sys.exit(child(args.child))
+    settings = [("default", {})]
+    for s in args.setting:
+        name, _, assigns = s.partition("=")
+        env = dict(a.split("=", 1) for a in assigns.split(",") if a)
+        settings.append((name, env))
+    results, rc = {}, 0
+    for name, env in settings:
+        path = os.path.join(args.out, f"sweep_{name}.json")
+        e = dict(os.environ)
+        e.update(env)
+        print(f"== {name} {env}", flush=True)
+        r = subprocess.run([sys.executable, __file__, "--child", path], env=e)
+        rc |= r.returncode
+        if os.path.exists(path):
+            results[name] = json.load(open(path))["rows"]
+    keys = [(r["scenario"], r["x"], r["proj"]) for r in next(iter(results.values()), [])]
+    print("\n| scenario | x | proj | " + " | ".join(f"{n} us" for n in results) + " |")
+    print("| --- | --- | --- | " + " | ".join("---" for _ in results) + " |")
+    for k in keys:
+        cells = []
+        for rows in results.values():
+            m = [r for r in rows if (r["scenario"], r["x"], r["proj"]) == k]
+            cells.append(f"{m[0]['chord_us']} ({m[0]['check']})" if m else "-")
+        print(f"| {k[0]} | {k[1]} | {k[2]} | " + " | ".join(cells) + " |")
+    sys.exit(rc)
+
+
+if __name__ == "__main__":
+    main()
