@@ -1,7 +1,5 @@
 #include "jit/arch.hpp"
 
-#include <regex>
-
 #include "jit/error.hpp"
 
 namespace chord {
@@ -13,13 +11,14 @@ const char* const kSupported[] = {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a"
 std::string Arch::name() const { return fmt::format("sm_{}{}", sm(), family_specific ? "a" : ""); }
 
 Arch parse_arch(const std::string& name) {
+  // Only names of the supported list parse, so "sm_" + digits + optional "a" is all there
+  // is: the last digit is the minor version. (No std::regex: its compiler crashed inside
+  // a torch process on the GPU machine, a libstdc++ locale mismatch.)
   for (const char* const* s = kSupported; *s != nullptr; ++s) {
-    if (name == *s) {
-      static const std::regex pattern("sm_([0-9]+)([0-9])(a?)");
-      std::smatch m;
-      std::regex_match(name, m, pattern);
-      return Arch{std::stoi(m[1].str()), std::stoi(m[2].str()), !m[3].str().empty()};
-    }
+    if (name != *s) continue;
+    const bool family = name.back() == 'a';
+    const std::string digits = name.substr(3, name.size() - 3 - (family ? 1 : 0));
+    return Arch{std::stoi(digits.substr(0, digits.size() - 1)), digits.back() - '0', family};
   }
   fail(CHORD_ERROR_UNSUPPORTED, "arch '{}' is not supported; supported: sm_80, sm_86, sm_89, sm_90a, sm_100a, sm_103a, sm_120a",
        name);
