@@ -20,6 +20,14 @@ enum NF4Element : int {
   kNF4FP16 = 1,
 };
 
+// Weight format of the W4A16 GEMM body (its WEIGHT template argument): what a packed nibble
+// means and which activation / output type the MMA takes.
+enum W4A16WeightKind : int {
+  kW4A16WeightInt4 = 0,     // INT4 group-32, BF16 scales; BF16 activations
+  kW4A16WeightNF4 = 1,      // NF4, FP32 absmax per 64; BF16 activations
+  kW4A16WeightNF4Fp16 = 2,  // NF4, FP32 absmax per 64; FP16 activations
+};
+
 struct NF4PackArgs {
   const void* src;      // uint8 [E*N*K/2], bitsandbytes order: element 2i in the high nibble of byte i
   const void* absmax;   // FP32 or uint8 [E*N*K/64] (NF4AbsmaxForm)

@@ -56,5 +56,35 @@ __device__ __forceinline__ void dequant_word(unsigned int q, float a_g, float a_
   }
 }
 
+// GEMM lookup: lane l holds table[l % 16] (nf4_lane_table); shfl.idx with segment mask 16
+// reads lane (l & 16) | (c & 15), i.e. table[c & 15], straight from an unmasked shifted word.
+// Every lane of the warp must take part (the GEMM's dequantization is warp-uniform).
+__device__ __forceinline__ unsigned int nf4_lane_table(unsigned int lane) {
+  return __float_as_uint(nf4_table(lane & 15u));
+}
+__device__ __forceinline__ float nf4_shfl_lookup(unsigned int lane_table, unsigned int code_bits) {
+  unsigned int v;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x100f, 0xffffffff;" : "=r"(v) : "r"(lane_table), "r"(code_bits));
+  return __uint_as_float(v);
+}
+
+// D = A (16x16 fp16, row) * B (16x8 fp16, col) + D, fp32 accumulate (the f16 twin of
+// w4a16_detail::mma_bf16_16816).
+__device__ __forceinline__ void mma_f16_16816(float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// {a[g], a[g+8]} of one 64-k chunk: 8 bytes, read-only path (four lanes share them).
+__device__ __forceinline__ void ldg_nc_v2(const void* p, unsigned int* r) {
+  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
+}
+__device__ __forceinline__ void lds64(unsigned int addr, unsigned int* r) {
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
 }  // namespace nf4_detail
 }  // namespace chord
