@@ -66,6 +66,41 @@ class ExpertWeights:
         return active_experts * self.n * (self.k // 2 + 2 * self.k // 32)
 
 
+NF4_TABLE = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635,
+             -0.18477343022823334, -0.09105003625154495, 0.0, 0.07958029955625534, 0.16093020141124725,
+             0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+             0.7229568362236023, 1.0]
+
+
+class NF4ExpertWeights:
+    """A random double-quantized bitsandbytes NF4 QuantState packed by chord, plus the BF16
+    logical weight computed here in torch the way dequantize_4bit does (FP32 absmax =
+    code[q] * absmax2 + offset; FP32 product; one rounding), checked equal to chord's."""
+
+    def __init__(self, chord, experts, n, k, gen):
+        blocks = experts * n * k // 64
+        packed = torch.randint(0, 256, (experts * n * k // 2,), dtype=torch.uint8, device="cuda", generator=gen)
+        absmax_q = torch.randint(150, 256, (blocks,), dtype=torch.uint8, device="cuda", generator=gen)
+        absmax2 = torch.rand((blocks + 255) // 256, device="cuda", generator=gen) * 0.04 + 0.01
+        code = torch.linspace(-1.0, 1.0, 256, device="cuda")
+        offset = 0.03
+        self.tag, self._keep = chord.nf4_pack(packed, absmax_q, (experts, n, k), absmax2, code, offset)
+        absmax = code[absmax_q.long()] * absmax2.repeat_interleave(256)[:blocks]
+        absmax = absmax + torch.tensor(offset, dtype=torch.float32, device="cuda")
+        codes = torch.stack((packed >> 4, packed & 15), dim=1).reshape(-1).long()
+        table = torch.tensor(NF4_TABLE, dtype=torch.float32, device="cuda")
+        values = (table[codes].view(blocks, 64) * absmax.view(blocks, 1)).view(experts, n, k)
+        self.bf16 = values.to(torch.bfloat16)
+        self.dequantize_exact = bool(torch.equal(chord.nf4_dequantize(self.tag).view(torch.int16),
+                                                 self.bf16.view(torch.int16)))
+        del values, codes, packed
+        self.experts, self.n, self.k = experts, n, k
+        torch.cuda.synchronize()
+
+    def bytes_for(self, active_experts):
+        return active_experts * self.n * (self.k // 2 + 4 * self.k // 64)
+
+
 def grouped_mm(x, w_bf16, offsets):
     return torch._grouped_mm(x, w_bf16.transpose(1, 2), offs=offsets)
 
@@ -115,14 +150,16 @@ def rel_error(out, ref):
 
 
 class Suite:
-    def __init__(self, chord, quick):
-        self.chord, self.quick = chord, quick
+    def __init__(self, chord, quick, only=None):
+        self.chord, self.quick, self.only = chord, quick, only
         self.flush = l2_flush_buffer()
         self.rows = []
         self.failures = 0
 
     def record(self, scenario, x, proj, routed_rows, weights, active, flop, ours_fn, ref_fn, check):
         """check() -> (ok, error); times ours and the grouped_mm anchor; appends a row."""
+        if self.only and self.only not in scenario:
+            return
         t0 = time.perf_counter()
         ours_fn()
         torch.cuda.synchronize()
@@ -232,14 +269,25 @@ class Suite:
                     lambda: self.chord.offsets(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets),
                     check)
 
+    def offsets_nf4(self, scenario, x, w, tokens, top_k, gen):
+        e = w.experts
+        topk_ids = skewed_topk(tokens, e, top_k, gen)
+        identity = torch.arange(e, dtype=torch.int32, device="cuda")
+        routes, offsets, active = grouped_rows(topk_ids, identity, e)
+        s_rows = routes.numel()
+        a = torch.randn(s_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.full((s_rows, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
 
-def run(args):
-    chord = Chord(args.library)
-    gen = torch.Generator(device="cuda")
-    gen.manual_seed(SEED)
-    suite = Suite(chord, args.quick)
-    quick = args.quick
+        def check():
+            err = rel_error(out, grouped_mm(a, w.bf16, offsets))
+            return w.dequantize_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
+        self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
+                    lambda: self.chord.nf4_offsets(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets),
+                    check)
+
+
+def run_kimi(suite, chord, quick, gen):
     # Kimi EP8: 48 local experts of 384 (EP16/EP32 use the first 24/12 of them).
     e_all, n_up, k_up, n_down, k_down = MODELS["kimi"]
     up = ExpertWeights(chord, 48, n_up, k_up, gen)
@@ -270,6 +318,8 @@ def run(args):
     del up, down
     torch.cuda.empty_cache()
 
+
+def run_tp8(suite, chord, quick, gen):
     e_tp, n_up, k_up, n_down, k_down = MODELS["tp8"]
     up = ExpertWeights(chord, e_tp, n_up, k_up, gen)
     down = ExpertWeights(chord, e_tp, n_down, k_down, gen)
@@ -279,12 +329,39 @@ def run(args):
     del up, down
     torch.cuda.empty_cache()
 
+
+def run(args):
+    chord = Chord(args.library)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(SEED)
+    suite = Suite(chord, args.quick, args.only)
+    quick = args.quick
+
+    def section(*names):  # --only: skip building the weights of sections it excludes
+        return not args.only or any(args.only in name for name in names)
+
+    if section("indexed EP8 decode", "indexed EP8 prefill", "contiguous EP8", "contiguous EP16", "contiguous EP32",
+               "masked EP8", "masked EP16", "masked EP32"):
+        run_kimi(suite, chord, quick, gen)
+
+    if section("indexed TP8"):
+        run_tp8(suite, chord, quick, gen)
+
     e_q, n_up, k_up, n_down, k_down = MODELS["qwen3"]
-    up = ExpertWeights(chord, e_q, n_up, k_up, gen)
-    down = ExpertWeights(chord, e_q, n_down, k_down, gen)
-    for suite.proj, w in (("gate_up", up), ("down", down)):
-        for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
-            suite.offsets_mode("offsets Qwen3 INT4", t, w, t, 8, gen)
+    if section("offsets Qwen3 INT4"):
+        up = ExpertWeights(chord, e_q, n_up, k_up, gen)
+        down = ExpertWeights(chord, e_q, n_down, k_down, gen)
+        for suite.proj, w in (("gate_up", up), ("down", down)):
+            for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
+                suite.offsets_mode("offsets Qwen3 INT4", t, w, t, 8, gen)
+        del up, down
+        torch.cuda.empty_cache()
+    if section("offsets Qwen3 NF4"):
+        up = NF4ExpertWeights(chord, e_q, n_up, k_up, gen)
+        down = NF4ExpertWeights(chord, e_q, n_down, k_down, gen)
+        for suite.proj, w in (("gate_up", up), ("down", down)):
+            for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
+                suite.offsets_nf4("offsets Qwen3 NF4", t, w, t, 8, gen)
     return suite
 
 
@@ -323,6 +400,7 @@ def main():
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--quick", action="store_true", help="a subset of the rows")
     parser.add_argument("--library", default=None, help="path of libchord.so (default build/libchord.so)")
+    parser.add_argument("--only", default=None, help="run only the scenarios whose name contains this")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)

@@ -30,7 +30,17 @@ def load(path=None):
     lib.chord_w4a16_offsets.argtypes = [c_void_p, c_int64, ctypes.POINTER(Weight), c_void_p, c_void_p, c_void_p]
     lib.chord_w4a16_indexed.argtypes = [c_void_p, c_int64, ctypes.POINTER(Weight), c_void_p, c_int64, c_void_p,
                                         c_void_p, c_int64, c_int64, c_void_p, c_void_p]
+    for name in ("chord_nf4_weight_bytes", "chord_nf4_absmax_bytes"):
+        getattr(lib, name).restype = c_int64
+        getattr(lib, name).argtypes = [c_int64] * 3
+    lib.chord_nf4_pack.argtypes = [c_void_p, c_void_p, c_void_p, c_void_p, ctypes.c_float, c_int64, c_int64, c_int64,
+                                   c_void_p, c_void_p, ctypes.POINTER(Weight), c_void_p]
+    lib.chord_nf4_dequantize.argtypes = [ctypes.POINTER(Weight), c_int, c_void_p, c_void_p]
+    lib.chord_nf4_offsets.argtypes = [c_void_p, c_int, c_int64, ctypes.POINTER(Weight), c_void_p, c_void_p, c_void_p]
     return lib
+
+
+DTYPES = {torch.bfloat16: 0, torch.float16: 1}  # CHORD_DTYPE_BF16 / CHORD_DTYPE_FP16
 
 
 class Chord:
@@ -78,3 +88,26 @@ class Chord:
                                                  sorted_ids.numel(), expert_ids.data_ptr(),
                                                  num_tokens_padded.data_ptr(), top_k, block_size, out.data_ptr(),
                                                  self._stream()))
+
+    # -- NF4 (bitsandbytes QuantState) --------------------------------------------------------
+    def nf4_pack(self, packed, absmax, shape, nested_absmax=None, nested_code=None, offset=0.0):
+        """packed uint8 [E*N*K/2], absmax FP32 (or uint8 with nested_absmax FP32, nested_code
+        FP32 [256], offset) -> (Weight, buffers kept alive)."""
+        e, n, k = shape
+        w = torch.empty(self.lib.chord_nf4_weight_bytes(e, n, k), dtype=torch.uint8, device=packed.device)
+        s = torch.empty(self.lib.chord_nf4_absmax_bytes(e, n, k), dtype=torch.uint8, device=packed.device)
+        tag = Weight()
+        ptr = lambda t: t.data_ptr() if t is not None else None  # noqa: E731
+        self._check(self.lib.chord_nf4_pack(packed.data_ptr(), absmax.data_ptr(), ptr(nested_absmax), ptr(nested_code),
+                                            float(offset), e, n, k, w.data_ptr(), s.data_ptr(), ctypes.byref(tag),
+                                            self._stream()))
+        return tag, (w, s)
+
+    def nf4_dequantize(self, tag, dtype=torch.bfloat16):
+        out = torch.empty(tag.experts, tag.n, tag.k, dtype=dtype, device="cuda")
+        self._check(self.lib.chord_nf4_dequantize(ctypes.byref(tag), DTYPES[dtype], out.data_ptr(), self._stream()))
+        return out
+
+    def nf4_offsets(self, x, tag, offsets, out):
+        self._check(self.lib.chord_nf4_offsets(x.data_ptr(), DTYPES[x.dtype], x.shape[0], ctypes.byref(tag),
+                                               offsets.data_ptr(), out.data_ptr(), self._stream()))

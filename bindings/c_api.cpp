@@ -142,6 +142,12 @@ chord_status_t chord_nf4_dequantize(const chord_w4a16_weight_t* weight, int dtyp
   return guarded([&] { chord::nf4_dequantize(weight, dtype, out_dev, static_cast<CUstream>(stream)); });
 }
 
+chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int64_t S, const chord_w4a16_weight_t* weight,
+                                 const int32_t* offsets_dev, void* out_dev, chord_stream_t stream) {
+  return guarded(
+      [&] { chord::nf4_offsets(x_dev, dtype, S, weight, offsets_dev, out_dev, static_cast<CUstream>(stream)); });
+}
+
 int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k, char* buffer,
                                 int64_t capacity) {
   std::string text;

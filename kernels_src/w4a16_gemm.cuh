@@ -15,6 +15,7 @@
 
 #include "w4a16_args.cuh"
 #include "w4a16_common.cuh"
+#include "nf4_common.cuh"
 
 namespace chord {
 
@@ -225,8 +226,17 @@ struct W4A16Config {
 // The kernel body. Launch: grid = w4a16_grid(...), block = kThreads, dynamic smem = kSmemBytes.
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
-          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES)>
+          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
+  // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with one FP32 absmax per
+  // 64 k (docs/packed_layout.md, "NF4"; same word order, so every address below is shared) and
+  // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way.
+  static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
+                "unknown W4A16 weight kind");
+  constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
+  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr int kGroup = kNF4 ? kNF4BlockSize : kW4A16GroupSize;  // k per scale
+  constexpr int kSB = kNF4 ? 4 : 2;                                // bytes per scale
   static_assert(PATH == kW4A16PathStaged || PATH == kW4A16PathDirect, "unknown W4A16 main-loop path");
   using namespace w4a16_detail;
   using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N>;
@@ -255,8 +265,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                                (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
                                (unsigned long long)n_block * (BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull;
   const unsigned char* s_ptr = static_cast<const unsigned char*>(args.scales) +
-                               (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
-                               (unsigned long long)n_block * BLOCK_N * 2ull;
+                               (unsigned long long)expert * (unsigned long long)(K / kGroup) * N * kSB +
+                               (unsigned long long)n_block * BLOCK_N * kSB;
   const unsigned int pipe_base = smem_addr(pipe);
 
   // Activation rows of k-block kb into stage slot `slot`: BLOCK_M rows x BLOCK_K, 16-byte
@@ -289,13 +299,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                                lane16 * 16;
       cp_async_16(sw + c * 16, g, 16);
     }
-    // Scales: BLOCK_K/32 group rows of BLOCK_N bf16.
+    // Scales: BLOCK_K/kGroup group rows of BLOCK_N scales (bf16 or fp32).
     const unsigned int ss = sw + Cfg::kWBytes;
-    constexpr int kSChunksPerRow = BLOCK_N / 8;
+    constexpr int kSChunksPerRow = BLOCK_N * kSB / 16;
 #pragma unroll
-    for (int c = tid; c < (BLOCK_K / 32) * kSChunksPerRow; c += kThreads) {
+    for (int c = tid; c < (BLOCK_K / kGroup) * kSChunksPerRow; c += kThreads) {
       const int grp = c / kSChunksPerRow, ch = c % kSChunksPerRow;
-      const unsigned char* g = s_ptr + ((unsigned long long)kb * (BLOCK_K / 32) + grp) * (unsigned long long)N * 2ull + ch * 16;
+      const unsigned char* g =
+          s_ptr + ((unsigned long long)kb * (BLOCK_K / kGroup) + grp) * (unsigned long long)N * kSB + ch * 16;
       cp_async_16(ss + c * 16, g, 16);
     }
   };
@@ -311,6 +322,17 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     for (int m = 0; m < kMT; ++m)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][m][r] = 0.f;
+
+  // NF4: lane l holds table[l % 16] for the shuffle lookup; the MMA takes BF16 or FP16.
+  const unsigned int nf4_lut = kNF4 ? nf4_detail::nf4_lane_table(lane) : 0u;
+  auto nf4_lookup = [nf4_lut](unsigned int bits) { return nf4_detail::nf4_shfl_lookup(nf4_lut, bits); };
+  auto mma = [](float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
+    if constexpr (kElem == kNF4FP16) {
+      nf4_detail::mma_f16_16816(d, a, b0, b1);
+    } else {
+      mma_bf16_16816(d, a, b0, b1);
+    }
+  };
 
   // Per-lane ldmatrix row/chunk selection (tokens of this warp, x4 = 16 tokens x k16).
   const int ldm_mat = lane >> 3;
@@ -332,9 +354,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     for (int i = 0; i < kNT; ++i) {
       const int nt = warp_n * kNT + i;
       wp[i] = w_ptr + (unsigned long long)nt * (unsigned long long)(K / 64) * 512ull + lane * 16;
-      sp[i] = s_ptr + (nt * 16 + 2 * g) * 2;
+      sp[i] = s_ptr + (nt * 16 + 2 * g) * kSB;
     }
-    const unsigned long long srow = (unsigned long long)N * 2ull;
+    const unsigned long long srow = (unsigned long long)N * kSB;
 
     unsigned int wq[kU][kNT][4];
     unsigned int sq[kU][kNT][2];
@@ -343,8 +365,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
         ldg_stream_v4(wp[i] + (unsigned long long)chunk * 512ull, wq[u][i]);
-        sq[u][i][0] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk) * srow);
-        sq[u][i][1] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk + 1) * srow);
+        if constexpr (kNF4) {
+          nf4_detail::ldg_nc_v2(sp[i] + (unsigned long long)chunk * srow, sq[u][i]);  // {a[g], a[g+8]}
+        } else {
+          sq[u][i][0] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk) * srow);
+          sq[u][i][1] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk + 1) * srow);
+        }
       }
     };
 
@@ -414,17 +440,28 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
         }
 #pragma unroll
         for (int i = 0; i < kNT; ++i) {
+          if constexpr (kNF4) {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const unsigned int s_lo = prmt(cs[i][h], 0u, 0x1010u);
-            const unsigned int s_hi = prmt(cs[i][h], 0u, 0x3232u);
-#pragma unroll
-            for (int jj = 0; jj < 2; ++jj) {
-              const int j = 2 * h + jj;
+            for (int j = 0; j < 4; ++j) {
               unsigned int af[4];
-              dequant_word_splat(cw[i][j], s_lo, s_hi, af);
+              nf4_detail::dequant_word<kElem>(cw[i][j], __uint_as_float(cs[i][0]), __uint_as_float(cs[i][1]),
+                                              nf4_lookup, af);
 #pragma unroll
-              for (int m = 0; m < kMT; ++m) mma_bf16_16816(acc[i][m], af, b[j][m][0], b[j][m][1]);
+              for (int m = 0; m < kMT; ++m) mma(acc[i][m], af, b[j][m][0], b[j][m][1]);
+            }
+          } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const unsigned int s_lo = prmt(cs[i][h], 0u, 0x1010u);
+              const unsigned int s_hi = prmt(cs[i][h], 0u, 0x3232u);
+#pragma unroll
+              for (int jj = 0; jj < 2; ++jj) {
+                const int j = 2 * h + jj;
+                unsigned int af[4];
+                dequant_word_splat(cw[i][j], s_lo, s_hi, af);
+#pragma unroll
+                for (int m = 0; m < kMT; ++m) mma_bf16_16816(acc[i][m], af, b[j][m][0], b[j][m][1]);
+              }
             }
           }
         }
@@ -461,8 +498,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       for (int i = 0; i < kNT; ++i) {
         const int nt = warp_n * kNT + i;
         lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
+        if constexpr (kNF4) {
+          nf4_detail::lds64(ss + (kc * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i]);  // {a[g], a[g+8]}
+        } else {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) sc[i][h] = lds32(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 2);
+          for (int h = 0; h < 2; ++h) sc[i][h] = lds32(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 2);
+        }
       }
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -483,9 +524,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
         for (int i = 0; i < kNT; ++i) {
           unsigned int af[4];
-          dequant_word(wq[i][j], sc[i][j >> 1], af);
+          if constexpr (kNF4) {
+            nf4_detail::dequant_word<kElem>(wq[i][j], __uint_as_float(sc[i][0]), __uint_as_float(sc[i][1]),
+                                            nf4_lookup, af);
+          } else {
+            dequant_word(wq[i][j], sc[i][j >> 1], af);
+          }
 #pragma unroll
-          for (int m = 0; m < kMT; ++m) mma_bf16_16816(acc[i][m], af, b[m][0], b[m][1]);
+          for (int m = 0; m < kMT; ++m) mma(acc[i][m], af, b[m][0], b[m][1]);
         }
       }
     }
@@ -504,8 +550,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int m = 0; m < kMT; ++m) {
       const int tok = warp_m * Cfg::kWM + m * 8 + 2 * t;
-      const unsigned int v01 = f32x2_to_bf16x2(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
-      const unsigned int v23 = f32x2_to_bf16x2(acc[i][m][2], acc[i][m][3]);  // row g+8
+      const unsigned int v01 = nf4_detail::pack2<kElem>(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
+      const unsigned int v23 = nf4_detail::pack2<kElem>(acc[i][m][2], acc[i][m][3]);  // row g+8
       s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
       s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
       s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);

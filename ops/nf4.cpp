@@ -78,4 +78,9 @@ void nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out, CU
   launch_nf4(config, args, stream);
 }
 
+void nf4_offsets(const void* x, int dtype, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
+                 void* out, CUstream stream) {
+  w4a16_offsets_format(x, s_rows, weight, CHORD_FORMAT_NF4, element_of(dtype, "dtype"), offsets, out, stream);
+}
+
 }  // namespace chord

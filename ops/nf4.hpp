@@ -1,5 +1,5 @@
 // Operators of NF4 weights (chord.h: chord_nf4_*): pack a bitsandbytes QuantState into the
-// packed NF4 layout and dequantize it (the NF4 GEMM: ops/w4a16.cpp, offsets mode).
+// packed NF4 layout, dequantize it, and the offsets-mode grouped GEMM over it (ops/w4a16.cpp).
 #pragma once
 #include <cstdint>
 
@@ -19,5 +19,7 @@ void nf4_pack(const void* packed, const void* absmax, const void* nested_absmax,
               float offset, int64_t experts, int64_t n, int64_t k, void* weight_out, void* absmax_out,
               chord_w4a16_weight_t* weight, CUstream stream);
 void nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out, CUstream stream);
+void nf4_offsets(const void* x, int dtype, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
+                 void* out, CUstream stream);
 
 }  // namespace chord

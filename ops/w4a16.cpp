@@ -63,7 +63,8 @@ struct Launch {
   const LoadedKernel* kernel;
 };
 
-Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream stream) {
+Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream stream,
+               W4A16WeightKind weight = kW4A16WeightInt4) {
   Launch l;
   l.device = current_device_context(stream);
   problem.n = static_cast<int>(w->n);
@@ -72,6 +73,23 @@ Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream str
   problem.arch = l.device.arch;
   problem.sm_count = l.device.sm_count;
   l.config = resolve_w4a16_config(problem);
+  if (weight != kW4A16WeightInt4 && l.config.wgmma()) {
+    // The WGMMA prefill kernel reads INT4 only: NF4 takes the portable prefill schedule
+    // (BM64/128 x BN128 x BK64, 4 stages, 2x4 warps; docs/performance.md).
+    W4A16GemmConfig c;
+    c.mode = problem.mode;
+    c.block_m = problem.rows_per_expert + problem.rows_per_expert / 2 > 64 ? 128 : 64;
+    c.block_n = problem.n % 128 == 0 ? 128 : (problem.n % 64 == 0 ? 64 : 16);
+    c.block_k = 64;
+    c.stages = 4;
+    c.warps_m = 2;
+    c.warps_n = c.block_n >= 64 ? 4 : 1;
+    if (problem.mode == kW4A16Indexed) {
+      while (problem.block_size % c.block_m != 0) c.block_m /= 2;
+    }
+    l.config = c;
+  }
+  l.config.weight = weight;
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   return l;
 }
@@ -197,7 +215,14 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
 
 void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
                    void* out, CUstream stream) {
-  require_weight(weight);
+  w4a16_offsets_format(a, s_rows, weight, CHORD_FORMAT_INT4_G32, kNF4BF16, offsets, out, stream);
+}
+
+void w4a16_offsets_format(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, uint32_t format,
+                          int element, const int32_t* offsets, void* out, CUstream stream) {
+  require_w4a16_weight(weight, format);
+  CHORD_REQUIRE(element == kNF4BF16 || format == CHORD_FORMAT_NF4,
+                "FP16 activations need NF4 weights; INT4 group-32 weights take BF16 activations");
   require_range(s_rows, "S", 0, kMaxRows);
   if (s_rows == 0) return;
   require_pointer(a, "a", 16);
@@ -206,7 +231,10 @@ void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* we
   W4A16Problem problem;
   problem.mode = kW4A16Offsets;
   problem.rows_per_expert = std::max<int64_t>(1, s_rows / weight->experts);
-  Launch l = prepare(problem, weight, stream);
+  const W4A16WeightKind kind = format != CHORD_FORMAT_NF4 ? kW4A16WeightInt4
+                               : element == kNF4FP16      ? kW4A16WeightNF4Fp16
+                                                          : kW4A16WeightNF4;
+  Launch l = prepare(problem, weight, stream, kind);
   W4A16Args args = base_args(a, weight, out, kW4A16Offsets);
   args.offsets = offsets;
   args.a_rows = static_cast<int>(s_rows);

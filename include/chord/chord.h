@@ -166,6 +166,14 @@ CHORD_EXPORT chord_status_t chord_nf4_pack(const void* packed_dev, const void* a
 CHORD_EXPORT chord_status_t chord_nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out_dev,
                                                  chord_stream_t stream);
 
+/* Grouped GEMM, offsets convention (torch._grouped_mm): x [S, K] in dtype sorted by expert,
+ * offsets [E] int32 cumulative end rows (offsets[E-1] <= S; rows past it are not written),
+ * out [S, N] in dtype: out[rows of e] = x[rows of e] @ W[e]^T with W the dequantized weight,
+ * FP32 accumulation. */
+CHORD_EXPORT chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int64_t S,
+                                              const chord_w4a16_weight_t* weight, const int32_t* offsets_dev,
+                                              void* out_dev, chord_stream_t stream);
+
 /* The W4A16 tuning table of a shape (profile detected from N, K) in the (min_m, max_m,
  * config) form vLLM's Humming backend reads, M in tokens, as JSON:
  *   [[min_m, max_m, {"block_size_m": .., "block_m": .., "block_n": .., ...}], ...]

@@ -25,7 +25,7 @@ KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
   d.family = KernelFamily::kW4A16Gemm;
   d.arch = arch;
-  d.params = {mode, block_m, block_n, block_k, stages, warps_m, warps_n, static_cast<int>(engine), warpgroups};
+  d.params = {mode, block_m, block_n, block_k, stages, warps_m, warps_n, static_cast<int>(engine), warpgroups, weight};
   return d;
 }
 
@@ -40,6 +40,7 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
   c.warps_n = d.params[6];
   c.engine = static_cast<W4A16Engine>(d.params[7]);
   c.warpgroups = d.params[8];
+  c.weight = static_cast<W4A16WeightKind>(d.params[9]);
   return c;
 }
 
@@ -63,15 +64,24 @@ extern "C" __global__ void __launch_bounds__({threads}, 2) chord_entry(const __g
   }
   s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", mode_name(mode), block_m, block_n, block_k, stages, warps_m,
                        warps_n);
+  // INT4 instantiations keep their original text (and so their cache entries); NF4 ones name
+  // the weight kind after the defaulted main-loop path.
+  std::string weight_args;
+  if (weight != kW4A16WeightInt4) {
+    s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+    weight_args = fmt::format(", chord::w4a16_default_path({}, {}, {}), {}", block_m, warps_m, stages,
+                              static_cast<int>(weight));
+  }
   s.text = fmt::format(R"(#include "w4a16_gemm.cuh"
 
 extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
-  chord::w4a16_gemm_body<{mode}, {bm}, {bn}, {bk}, {stages}, {wm}, {wn}>(args);
+  chord::w4a16_gemm_body<{mode}, {bm}, {bn}, {bk}, {stages}, {wm}, {wn}{weight}>(args);
 }}
 )",
                        fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
                        fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("bk", block_k),
-                       fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n));
+                       fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n),
+                       fmt::arg("weight", weight_args));
   s.text += kernel_meta_definition(
       KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
   return s;

@@ -4,6 +4,7 @@
 #include "jit/kernel_descriptor.hpp"
 #include "jit/kernel_source.hpp"
 #include "kernels_src/w4a16_args.cuh"
+#include "kernels_src/nf4_args.cuh"
 #include "kernels_src/w4a16_wgmma_args.cuh"
 
 namespace chord {
@@ -24,6 +25,7 @@ struct W4A16GemmConfig {
   int warps_m = 1;
   int warps_n = 4;
   int warpgroups = 2;  // kWgmma only
+  W4A16WeightKind weight = kW4A16WeightInt4;  // kMmaSync: NF4 weights (BF16 or FP16 activations)
 
   bool wgmma() const { return engine == W4A16Engine::kWgmma; }
   int threads() const { return wgmma() ? w4a16_wgmma_threads(warpgroups) : w4a16_threads(warps_m, warps_n); }

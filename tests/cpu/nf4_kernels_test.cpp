@@ -7,6 +7,7 @@
 #include "chord/chord.h"
 #include "jit/arch.hpp"
 #include "jit/families/nf4.hpp"
+#include "jit/families/w4a16.hpp"
 #include "jit/runtime.hpp"
 
 TEST_CASE("nf4: pack and dequantize kernels compile for sm_80, sm_90a, sm_100a", "[nf4][compile]") {
@@ -24,6 +25,29 @@ TEST_CASE("nf4: pack and dequantize kernels compile for sm_80, sm_90a, sm_100a",
       auto kernel = chord::JitRuntime::global().compile(d);
       CHECK(kernel->info.arch == arch);
       CHECK(kernel->info.has_meta);
+    }
+  }
+}
+
+TEST_CASE("nf4: the GEMM's NF4 instantiations compile for sm_80, sm_90a, sm_100a", "[nf4][compile]") {
+  // A direct-path decode config (STAGES == 2) and a staged prefill config, BF16 and FP16.
+  for (const char* arch : {"sm_80", "sm_90a", "sm_100a"}) {
+    for (auto weight : {chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16}) {
+      for (int prefill = 0; prefill < 2; ++prefill) {
+        chord::W4A16GemmConfig c;
+        c.mode = chord::kW4A16Offsets;
+        c.block_m = prefill ? 64 : 8;
+        c.block_n = prefill ? 128 : 64;
+        c.block_k = prefill ? 64 : 256;
+        c.stages = prefill ? 4 : 2;
+        c.warps_m = prefill ? 2 : 1;
+        c.warps_n = 4;
+        c.weight = weight;
+        const chord::KernelDescriptor d = c.descriptor(chord::parse_arch(arch));
+        CHECK(chord::W4A16GemmConfig::from(d).weight == weight);
+        auto kernel = chord::JitRuntime::global().compile(d);
+        CHECK(kernel->info.arch == arch);
+      }
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <tuple>
 
@@ -82,4 +83,120 @@ TEST_CASE("gpu nf4: pack is bit-identical to the reference packer, dequantize to
       }
     }
   }
+}
+
+namespace {
+
+constexpr uint16_t kPoison = 0x7e01;  // a NaN in BF16 and FP16 that no kernel produces
+
+float to_float(uint16_t v, NF4Float t) {
+  return t == NF4Float::kFP16 ? chord::ref::fp16_to_float(v) : chord::ref::bf16_to_float(v);
+}
+
+// out[rows of e] = x[rows of e] @ W[e]^T, FP32 accumulation of the T values, one rounding.
+std::vector<uint16_t> reference_offsets(const std::vector<uint16_t>& x, const std::vector<int32_t>& offsets,
+                                        const std::vector<uint16_t>& w, int n, int k, NF4Float t) {
+  const int s_rows = offsets.empty() ? 0 : offsets.back();
+  std::vector<uint16_t> out(static_cast<size_t>(s_rows) * n, kPoison);
+  int begin = 0;
+  for (size_t e = 0; e < offsets.size(); ++e) {
+    for (int r = begin; r < offsets[e]; ++r)
+      for (int c = 0; c < n; ++c) {
+        float acc = 0.0f;
+        for (int i = 0; i < k; ++i)
+          acc += to_float(x[static_cast<size_t>(r) * k + i], t) * to_float(w[(e * n + c) * static_cast<size_t>(k) + i], t);
+        out[static_cast<size_t>(r) * n + c] =
+            t == NF4Float::kFP16 ? chord::ref::float_to_fp16(acc) : chord::ref::float_to_bf16(acc);
+      }
+    begin = offsets[e];
+  }
+  return out;
+}
+
+void check_close(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want, NF4Float t) {
+  REQUIRE(got.size() == want.size());
+  double sum_sq = 0;
+  size_t valid = 0;
+  for (uint16_t v : want) {
+    if (v != kPoison) {
+      sum_sq += double(to_float(v, t)) * to_float(v, t);
+      ++valid;
+    }
+  }
+  const double rms = valid ? std::sqrt(sum_sq / valid) : 1.0;
+  size_t bad = 0, untouched = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (want[i] == kPoison) {
+      untouched += got[i] != kPoison;
+      continue;
+    }
+    const double g = to_float(got[i], t), r = to_float(want[i], t);
+    if (!(std::fabs(g - r) <= 0.02 * std::max(std::fabs(r), rms))) ++bad;
+  }
+  CHECK(untouched == 0);
+  CHECK(bad == 0);
+}
+
+}  // namespace
+
+TEST_CASE("gpu nf4: offsets GEMM with uneven and empty experts, BF16 and FP16, each case twice", "[gpu][nf4]") {
+  std::mt19937 rng(93);
+  Stream stream;
+  // 48 and 192: N and K that are not multiples of the 64/128 tiles (supported: N % 16, K % 64).
+  for (auto [e, n, k] : {std::tuple{7, 192, 384}, std::tuple{5, 48, 192}, std::tuple{4, 256, 2048}}) {
+    for (bool dq : {true, false}) {
+      NF4Weight w = make_nf4(e, n, k, dq, rng, stream);
+      for (auto [dtype, type] :
+           {std::pair{CHORD_DTYPE_BF16, NF4Float::kBF16}, std::pair{CHORD_DTYPE_FP16, NF4Float::kFP16}}) {
+        const std::vector<uint16_t> logical = chord::ref::nf4_dequantize(w.state, type);
+        std::vector<std::vector<int>> cases = {{0, 1, 0, 33, 200, 0, 5}, {0, 0, 0, 0, 0, 0, 1}, {9, 9, 9, 9, 9, 9, 9},
+                                               {3, 0, 70, 0, 1, 2, 150}};
+        for (auto& counts : cases) {
+          counts.resize(e, 0);
+          std::vector<int32_t> offsets(e);
+          std::partial_sum(counts.begin(), counts.end(), offsets.begin());
+          const int s_rows = offsets.back();
+          if (s_rows == 0) continue;
+          std::normal_distribution<float> dist(0.0f, 1.0f);
+          std::vector<uint16_t> x(static_cast<size_t>(s_rows) * k);
+          for (auto& v : x)
+            v = type == NF4Float::kFP16 ? chord::ref::float_to_fp16(dist(rng)) : chord::ref::float_to_bf16(dist(rng));
+          const std::vector<uint16_t> want = reference_offsets(x, offsets, logical, n, k, type);
+          DeviceBuffer d_x(x), d_off(offsets), out(want.size() * 2);
+          for (int run = 0; run < 2; ++run) {
+            out.upload(std::vector<uint16_t>(want.size(), kPoison));
+            REQUIRE(chord_nf4_offsets(d_x.get(), dtype, s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()),
+                                      out.get(), stream.get()) == CHORD_SUCCESS);
+            stream.sync();
+            INFO("E=" << e << " N=" << n << " K=" << k << " dq=" << dq << " dtype=" << dtype << " S=" << s_rows
+                      << " run " << run);
+            check_close(out.download<uint16_t>(), want, type);
+          }
+        }
+      }
+      // S = 0 is a no-op; mismatched tags and unsupported shapes are rejected before launch.
+      CHECK(chord_nf4_offsets(nullptr, CHORD_DTYPE_BF16, 0, &w.tag, nullptr, nullptr, stream.get()) == CHORD_SUCCESS);
+    }
+  }
+  std::mt19937 rng2(5);
+  NF4Weight w = make_nf4(2, 32, 128, true, rng2, stream);
+  DeviceBuffer d_x(size_t{64} * 128 * 2), d_off(std::vector<int32_t>{4, 8}), out(size_t{64} * 32 * 2);
+  chord_w4a16_weight_t bad = w.tag;
+  bad.n = 24;
+  CHECK(chord_nf4_offsets(d_x.get(), CHORD_DTYPE_BF16, 8, &bad, static_cast<const int32_t*>(d_off.get()), out.get(),
+                          stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("'N' = 24 must be a multiple of 16") != std::string::npos);
+  bad = w.tag;
+  bad.k = 96;
+  CHECK(chord_nf4_offsets(d_x.get(), CHORD_DTYPE_BF16, 8, &bad, static_cast<const int32_t*>(d_off.get()), out.get(),
+                          stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("'K' = 96 must be a multiple of 64") != std::string::npos);
+  bad = w.tag;
+  bad.format = CHORD_FORMAT_INT4_G32;
+  bad.group_size = 32;
+  CHECK(chord_nf4_offsets(d_x.get(), CHORD_DTYPE_BF16, 8, &bad, static_cast<const int32_t*>(d_off.get()), out.get(),
+                          stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(chord_w4a16_offsets(d_x.get(), 8, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
+                            stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("format 2 (NF4); this operator needs INT4 group-32") != std::string::npos);
 }
