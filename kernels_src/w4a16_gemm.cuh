@@ -233,6 +233,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way.
   static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
                 "unknown W4A16 weight kind");
+  // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
+  static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
   constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
   constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
   constexpr int kGroup = kNF4 ? kNF4BlockSize : kW4A16GroupSize;  // k per scale

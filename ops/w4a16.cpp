@@ -90,6 +90,12 @@ Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream str
     l.config = c;
   }
   l.config.weight = weight;
+  // The tile schedulers give each of the BLOCK_M rows one thread: a narrow-N prefill tile
+  // (e.g. BM128 x BN16, 2 x 1 warps) gets more warps along M instead of unset rows.
+  while (!l.config.wgmma() && l.config.threads() < l.config.block_m && l.config.warps_m * l.config.warps_n < 16 &&
+         l.config.block_m % (16 * l.config.warps_m) == 0) {
+    l.config.warps_m *= 2;
+  }
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   return l;
 }
