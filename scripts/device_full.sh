@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything the GPU machine should show, in one call (results under $OUT, 8 files):
-# C++ GPU tests (default and the portable family forced), routing validation, the Python
-# GPU suite, the full SHAPES.md bench and a quick bench of the portable family.
+# C++ GPU tests, routing validation, the full SHAPES.md bench, the GPU tests with the
+# portable family forced, a quick bench of the portable family and the Python GPU suite
+# (most important first, in case the call runs out of time).
 # Run from the repo root with .deps present:  scripts/device_full.sh
 set -uo pipefail
 out=${OUT:-/tmp/chord-out}
@@ -15,12 +16,12 @@ scripts/setup.sh > /tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
   build/chord_jit_timing
 } > "$out/gpu_tests.log" 2>&1
 grep -E "test cases|passed|failed|FAILED|cold_compile" "$out/gpu_tests.log" | tail -6
+PYTHONUNBUFFERED=1 python3 bench/bench_w4a16.py --out "$out" > "$out/bench.txt" 2>&1
+tail -2 "$out/bench.txt"
 CHORD_W4A16_PORTABLE=1 build/tests/chord_gpu_tests > "$out/gpu_tests_portable.log" 2>&1
 echo "portable: $(grep -E 'test cases|All tests passed' "$out/gpu_tests_portable.log" | tail -1)"
+CHORD_W4A16_PORTABLE=1 python3 bench/bench_w4a16.py --quick --out /tmp/portable > /dev/null 2>&1
+cp /tmp/portable/bench.json "$out/bench_portable.json" 2>/dev/null || echo "portable bench failed"
 OUT=/tmp/py timeout 240 scripts/test_python_gpu.sh > /tmp/py.txt 2>&1
 cp /tmp/py/pytest.log "$out/pytest.log" 2>/dev/null || cp /tmp/py.txt "$out/pytest.log"
 grep -E "^=+ .*(passed|failed)|overhead" "$out/pytest.log" | tail -4
-PYTHONUNBUFFERED=1 python3 bench/bench_w4a16.py --out "$out" > "$out/bench.txt" 2>&1
-tail -2 "$out/bench.txt"
-CHORD_W4A16_PORTABLE=1 python3 bench/bench_w4a16.py --quick --out /tmp/portable > /dev/null 2>&1
-cp /tmp/portable/bench.json "$out/bench_portable.json" 2>/dev/null || echo "portable bench failed"
