@@ -2,6 +2,7 @@
 
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/nf4.hpp"
 #include "jit/families/routing_check.hpp"
 #include "jit/families/w4a16.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
@@ -55,6 +56,32 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
     }
   }
   add(RoutingCheckConfig{}.descriptor(arch));
+  if (name == "qwen3") {  // NF4 (bitsandbytes) is served through the offsets mode
+    for (const auto& shape : model_shapes(name)) {
+      for (W4A16WeightKind weight : {kW4A16WeightNF4, kW4A16WeightNF4Fp16}) {
+        for (int rows : {1, 8, 64, 512}) {
+          W4A16Problem p;
+          p.mode = kW4A16Offsets;
+          p.rows_per_expert = rows;
+          p.n = shape.n;
+          p.k = shape.k;
+          p.experts = shape.experts;
+          p.arch = arch;
+          p.weight = weight;
+          add(resolve_w4a16_config(p).descriptor(arch));
+        }
+      }
+    }
+    for (bool dequant : {false, true}) {
+      for (int variant : {0, 1}) {
+        NF4KernelConfig c;
+        c.dequant = dequant;
+        c.absmax_form = variant == 0 ? kNF4AbsmaxFP32 : kNF4AbsmaxNested;
+        c.element = variant == 0 ? kNF4BF16 : kNF4FP16;
+        add(c.descriptor(arch));
+      }
+    }
+  }
   for (bool unpack : {false, true}) {
     for (W4A16PackSource format : {kW4A16SrcCodes, kW4A16SrcCompressed}) {
       W4A16PackConfig c;

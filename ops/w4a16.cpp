@@ -72,30 +72,8 @@ Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream str
   problem.experts = static_cast<int>(w->experts);
   problem.arch = l.device.arch;
   problem.sm_count = l.device.sm_count;
+  problem.weight = weight;
   l.config = resolve_w4a16_config(problem);
-  if (weight != kW4A16WeightInt4 && l.config.wgmma()) {
-    // The WGMMA prefill kernel reads INT4 only: NF4 takes the portable prefill schedule
-    // (BM64/128 x BN128 x BK64, 4 stages, 2x4 warps; docs/performance.md).
-    W4A16GemmConfig c;
-    c.mode = problem.mode;
-    c.block_m = problem.rows_per_expert + problem.rows_per_expert / 2 > 64 ? 128 : 64;
-    c.block_n = problem.n % 128 == 0 ? 128 : (problem.n % 64 == 0 ? 64 : 16);
-    c.block_k = 64;
-    c.stages = 4;
-    c.warps_m = 2;
-    c.warps_n = c.block_n >= 64 ? 4 : 1;
-    if (problem.mode == kW4A16Indexed) {
-      while (problem.block_size % c.block_m != 0) c.block_m /= 2;
-    }
-    l.config = c;
-  }
-  l.config.weight = weight;
-  // The tile schedulers give each of the BLOCK_M rows one thread: a narrow-N prefill tile
-  // (e.g. BM128 x BN16, 2 x 1 warps) gets more warps along M instead of unset rows.
-  while (!l.config.wgmma() && l.config.threads() < l.config.block_m && l.config.warps_m * l.config.warps_n < 16 &&
-         l.config.block_m % (16 * l.config.warps_m) == 0) {
-    l.config.warps_m *= 2;
-  }
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   return l;
 }

@@ -120,6 +120,23 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
   return chosen.wgmma() ? heuristic(p) : chosen;
 }
 
+// The WGMMA prefill kernel reads INT4 only: NF4 takes the portable prefill schedule
+// (BM64/128 x BN128 x BK64, 4 stages, 2x4 warps; docs/performance.md).
+W4A16GemmConfig portable_prefill(const W4A16Problem& p) {
+  W4A16GemmConfig c;
+  c.mode = p.mode;
+  c.block_m = p.rows_per_expert + p.rows_per_expert / 2 > 64 ? 128 : 64;
+  c.block_n = p.n % 128 == 0 ? 128 : (p.n % 64 == 0 ? 64 : 16);
+  c.block_k = 64;
+  c.stages = 4;
+  c.warps_m = 2;
+  c.warps_n = c.block_n >= 64 ? 4 : 1;
+  if (p.mode == kW4A16Indexed) {
+    while (p.block_size % c.block_m != 0) c.block_m /= 2;
+  }
+  return c;
+}
+
 }  // namespace
 
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
@@ -154,6 +171,13 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BM = {} does not divide the routing block_size {}", c.block_m,
            p.block_size);
     }
+  }
+  if (p.weight != kW4A16WeightInt4 && c.wgmma()) c = portable_prefill(p);
+  c.weight = p.weight;
+  // The tile schedulers give each of the BLOCK_M rows one thread: a narrow-N prefill tile
+  // (e.g. BM128 x BN16, 2 x 1 warps) gets more warps along M instead of unset rows.
+  while (!c.wgmma() && c.threads() < c.block_m && c.warps_m * c.warps_n < 16 && c.block_m % (16 * c.warps_m) == 0) {
+    c.warps_m *= 2;
   }
   return c;
 }

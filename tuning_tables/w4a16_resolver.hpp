@@ -12,6 +12,7 @@ struct W4A16Problem {
   int64_t rows_per_expert = 0;  // expected routed rows per active expert (host hint)
   int n = 0, k = 0, experts = 0;
   int block_size = 0;           // indexed: the routing alignment (block_m must divide it)
+  W4A16WeightKind weight = kW4A16WeightInt4;  // NF4 has no WGMMA path
   Arch arch;
   int sm_count = 132;
 };

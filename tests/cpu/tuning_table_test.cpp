@@ -110,3 +110,34 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m = bl
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 1024, 1024, 8, buffer, sizeof buffer) == -1);
   CHECK(std::string(chord_last_error()).find("no tuning table") != std::string::npos);
 }
+
+TEST_CASE("tuning: engines - WGMMA for INT4 prefill on sm_90a only, never for NF4; a thread per tile row",
+          "[tuning]") {
+  chord::W4A16Problem prefill = problem(4096, 7168, 512, chord::kW4A16Contiguous);
+  CHECK(chord::resolve_w4a16_config(prefill).wgmma());
+  chord::W4A16Problem decode = problem(4096, 7168, 4, chord::kW4A16Contiguous);
+  CHECK_FALSE(chord::resolve_w4a16_config(decode).wgmma());
+  chord::W4A16Problem a100 = prefill;
+  a100.arch = chord::parse_arch("sm_80");
+  CHECK_FALSE(chord::resolve_w4a16_config(a100).wgmma());
+  chord::W4A16Problem blackwell = prefill;
+  blackwell.arch = chord::parse_arch("sm_100a");
+  CHECK_FALSE(chord::resolve_w4a16_config(blackwell).wgmma());
+
+  chord::W4A16Problem nf4 = problem(1536, 2048, 512, chord::kW4A16Offsets);
+  nf4.weight = chord::kW4A16WeightNF4;
+  chord::W4A16GemmConfig c = chord::resolve_w4a16_config(nf4);
+  CHECK_FALSE(c.wgmma());
+  CHECK(c.weight == chord::kW4A16WeightNF4);
+  CHECK(c.block_m == 128);
+  CHECK(c.error() == nullptr);
+
+  // Narrow N: BN16 with one warp along N would leave rows of a BM128 tile without a thread.
+  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4}) {
+    chord::W4A16Problem narrow = problem(48, 384, 300, chord::kW4A16Offsets);
+    narrow.weight = weight;
+    chord::W4A16GemmConfig n = chord::resolve_w4a16_config(narrow);
+    CHECK(n.error() == nullptr);
+    CHECK((n.wgmma() || n.threads() >= n.block_m));
+  }
+}
