@@ -41,6 +41,40 @@ void write_bytes(const std::string& path, const std::vector<char>& bytes) {
   std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
+
+// Forks `processes` children that start together (they block on a pipe the parent closes)
+// and run body(i), whose int is the child's exit status; every child must exit 0.
+template <typename Body>
+void race(int processes, Body body) {
+  int gate[2];
+  REQUIRE(pipe(gate) == 0);
+  std::vector<pid_t> children;
+  for (int i = 0; i < processes; ++i) {
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      close(gate[1]);
+      char c;
+      while (read(gate[0], &c, 1) > 0) {
+      }
+      int status = 4;
+      try {
+        status = body(i);
+      } catch (...) {
+      }
+      _exit(status);
+    }
+    children.push_back(pid);
+  }
+  close(gate[0]);
+  close(gate[1]);
+  for (pid_t pid : children) {
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+}
 }  // namespace
 
 TEST_CASE("disk cache: a hit returns identical bytes with zero NVRTC calls", "[cache]") {
@@ -115,35 +149,10 @@ TEST_CASE("disk cache: an entry stored under another key is rejected", "[cache]"
 
 TEST_CASE("disk cache: 8 processes racing on one key all succeed and leave one valid entry", "[cache]") {
   TempDir dir;
-  int gate[2];
-  REQUIRE(pipe(gate) == 0);
-  std::vector<pid_t> children;
-  for (int i = 0; i < 8; ++i) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      close(gate[1]);
-      char c;
-      while (read(gate[0], &c, 1) > 0) {
-      }  // all start together when the parent closes the gate
-      try {
-        chord::JitRuntime runtime(dir.path());
-        auto k = runtime.compile(dequant_descriptor());
-        _exit(k->info.has_meta ? 0 : 3);
-      } catch (...) {
-        _exit(4);
-      }
-    }
-    children.push_back(pid);
-  }
-  close(gate[0]);
-  close(gate[1]);
-  for (pid_t pid : children) {
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
+  race(8, [&dir](int) {
+    chord::JitRuntime runtime(dir.path());
+    return runtime.compile(dequant_descriptor())->info.has_meta ? 0 : 3;
+  });
   CHECK(cubin_entries(dir.path()).size() == 1);
   CHECK(list_dir(dir.path() + "/kernels").size() == 1);  // no temp files left
   chord::JitRuntime runtime(dir.path());
@@ -225,38 +234,14 @@ TEST_CASE("disk cache: 16 processes racing on the same keys all succeed and leav
     chord::JitRuntime reference(reference_dir.path());
     for (int i = 0; i < 2; ++i) expected[i] = reference.compile(keys[i])->cubin;
   }
-  int gate[2];
-  REQUIRE(pipe(gate) == 0);
-  std::vector<pid_t> children;
-  for (int i = 0; i < 16; ++i) {
-    pid_t pid = fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {
-      close(gate[1]);
-      char c;
-      while (read(gate[0], &c, 1) > 0) {
-      }
-      try {
-        chord::JitRuntime runtime(dir.path());
-        for (int j = 0; j < 2; ++j) {
-          int key = (i + j) % 2;
-          if (runtime.compile(keys[key])->cubin != expected[key]) _exit(3);
-        }
-        _exit(runtime.disk_cache().memory_only() ? 5 : 0);
-      } catch (...) {
-        _exit(4);
-      }
+  race(16, [&](int i) {
+    chord::JitRuntime runtime(dir.path());
+    for (int j = 0; j < 2; ++j) {
+      int key = (i + j) % 2;  // half the processes take the keys in the other order
+      if (runtime.compile(keys[key])->cubin != expected[key]) return 3;
     }
-    children.push_back(pid);
-  }
-  close(gate[0]);
-  close(gate[1]);
-  for (pid_t pid : children) {
-    int status = 0;
-    REQUIRE(waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
+    return runtime.disk_cache().memory_only() ? 5 : 0;
+  });
   CHECK(cubin_entries(dir.path()).size() == 2);
   CHECK(list_dir(dir.path() + "/kernels").size() == 2);  // no temp files left behind
   chord::JitRuntime runtime(dir.path());
