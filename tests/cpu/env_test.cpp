@@ -46,6 +46,8 @@ TEST_CASE("env: invalid flag values are rejected naming the variable", "[env]") 
   expect_rejected("CHORD_JIT_DEBUG", "yes");
   expect_rejected("CHORD_JIT_DUMP_SOURCE", "2");
   expect_rejected("CHORD_SM90_DECODE", "");
+  expect_rejected("CHORD_W4A16_PORTABLE", "true");
+  expect_rejected("CHORD_VALIDATE_ROUTING", "on");
 }
 
 TEST_CASE("env: invalid integer values are rejected naming the variable", "[env]") {
