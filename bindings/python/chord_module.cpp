@@ -10,10 +10,12 @@
 // E, N, K) plus the two buffer addresses; the chord_w4a16_weight_t is rebuilt per call on
 // the stack so that the library's own tag check runs on exactly what Python holds.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <tuple>
 
@@ -79,6 +81,9 @@ NB_MODULE(_chord, m) {
   m.attr("API_VERSION") = CHORD_API_VERSION;
   m.attr("W4A16_MAGIC") = static_cast<int64_t>(CHORD_W4A16_MAGIC);
   m.attr("FORMAT_INT4_G32") = CHORD_FORMAT_INT4_G32;
+  m.attr("FORMAT_NF4") = CHORD_FORMAT_NF4;
+  m.attr("DTYPE_BF16") = CHORD_DTYPE_BF16;
+  m.attr("DTYPE_FP16") = CHORD_DTYPE_FP16;
 
   m.def("api_version", &chord_api_version);
   m.def("version", [] { return std::string(chord_version()); });
@@ -196,4 +201,75 @@ NB_MODULE(_chord, m) {
       nb::arg("a"), nb::arg("M"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("sorted_ids"),
       nb::arg("capacity"), nb::arg("expert_ids"), nb::arg("num_tokens_padded"), nb::arg("top_k"),
       nb::arg("block_size"), nb::arg("out"), nb::arg("stream"));
+  // NF4 (bitsandbytes format). The absmax buffer travels in the weight's scales slot.
+  m.def("nf4_layout_version", [] { return static_cast<int64_t>(chord_nf4_layout_version()); });
+  m.def("nf4_weight_bytes", &chord_nf4_weight_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));
+  m.def("nf4_absmax_bytes", &chord_nf4_absmax_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));
+
+  // nested_absmax = nested_code = 0 for an FP32 absmax; returns the tag the library filled in.
+  m.def(
+      "nf4_pack",
+      [](uintptr_t packed, uintptr_t absmax, uintptr_t nested_absmax, uintptr_t nested_code, float offset,
+         int64_t E, int64_t N, int64_t K, uintptr_t weight_out, uintptr_t absmax_out, uintptr_t stream) {
+        chord_w4a16_weight_t w{};
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_nf4_pack(ptr(packed), ptr(absmax), ptr(nested_absmax), ptr(nested_code), offset, E, N, K,
+                                  ptr(weight_out), ptr(absmax_out), &w, ptr(stream));
+        }
+        check(status);
+        return Tag{w.magic, w.format, w.layout_version, w.group_size, w.experts, w.n, w.k};
+      },
+      nb::arg("packed"), nb::arg("absmax"), nb::arg("nested_absmax"), nb::arg("nested_code"), nb::arg("offset"),
+      nb::arg("E"), nb::arg("N"), nb::arg("K"), nb::arg("weight_out"), nb::arg("absmax_out"), nb::arg("stream"));
+
+  m.def(
+      "nf4_dequantize",
+      [](const Tag& tag, uintptr_t weight, uintptr_t absmax, int dtype, uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, absmax);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_nf4_dequantize(&w, dtype, ptr(out), ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("tag"), nb::arg("weight"), nb::arg("absmax"), nb::arg("dtype"), nb::arg("out"), nb::arg("stream"));
+
+  m.def(
+      "nf4_offsets",
+      [](uintptr_t x, int dtype, int64_t s, const Tag& tag, uintptr_t weight, uintptr_t absmax, uintptr_t offsets,
+         uintptr_t out, uintptr_t stream) {
+        chord_w4a16_weight_t w = from_tag(tag, weight, absmax);
+        chord_status_t status;
+        {
+          nb::gil_scoped_release release;
+          status = chord_nf4_offsets(ptr(x), dtype, s, &w, static_cast<const int32_t*>(ptr(offsets)), ptr(out),
+                                     ptr(stream));
+        }
+        check(status);
+      },
+      nb::arg("x"), nb::arg("dtype"), nb::arg("S"), nb::arg("tag"), nb::arg("weight"), nb::arg("absmax"),
+      nb::arg("offsets"), nb::arg("out"), nb::arg("stream"));
+
+  // The W4A16 tuning table of a shape as JSON rows (chord_w4a16_tuning_json); None when no
+  // table holds the shape, so callers fall back to their own rule. arch None = "sm_90a".
+  m.def(
+      "tuning_json",
+      [](std::optional<std::string> arch, int64_t E, int64_t N, int64_t K, int64_t top_k) -> std::optional<std::string> {
+        const char* name = arch ? arch->c_str() : nullptr;
+        const int64_t length = chord_w4a16_tuning_json(name, E, N, K, top_k, nullptr, 0);
+        if (length < 0) {
+          const std::string error = chord_last_error();
+          if (error.find("no tuning table") != std::string::npos) return std::nullopt;
+          PyErr_SetString(PyExc_ValueError, ("chord: " + error).c_str());
+          throw nb::python_error();
+        }
+        std::string text(static_cast<size_t>(length) + 1, '\0');
+        chord_w4a16_tuning_json(name, E, N, K, top_k, text.data(), length + 1);
+        text.resize(static_cast<size_t>(length));
+        return text;
+      },
+      nb::arg("arch").none(), nb::arg("E"), nb::arg("N"), nb::arg("K"), nb::arg("top_k"));
 }

@@ -2,7 +2,8 @@
 
     from chord_kernels import pack_w4a16, indexed, contiguous, masked, grouped_mm, dequantize
 
-Weights are INT4 group-32 (W = bf16((code - 8) * scale)), activations and outputs BF16.
+Weights are INT4 group-32 (W = bf16((code - 8) * scale)), activations and outputs BF16;
+or NF4 in the bitsandbytes format (NF4Weights, nf4_grouped_mm), activations BF16 or FP16.
 Every operator is a torch custom op in the ``chord`` namespace (torch.ops.chord.*) with a
 fake implementation; none synchronizes the host. docs/python.md has the details.
 """
@@ -27,6 +28,15 @@ from ._ops import (
     pack_w4a16_grouped,
 )
 from .layer import IndexedW4A16Layer
+from .nf4 import (
+    FORMAT_NF4,
+    NF4QuantState,
+    NF4Weights,
+    dequantize_quant_state,
+    expected_nf4_tag,
+    nf4_grouped_mm,
+    quantize_nf4,
+)
 from .routing import block_size_for_rows, moe_align_block_size, routing_capacity
 
 __version__ = _lib.version()
@@ -35,5 +45,6 @@ __all__ = [
     "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "W4A16Weight", "IndexedW4A16Layer",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
-    "routing_capacity",
+    "routing_capacity", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",
+    "nf4_grouped_mm", "quantize_nf4",
 ]

@@ -126,6 +126,42 @@ def _tuning_rows(num_experts: int) -> List[list]:
     return rows
 
 
+def _arch_of(layer: torch.nn.Module, meta: "HummingLayerMeta") -> Optional[str]:
+    """chord's arch name (its tuning tables are per arch) of the layer's GPU: the weight's
+    device, else the current one; None without a GPU (the library then reads sm_90a's)."""
+    weight = getattr(layer, meta.weight_name, None)
+    if isinstance(weight, torch.Tensor) and weight.is_cuda:
+        device = weight.device
+    elif torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    else:
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    family = (major, minor) == (9, 0) or major in (10, 12)  # arch-specific ("a") targets
+    return f"sm_{major}{minor}{'a' if family else ''}"
+
+
+def _library_rows(arch: Optional[str], num_experts: int, n: int, k: int) -> Optional[List[list]]:
+    """The library's tuning table for the shape (chord_w4a16_tuning_json) as rows over
+    valid_shape_m, or None when no table holds it. Exported with top_k = 1 so that its M is
+    routed rows (valid_shape_m) and a row's range is the table's rows per expert times E.
+    The table's inclusive [min, max] ranges become (lower, upper] ones: lower = min - 1."""
+    try:
+        text = chord_kernels._ops._C.tuning_json(arch, num_experts, n, k, 1)
+    except ValueError:  # an arch the library does not know: keep the rule
+        return None
+    if text is None:
+        return None
+    rows = []
+    for first, last, config in json.loads(text):
+        block = int(config["block_size_m"])
+        # block_shape[0] is the routing block; the table's tiles ride along for inspection.
+        entry = {"block_shape": [block, 0, 0], "backend": "chord", "source": "tuning_table"}
+        entry.update({key: config[key] for key in ("engine", "block_m", "block_n", "block_k", "stages") if key in config})
+        rows.append([max(int(first) - 1, 0), int(last), entry])
+    return rows or None
+
+
 def _block_for(rows, valid_shape_m: int) -> int:
     for lower, upper, config in rows:
         if lower < valid_shape_m <= upper:
@@ -215,15 +251,19 @@ class HummingLayerMethod:
     def get_default_tuning_configs(cls, layer: torch.nn.Module, use_f16_accum: bool = False,
                                    use_batch_invariant: bool = False, gemm_type: Any = GemmType.DENSE,
                                    sublayer_name: str = "", **kwargs) -> List[list]:
-        """[min_m, max_m, config] rows over valid_shape_m; config["block_shape"][0] is the
-        moe_align_block_size block for the indexed GEMM (N and K tiles: chord's choice, 0)."""
+        """[min_m, max_m, config] rows over valid_shape_m (a row covers min_m < m <= max_m);
+        config["block_shape"][0] is the moe_align_block_size block for the indexed GEMM (N
+        and K tiles: chord's choice, 0). From the library's tuning table for the layer's GPU
+        and shape when one exists (config["source"] == "tuning_table"), else from the mean
+        routed rows per expert (chord_kernels.block_size_for_rows)."""
         if use_f16_accum:
             raise unsupported("use_f16_accum (VLLM_HUMMING_USE_F16_ACCUM=1): chord accumulates in fp32")
         if use_batch_invariant:
             raise unsupported("use_batch_invariant (VLLM_BATCH_INVARIANT=1)")
         _gemm_type(gemm_type)
         meta: HummingLayerMeta = layer.humming_metas[sublayer_name]
-        return _tuning_rows(meta.experts)
+        rows = _library_rows(_arch_of(layer, meta), meta.experts, meta.shape_n, meta.shape_k)
+        return rows if rows is not None else _tuning_rows(meta.experts)
 
     @classmethod
     def may_quant_input(cls, layer: torch.nn.Module, inputs: torch.Tensor,

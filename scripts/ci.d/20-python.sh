@@ -19,7 +19,8 @@ if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
 fi
 py="$work/venv/bin/python"
 "$py" -m pip install -q --upgrade pip
-"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch>=2.4"
+# kernels: the Hugging Face loader the build-layout test drives (pure Python, ~10 s).
+"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch>=2.4" kernels
 
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 if [ -d .deps/usr ]; then export CMAKE_PREFIX_PATH="$PWD/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"; fi

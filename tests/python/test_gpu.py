@@ -361,3 +361,148 @@ def test_host_overhead(weights):
             json.dump(result, f, indent=1)
     for name in ("indexed", "contiguous", "masked", "grouped_mm"):
         assert result[name] <= 15.0, (name, result[name])
+
+
+# -- NF4 (bitsandbytes format): quantize, pack, dequantize, grouped GEMM ----------------------
+
+NF4_SHAPE = (8, 256, 512)
+
+
+def nf4_experts(e, n, k, seed, dtype=torch.bfloat16):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(e, n, k, device="cuda", generator=gen) * 0.02).to(dtype)
+
+
+@pytest.fixture(scope="module")
+def nf4_weights():
+    experts = nf4_experts(*NF4_SHAPE, seed=21)
+    return ck.NF4Weights(experts, keep_state=True), experts
+
+
+def test_nf4_quantize_pack_dequantize_exact(nf4_weights):
+    w, experts = nf4_weights
+    st = w.quant_state
+    assert w.tag == ck.expected_nf4_tag(*NF4_SHAPE) and w.dtype == torch.bfloat16
+    # The quantizer on the GPU gives the CPU's state (the CPU one is checked against the C++
+    # reference in test_nf4_cpu.py).
+    cpu = ck.quantize_nf4(experts.cpu())
+    assert torch.equal(st.packed.cpu(), cpu.packed) and torch.equal(st.absmax.cpu(), cpu.absmax)
+    assert torch.equal(st.nested_absmax.cpu(), cpu.nested_absmax)
+    assert torch.equal(st.offset.cpu().view(torch.int32), cpu.offset.view(torch.int32))
+    for dtype in (torch.bfloat16, torch.float16):
+        ref = ck.dequantize_quant_state(st, dtype)
+        got = w.dequantize(dtype)
+        assert got.dtype == dtype and torch.equal(got.view(torch.int16), ref.view(torch.int16)), dtype
+    assert rel_err(w.dequantize(), experts) < 0.12  # NF4's own error on normal weights
+    # The same state given as tensors, in each absmax form, packs to the same bytes.
+    e, n, k = NF4_SHAPE
+    flat = ck.NF4Weights.from_quant_state(st.packed.view(-1, 1), ck.nf4.resolve_absmax(st), (e, n, k))
+    nested = ck.NF4Weights.from_quant_state(st.packed, st.absmax, (e, n, k), nested_absmax=st.nested_absmax,
+                                            nested_code=st.nested_code, offset=st.offset)
+    for other in (flat, nested):
+        assert torch.equal(other.weight, w.weight) and torch.equal(other.absmax, w.absmax)
+    plain = ck.NF4Weights(experts, double_quant=False)
+    assert torch.equal(plain.weight, w.weight)  # the codes do not depend on the absmax form
+    ref = ck.dequantize_quant_state(ck.quantize_nf4(experts, double_quant=False))
+    assert torch.equal(plain.dequantize().view(torch.int16), ref.view(torch.int16))
+
+
+def test_nf4_dequantize_equals_bitsandbytes():
+    bnb = pytest.importorskip("bitsandbytes", reason="bitsandbytes is not installed: compared to the reference only")
+    experts = nf4_experts(4, 128, 256, seed=23, dtype=torch.float16)
+    for compress in (True, False):
+        packed, qs = bnb.functional.quantize_4bit(experts, blocksize=64, compress_statistics=compress,
+                                                  quant_type="nf4")
+        w = ck.NF4Weights.from_quant_state(packed, qs)
+        theirs = bnb.functional.dequantize_4bit(packed, qs)
+        assert torch.equal(w.dequantize(torch.float16).view(torch.int16), theirs.view(torch.int16)), compress
+
+
+def nf4_reference_mm(x, offs, w_dense):
+    counts = torch.diff(offs, prepend=offs.new_zeros(1)).long()
+    expert = torch.repeat_interleave(torch.arange(offs.numel(), device=x.device), counts)
+    used = expert.numel()
+    return torch.einsum("mk,mnk->mn", x[:used].float(), w_dense[expert].float()), used
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("e,n,k,mean_rows", [(8, 256, 512, 3), (8, 256, 512, 40), (6, 48, 192, 7),
+                                              (4, 1536, 2048, 200)])
+def test_nf4_grouped_mm(dtype, e, n, k, mean_rows):
+    """Uneven and empty experts, rows past the last offset untouched, N and K off the
+    128-tiles, decode (few rows per expert) and prefill sizes; each case run twice."""
+    experts = nf4_experts(e, n, k, seed=n + k, dtype=dtype)
+    w = ck.NF4Weights(experts)
+    dense = w.dequantize(dtype)
+    gen = torch.Generator(device="cuda").manual_seed(mean_rows)
+    counts = ragged_counts(e, mean_rows, gen)
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    s = int(offs[-1]) + 3
+    x = (torch.randn(s, k, device="cuda", generator=gen)).to(dtype)
+    expect, used = nf4_reference_mm(x, offs, dense)
+    runs = []
+    for _ in range(2):
+        out = torch.full((s, n), float("nan"), dtype=dtype, device="cuda")
+        got = ck.nf4_grouped_mm(x, offs, w, out)
+        assert got is out and got.dtype == dtype
+        assert rel_err(out[:used], expect) < REL_TOL
+        assert torch.isnan(out[used:]).all()
+        runs.append(out[:used].clone())
+    assert torch.equal(runs[0], runs[1])
+    fresh = ck.nf4_grouped_mm(x, offs, w)  # allocated output
+    assert fresh.shape == (s, n) and torch.equal(fresh[:used], runs[0])
+    if dtype == torch.bfloat16:
+        torch_ref = torch._grouped_mm(x[:used], dense.transpose(1, 2), offs=offs)
+        assert rel_err(out[:used], torch_ref) < REL_TOL
+
+
+def test_nf4_grouped_mm_no_rows(nf4_weights):
+    w, _ = nf4_weights
+    x = torch.empty(0, NF4_SHAPE[2], dtype=torch.bfloat16, device="cuda")
+    offs = torch.zeros(NF4_SHAPE[0], dtype=torch.int32, device="cuda")
+    assert ck.nf4_grouped_mm(x, offs, w).shape == (0, NF4_SHAPE[1])
+
+
+def test_nf4_compile_and_cuda_graph(nf4_weights):
+    w, _ = nf4_weights
+    gen = torch.Generator(device="cuda").manual_seed(31)
+    x = torch.randn(40, NF4_SHAPE[2], device="cuda", generator=gen).to(torch.float16)
+    offs = torch.tensor([5, 5, 12, 20, 26, 30, 33, 40], dtype=torch.int32, device="cuda")
+    out = torch.zeros(40, NF4_SHAPE[1], dtype=torch.float16, device="cuda")
+    eager = ck.nf4_grouped_mm(x, offs, w, out).clone()
+    compiled = torch.compile(lambda x, offs: ck.nf4_grouped_mm(x, offs, w) * 1, fullgraph=True, dynamic=False)
+    assert torch.equal(compiled(x, offs), eager)
+    deq = torch.compile(lambda: w.dequantize(torch.float16) * 1, fullgraph=True)
+    assert torch.equal(deq(), w.dequantize(torch.float16))
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        ck.nf4_grouped_mm(x, offs, w, out)
+    out.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, eager)
+    x.mul_(-2)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, ck.nf4_grouped_mm(x, offs, w)) and not torch.equal(out, eager)
+
+
+def test_nf4_through_hf_kernels(nf4_weights, tmp_path):
+    """The `kernels` build layout loads on the GPU machine and its calls compute."""
+    kernels = pytest.importorskip("kernels", reason="the Hugging Face `kernels` package is not installed")
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "hf_kernels_layout.py"
+    proc = subprocess.run([sys.executable, str(script), "--package", str(Path(ck.__file__).parent), "--out",
+                           str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    hub = kernels.get_local_kernel(tmp_path)
+    w, experts = nf4_weights
+    again = hub.NF4Weights(experts)
+    assert torch.equal(again.weight, w.weight) and torch.equal(again.absmax, w.absmax)
+    x = torch.randn(16, NF4_SHAPE[2], device="cuda").to(torch.bfloat16)
+    offs = torch.tensor([2, 2, 4, 8, 9, 12, 15, 16], dtype=torch.int32, device="cuda")
+    assert torch.equal(hub.nf4_grouped_mm(x, offs, again), ck.nf4_grouped_mm(x, offs, w))
