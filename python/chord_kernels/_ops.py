@@ -87,32 +87,41 @@ def _fail(message):
     raise ValueError("chord_kernels: " + message)
 
 
-def _check_tag(tag, weight, scales):
-    """Tag fields against this library, buffers against the tag. Returns (E, N, K)."""
+def _check_tag_fields(tag, label, group_field, fmt_expected, fmt_message, version, group):
+    """The 7 tag fields of a packed weight (INT4 and NF4 alike) against this library, once per
+    distinct tag. Returns (tag, E, N, K)."""
     tag = tuple(tag)
     if tag not in _checked_tags:
         if len(tag) != 7:
-            _fail(f"packed weight tag must have 7 fields (magic, format, layout_version, group_size, E, N, K), got {tag}")
-        magic, fmt, version, group, e, n, k = tag
+            _fail(f"{label} tag must have 7 fields (magic, format, layout_version, {group_field}, E, N, K), got {tag}")
+        magic, fmt, tag_version, tag_group, e, n, k = tag
         if magic != MAGIC:
-            _fail(f"not a chord W4A16 packed weight (tag magic 0x{magic:08x}, expected 0x{MAGIC:08x})")
-        if fmt != FORMAT_INT4_G32:
-            _fail(f"packed weight format {fmt} is not INT4 group-32 ({FORMAT_INT4_G32})")
-        if version != LAYOUT_VERSION:
-            _fail(f"packed weight has layout version {version}; this library reads version {LAYOUT_VERSION} "
-                  "(re-pack the weights)")
-        if group != GROUP_SIZE:
-            _fail(f"packed weight group size {group}; supported: {GROUP_SIZE}")
+            _fail(f"not a chord packed weight (tag magic 0x{magic:08x}, expected 0x{MAGIC:08x})")
+        if fmt != fmt_expected:
+            _fail(fmt_message(fmt))
+        if tag_version != version:
+            _fail(f"{label} has layout version {tag_version}; this library reads version {version} (re-pack the weights)")
+        if tag_group != group:
+            _fail(f"{label} {group_field.replace('_', ' ')} {tag_group}; supported: {group}")
         if e < 1 or n < PACK_N or k < PACK_K or n % PACK_N or k % PACK_K:
-            _fail(f"packed weight shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
+            _fail(f"{label} shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
         _checked_tags.add(tag)
-    e, n, k = tag[4], tag[5], tag[6]
-    if weight.dtype != _U8 or weight.numel() != _C.weight_bytes(e, n, k) or not weight.is_contiguous():
-        _fail(f"packed weight buffer must be contiguous uint8 of {_C.weight_bytes(e, n, k)} bytes for E={e} N={n} "
-              f"K={k}, got {weight.dtype} with {weight.numel()} elements")
-    if scales.dtype != _U8 or scales.numel() != _C.scale_bytes(e, n, k) or not scales.is_contiguous():
-        _fail(f"packed scales buffer must be contiguous uint8 of {_C.scale_bytes(e, n, k)} bytes for E={e} N={n} "
-              f"K={k}, got {scales.dtype} with {scales.numel()} elements")
+    return tag, tag[4], tag[5], tag[6]
+
+
+def _check_buffer(t, what, nbytes, e, n, k):
+    if t.dtype != _U8 or t.numel() != nbytes or not t.is_contiguous():
+        _fail(f"{what} buffer must be contiguous uint8 of {nbytes} bytes for E={e} N={n} K={k}, got {t.dtype} "
+              f"with {t.numel()} elements")
+
+
+def _check_tag(tag, weight, scales):
+    """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
+    tag, e, n, k = _check_tag_fields(
+        tag, "packed weight", "group_size", FORMAT_INT4_G32,
+        lambda fmt: f"packed weight format {fmt} is not INT4 group-32 ({FORMAT_INT4_G32})", LAYOUT_VERSION, GROUP_SIZE)
+    _check_buffer(weight, "packed weight", _C.weight_bytes(e, n, k), e, n, k)
+    _check_buffer(scales, "packed scales", _C.scale_bytes(e, n, k), e, n, k)
     return tag, e, n, k
 
 

@@ -24,7 +24,8 @@ import torch
 
 from . import _ops
 from ._native import lib as _C
-from ._ops import _check_current, _check_device, _check_tensor, _compiling, _fail, _raw_stream
+from ._ops import (_check_buffer, _check_current, _check_device, _check_tag_fields, _check_tensor, _compiling,
+                   _fail, _raw_stream)
 
 MAGIC = _ops.MAGIC
 FORMAT_NF4 = int(_C.FORMAT_NF4)
@@ -248,36 +249,14 @@ def expected_nf4_tag(experts: int, n: int, k: int) -> Tuple[int, int, int, int, 
     return (MAGIC, FORMAT_NF4, NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE, int(experts), int(n), int(k))
 
 
-_checked_tags = set()
-
-
 def _check_nf4_tag(tag, weight, absmax):
     """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
-    tag = tuple(tag)
-    if tag not in _checked_tags:
-        if len(tag) != 7:
-            _fail(f"NF4 weight tag must have 7 fields (magic, format, layout_version, block_size, E, N, K), got {tag}")
-        magic, fmt, version, block, e, n, k = tag
-        if magic != MAGIC:
-            _fail(f"not a chord packed weight (tag magic 0x{magic:08x}, expected 0x{MAGIC:08x})")
-        if fmt != FORMAT_NF4:
-            _fail(f"'w' has format {fmt}, not NF4 ({FORMAT_NF4}); INT4 group-32 weights go through grouped_mm")
-        if version != NF4_LAYOUT_VERSION:
-            _fail(f"NF4 weight has layout version {version}; this library reads version {NF4_LAYOUT_VERSION} "
-                  "(re-pack the weights)")
-        if block != NF4_BLOCK_SIZE:
-            _fail(f"NF4 weight block size {block}; supported: {NF4_BLOCK_SIZE}")
-        if e < 1 or n < PACK_N or k < PACK_K or n % PACK_N or k % PACK_K:
-            _fail(f"NF4 weight shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
-        _checked_tags.add(tag)
-    e, n, k = tag[4], tag[5], tag[6]
-    wb, ab = _C.nf4_weight_bytes(e, n, k), _C.nf4_absmax_bytes(e, n, k)
-    if weight.dtype != _U8 or weight.numel() != wb or not weight.is_contiguous():
-        _fail(f"NF4 weight buffer must be contiguous uint8 of {wb} bytes for E={e} N={n} K={k}, got {weight.dtype} "
-              f"with {weight.numel()} elements")
-    if absmax.dtype != _U8 or absmax.numel() != ab or not absmax.is_contiguous():
-        _fail(f"NF4 absmax buffer must be contiguous uint8 of {ab} bytes for E={e} N={n} K={k}, got {absmax.dtype} "
-              f"with {absmax.numel()} elements")
+    tag, e, n, k = _check_tag_fields(
+        tag, "NF4 weight", "block_size", FORMAT_NF4,
+        lambda fmt: f"'w' has format {fmt}, not NF4 ({FORMAT_NF4}); INT4 group-32 weights go through grouped_mm",
+        NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE)
+    _check_buffer(weight, "NF4 weight", _C.nf4_weight_bytes(e, n, k), e, n, k)
+    _check_buffer(absmax, "NF4 absmax", _C.nf4_absmax_bytes(e, n, k), e, n, k)
     return tag, e, n, k
 
 
