@@ -11,7 +11,7 @@ import torch
 
 from humming import dtypes
 from humming.schema.base import BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, unsupported
-from humming.schema.humming import HummingInputSchema, HummingWeightSchema
+from humming.schema.humming import HummingInputSchema, HummingWeightSchema, int4_g32_tensor_attrs
 from humming.utils.weight import GROUP_SIZE
 
 
@@ -46,23 +46,8 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
             raise unsupported("compressed-tensors " + ", ".join(problems))
 
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
-        if has_bias:
-            raise unsupported("a bias")
-        if shape_k % GROUP_SIZE:
-            raise ValueError(f"humming: K = {shape_k} is not a multiple of the group size {GROUP_SIZE}")
-        attrs = {
-            "weight_packed": {
-                "shape": (shape_n, shape_k // 8),
-                "dtype": torch.int32,
-                "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 1, "packed_factor": 8},
-            },
-            "weight_scale": {
-                "shape": (shape_n, shape_k // GROUP_SIZE),
-                "dtype": param_dtype,
-                "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group"},
-            },
-            "weight_shape": {"shape": (2,), "dtype": torch.int64, "extra_attrs": {}},
-        }
+        attrs = int4_g32_tensor_attrs("weight_packed", shape_n, shape_k, param_dtype, has_bias)
+        attrs["weight_shape"] = {"shape": (2,), "dtype": torch.int64, "extra_attrs": {}}
         return add_expert_dim(attrs, num_experts)
 
     def infer_shape(self, tensors):

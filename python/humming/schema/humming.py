@@ -17,6 +17,28 @@ from humming.schema.base import (
 from humming.utils.weight import GROUP_SIZE, dequantize_weight, quantize_weight
 
 
+
+def int4_g32_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias):
+    """Checkpoint tensors of one INT4 group-32 layer: int32 words of 8 codes along K and a
+    scale per 32 K elements (the humming and compressed-tensors forms differ only in the
+    weight tensor's name)."""
+    if has_bias:
+        raise unsupported("a bias")
+    if shape_k % GROUP_SIZE:
+        raise ValueError(f"humming: K = {shape_k} is not a multiple of the group size {GROUP_SIZE}")
+    return {
+        weight_name: {
+            "shape": (shape_n, shape_k // 8),
+            "dtype": torch.int32,
+            "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 1, "packed_factor": 8},
+        },
+        "weight_scale": {
+            "shape": (shape_n, shape_k // GROUP_SIZE),
+            "dtype": param_dtype,
+            "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group"},
+        },
+    }
+
 @dataclasses.dataclass(kw_only=True)
 class HummingWeightSchema(BaseWeightSchema):
     """weight int32 [N, K/8] (uint4 codes, 8 per word) + weight_scale [N, K/32]."""
@@ -84,23 +106,7 @@ class HummingWeightSchema(BaseWeightSchema):
             raise unsupported(f"Hadamard-rotated weights (block {self.hadamard_block_size})")
 
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
-        if has_bias:
-            raise unsupported("a bias")
-        if shape_k % GROUP_SIZE:
-            raise ValueError(f"humming: K = {shape_k} is not a multiple of the group size {GROUP_SIZE}")
-        attrs = {
-            "weight": {
-                "shape": (shape_n, shape_k // 8),
-                "dtype": torch.int32,
-                "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 1, "packed_factor": 8},
-            },
-            "weight_scale": {
-                "shape": (shape_n, shape_k // GROUP_SIZE),
-                "dtype": param_dtype,
-                "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group"},
-            },
-        }
-        return add_expert_dim(attrs, num_experts)
+        return add_expert_dim(int4_g32_tensor_attrs("weight", shape_n, shape_k, param_dtype, has_bias), num_experts)
 
     def infer_shape(self, tensors):
         weight = tensors["weight"]
