@@ -39,6 +39,18 @@ void check(chord_status_t status) {
   throw nb::python_error();
 }
 
+// Runs one C API call with the GIL released (a first call may compile for a second) and
+// turns its status into a Python exception.
+template <typename Call>
+void call_without_gil(Call&& call) {
+  chord_status_t status;
+  {
+    nb::gil_scoped_release release;
+    status = call();
+  }
+  check(status);
+}
+
 // The tag arrives as seven integers; out-of-range values must reach the library's tag
 // check rather than wrap silently on the narrowing to uint32.
 uint32_t tag_field(int64_t value, const char* name) {
@@ -109,13 +121,10 @@ NB_MODULE(_chord, m) {
       [](uintptr_t src, int src_format, uintptr_t scales, int64_t E, int64_t N, int64_t K, uintptr_t weight_out,
          uintptr_t scales_out, uintptr_t stream) {
         chord_w4a16_weight_t w{};
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_w4a16_pack(ptr(src), src_format, ptr(scales), E, N, K, ptr(weight_out), ptr(scales_out), &w,
-                                    ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_w4a16_pack(ptr(src), src_format, ptr(scales), E, N, K, ptr(weight_out), ptr(scales_out), &w,
+                                  ptr(stream));
+        });
         return Tag{w.magic, w.format, w.layout_version, w.group_size, w.experts, w.n, w.k};
       },
       nb::arg("src"), nb::arg("src_format"), nb::arg("scales"), nb::arg("E"), nb::arg("N"), nb::arg("K"),
@@ -125,12 +134,7 @@ NB_MODULE(_chord, m) {
       "dequantize",
       [](const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, scales);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_w4a16_dequantize(&w, ptr(out), ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] { return chord_w4a16_dequantize(&w, ptr(out), ptr(stream)); });
       },
       nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("out"), nb::arg("stream"));
 
@@ -139,13 +143,10 @@ NB_MODULE(_chord, m) {
       [](uintptr_t a, int64_t m, const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t m_indices,
          uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, scales);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_w4a16_contiguous(ptr(a), m, &w, static_cast<const int32_t*>(ptr(m_indices)), ptr(out),
-                                          ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_w4a16_contiguous(ptr(a), m, &w, static_cast<const int32_t*>(ptr(m_indices)), ptr(out),
+                                        ptr(stream));
+        });
       },
       nb::arg("a"), nb::arg("m"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("m_indices"),
       nb::arg("out"), nb::arg("stream"));
@@ -155,13 +156,10 @@ NB_MODULE(_chord, m) {
       [](uintptr_t a, int64_t groups, int64_t max_m, const Tag& tag, uintptr_t weight, uintptr_t scales,
          uintptr_t masked_m, int64_t expected_m, uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, scales);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_w4a16_masked(ptr(a), groups, max_m, &w, static_cast<const int32_t*>(ptr(masked_m)),
-                                      expected_m, ptr(out), ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_w4a16_masked(ptr(a), groups, max_m, &w, static_cast<const int32_t*>(ptr(masked_m)), expected_m,
+                                    ptr(out), ptr(stream));
+        });
       },
       nb::arg("a"), nb::arg("G"), nb::arg("max_m"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"),
       nb::arg("masked_m"), nb::arg("expected_m"), nb::arg("out"), nb::arg("stream"));
@@ -171,13 +169,9 @@ NB_MODULE(_chord, m) {
       [](uintptr_t a, int64_t s, const Tag& tag, uintptr_t weight, uintptr_t scales, uintptr_t offsets,
          uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, scales);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_w4a16_offsets(ptr(a), s, &w, static_cast<const int32_t*>(ptr(offsets)), ptr(out),
-                                       ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_w4a16_offsets(ptr(a), s, &w, static_cast<const int32_t*>(ptr(offsets)), ptr(out), ptr(stream));
+        });
       },
       nb::arg("a"), nb::arg("S"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("offsets"),
       nb::arg("out"), nb::arg("stream"));
@@ -188,15 +182,12 @@ NB_MODULE(_chord, m) {
          int64_t capacity, uintptr_t expert_ids, uintptr_t num_tokens_padded, int64_t top_k, int64_t block_size,
          uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, scales);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_w4a16_indexed(ptr(a), M, &w, static_cast<const int32_t*>(ptr(sorted_ids)), capacity,
-                                       static_cast<const int32_t*>(ptr(expert_ids)),
-                                       static_cast<const int32_t*>(ptr(num_tokens_padded)), top_k, block_size,
-                                       ptr(out), ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_w4a16_indexed(ptr(a), M, &w, static_cast<const int32_t*>(ptr(sorted_ids)), capacity,
+                                     static_cast<const int32_t*>(ptr(expert_ids)),
+                                     static_cast<const int32_t*>(ptr(num_tokens_padded)), top_k, block_size, ptr(out),
+                                     ptr(stream));
+        });
       },
       nb::arg("a"), nb::arg("M"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("sorted_ids"),
       nb::arg("capacity"), nb::arg("expert_ids"), nb::arg("num_tokens_padded"), nb::arg("top_k"),
@@ -212,13 +203,10 @@ NB_MODULE(_chord, m) {
       [](uintptr_t packed, uintptr_t absmax, uintptr_t nested_absmax, uintptr_t nested_code, float offset,
          int64_t E, int64_t N, int64_t K, uintptr_t weight_out, uintptr_t absmax_out, uintptr_t stream) {
         chord_w4a16_weight_t w{};
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_nf4_pack(ptr(packed), ptr(absmax), ptr(nested_absmax), ptr(nested_code), offset, E, N, K,
-                                  ptr(weight_out), ptr(absmax_out), &w, ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_nf4_pack(ptr(packed), ptr(absmax), ptr(nested_absmax), ptr(nested_code), offset, E, N, K,
+                                ptr(weight_out), ptr(absmax_out), &w, ptr(stream));
+        });
         return Tag{w.magic, w.format, w.layout_version, w.group_size, w.experts, w.n, w.k};
       },
       nb::arg("packed"), nb::arg("absmax"), nb::arg("nested_absmax"), nb::arg("nested_code"), nb::arg("offset"),
@@ -228,12 +216,7 @@ NB_MODULE(_chord, m) {
       "nf4_dequantize",
       [](const Tag& tag, uintptr_t weight, uintptr_t absmax, int dtype, uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, absmax);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_nf4_dequantize(&w, dtype, ptr(out), ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] { return chord_nf4_dequantize(&w, dtype, ptr(out), ptr(stream)); });
       },
       nb::arg("tag"), nb::arg("weight"), nb::arg("absmax"), nb::arg("dtype"), nb::arg("out"), nb::arg("stream"));
 
@@ -242,13 +225,10 @@ NB_MODULE(_chord, m) {
       [](uintptr_t x, int dtype, int64_t s, const Tag& tag, uintptr_t weight, uintptr_t absmax, uintptr_t offsets,
          uintptr_t out, uintptr_t stream) {
         chord_w4a16_weight_t w = from_tag(tag, weight, absmax);
-        chord_status_t status;
-        {
-          nb::gil_scoped_release release;
-          status = chord_nf4_offsets(ptr(x), dtype, s, &w, static_cast<const int32_t*>(ptr(offsets)), ptr(out),
-                                     ptr(stream));
-        }
-        check(status);
+        call_without_gil([&] {
+          return chord_nf4_offsets(ptr(x), dtype, s, &w, static_cast<const int32_t*>(ptr(offsets)), ptr(out),
+                                   ptr(stream));
+        });
       },
       nb::arg("x"), nb::arg("dtype"), nb::arg("S"), nb::arg("tag"), nb::arg("weight"), nb::arg("absmax"),
       nb::arg("offsets"), nb::arg("out"), nb::arg("stream"));
