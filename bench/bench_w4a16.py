@@ -251,8 +251,8 @@ class Suite:
                     lambda: self.chord.masked(a, w.tag, masked_m, tokens_per_expert, out),
                     lambda: grouped_mm(x_grouped, w.bf16, offsets), check)
 
-    # -- offsets -----------------------------------------------------------------------------
-    def offsets_mode(self, scenario, x, w, tokens, top_k, gen):
+    # -- offsets (INT4, or NF4 whose dequantize must also have matched bitsandbytes' rule) ----
+    def offsets_mode(self, scenario, x, w, tokens, top_k, gen, nf4=False):
         e = w.experts
         topk_ids = skewed_topk(tokens, e, top_k, gen)
         identity = torch.arange(e, dtype=torch.int32, device="cuda")
@@ -260,31 +260,15 @@ class Suite:
         s_rows = routes.numel()
         a = torch.randn(s_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.full((s_rows, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
+        launch = self.chord.nf4_offsets if nf4 else self.chord.offsets
+        weights_exact = w.dequantize_exact if nf4 else True
 
         def check():
             err = rel_error(out, grouped_mm(a, w.bf16, offsets))
-            return err < 1e-2 and not torch.isnan(out).any().item(), err
+            return weights_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
-                    lambda: self.chord.offsets(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets),
-                    check)
-
-    def offsets_nf4(self, scenario, x, w, tokens, top_k, gen):
-        e = w.experts
-        topk_ids = skewed_topk(tokens, e, top_k, gen)
-        identity = torch.arange(e, dtype=torch.int32, device="cuda")
-        routes, offsets, active = grouped_rows(topk_ids, identity, e)
-        s_rows = routes.numel()
-        a = torch.randn(s_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
-        out = torch.full((s_rows, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
-
-        def check():
-            err = rel_error(out, grouped_mm(a, w.bf16, offsets))
-            return w.dequantize_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
-
-        self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
-                    lambda: self.chord.nf4_offsets(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets),
-                    check)
+                    lambda: launch(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets), check)
 
 
 def run_kimi(suite, chord, quick, gen):
@@ -361,7 +345,7 @@ def run(args):
         down = NF4ExpertWeights(chord, e_q, n_down, k_down, gen)
         for suite.proj, w in (("gate_up", up), ("down", down)):
             for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
-                suite.offsets_nf4("offsets Qwen3 NF4", t, w, t, 8, gen)
+                suite.offsets_mode("offsets Qwen3 NF4", t, w, t, 8, gen, nf4=True)
     return suite
 
 
