@@ -30,13 +30,6 @@ template <typename... Args>
     if (!(cond)) ::chord::fail(CHORD_ERROR_INVALID_ARGUMENT, __VA_ARGS__);        \
   } while (0)
 
-// Internal invariants: file and line help the developer, not the user.
-#define CHORD_ASSERT(cond)                                                                  \
-  do {                                                                                      \
-    if (!(cond)) ::chord::fail(CHORD_ERROR_INTERNAL, "{}:{}: internal check failed: {}",   \
-                               __FILE__, __LINE__, #cond);                                  \
-  } while (0)
-
 // Warnings go to stderr once per distinct message site; the library keeps working.
 void warn(const std::string& message);
 
