@@ -590,16 +590,18 @@ void time_offsets(const std::string& label, BigWeights& W, const std::vector<int
 // ------------------------------------------------------------------------------------------
 // main
 // ------------------------------------------------------------------------------------------
-// Options: --no-timing, --quick (10 timed reps), --reps N. Prints the device, runs
+// Options: --no-timing, --timing-only (skip `correctness`, e.g. under a profiler), --quick
+// (10 timed reps), --reps N. Prints the device, runs
 // `correctness`, then `timing` unless --no-timing, then the SUMMARY line. Exit status 0 when
 // every check passes, 1 otherwise; 77 (skipped) when `required_major` is set and the device's
 // compute capability major differs: `unsupported` is printed instead.
 inline int checker_main(int argc, char** argv, const Settings& settings, void (*correctness)(), void (*timing)(),
                         int required_major = 0, const char* unsupported = nullptr) {
   g_settings = settings;
-  bool do_timing = true;
+  bool do_timing = true, do_correctness = true;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-timing")) do_timing = false;
+    if (!std::strcmp(argv[i], "--timing-only")) do_correctness = false;
     if (!std::strcmp(argv[i], "--quick")) g_settings.reps = 10;
     if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) g_settings.reps = std::max(1, std::atoi(argv[++i]));
   }
@@ -610,7 +612,7 @@ inline int checker_main(int argc, char** argv, const Settings& settings, void (*
     std::printf("%s\n", unsupported);
     return 77;
   }
-  correctness();
+  if (do_correctness) correctness();
   if (do_timing) timing();
   std::printf("\nSUMMARY: %d passed, %d failed\n", g_pass, g_fail);
   return g_fail ? 1 : 0;
