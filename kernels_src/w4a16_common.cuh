@@ -72,6 +72,16 @@ __device__ __forceinline__ unsigned int f32x2_to_bf16x2(float lo, float hi) {
   return d;
 }
 
+// (x & 0x000f000f) | 0x43004300 in one lop3: the two nibbles at bits 0 and 16 become the
+// mantissa LSBs of the bf16 pair {128 + lo, 128 + hi}. Written as PTX because from C the
+// compiler emits an AND and an OR (SASS LOP3 takes one immediate); ptxas keeps one constant in
+// a register instead.
+__device__ __forceinline__ unsigned int nibble_pair_bf16(unsigned int x) {
+  unsigned int d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(x), "n"(0x000f000f), "n"(0x43004300));
+  return d;
+}
+
 __device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, unsigned int sel) {
   unsigned int d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
@@ -94,7 +104,7 @@ __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, un
   const unsigned int kNegZero = 0x80008000u;        // {-0.0, -0.0}
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const unsigned int x = ((q >> (4 * p)) & 0x000f000fu) | 0x43004300u;
+    const unsigned int x = nibble_pair_bf16(q >> (4 * p));
     const unsigned int v = bf16x2_fma(x, kOne, kM136);
     a[p] = bf16x2_fma(v, (p & 1) ? s_hi : s_lo, kNegZero);
   }
@@ -110,7 +120,7 @@ __device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int 
   const unsigned int kNegZero = 0x80008000u;
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const unsigned int x = ((q >> (4 * p)) & 0x000f000fu) | 0x43004300u;
+    const unsigned int x = nibble_pair_bf16(q >> (4 * p));
     const unsigned int v = bf16x2_fma(x, kOne, kM136);
     a[p] = bf16x2_fma(v, (p & 1) ? s_hi : s_lo, kNegZero);
   }

@@ -271,45 +271,77 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                                (unsigned long long)n_block * BLOCK_N * kSB;
   const unsigned int pipe_base = smem_addr(pipe);
 
-  // Activation rows of k-block kb into stage slot `slot`: BLOCK_M rows x BLOCK_K, 16-byte
-  // chunks, chunk index XOR (row & 7) so the ldmatrix reads of 8 rows at one k offset hit 8
-  // different bank groups. Rows without a source are zero-filled.
+  // Every copy of a k block is a fixed set of 16-byte chunks; a thread owns chunks tid,
+  // tid + kThreads, ... of each tile. Their source pointers and shared-memory offsets are
+  // computed once here and only advanced by a per-k-block constant in the loop, and the trip
+  // counts are compile-time, so the copy issue is straight-line code.
+  //
+  // Activations: BLOCK_M rows x BLOCK_K, chunk index XOR (row & 7) so the ldmatrix reads of 8
+  // rows at one k offset hit 8 different bank groups. Rows without a source are zero-filled.
+  constexpr int kAChunksPerRow = BLOCK_K / 8;
+  constexpr int kAIters = (BLOCK_M * kAChunksPerRow + kThreads - 1) / kThreads;
+  const unsigned short* a_src[kAIters];
+  unsigned int a_dst[kAIters];
+  int a_bytes[kAIters];
+#pragma unroll
+  for (int i = 0; i < kAIters; ++i) {
+    const int c = tid + i * kThreads;
+    const int row = c / kAChunksPerRow, ch = c % kAChunksPerRow;
+    const int src = c < BLOCK_M * kAChunksPerRow ? s_src[row] : -1;
+    a_src[i] = src >= 0 ? a_ptr + (long long)src * args.lda + ch * 8 : a_ptr;
+    a_bytes[i] = src >= 0 ? 16 : 0;
+    a_dst[i] = c < BLOCK_M * kAChunksPerRow ? row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16) : 0xffffffffu;
+  }
   auto load_act = [&](int kb, int slot, int stage_bytes) {
     const unsigned int st = pipe_base + slot * stage_bytes;
-    constexpr int kAChunksPerRow = BLOCK_K / 8;
 #pragma unroll
-    for (int c = tid; c < BLOCK_M * kAChunksPerRow; c += kThreads) {
-      const int row = c / kAChunksPerRow, ch = c % kAChunksPerRow;
-      const int src = s_src[row];
-      const unsigned short* g = src >= 0 ? a_ptr + (long long)src * args.lda + (long long)kb * BLOCK_K + ch * 8 : a_ptr;
-      cp_async_16(st + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), g, src >= 0 ? 16 : 0);
+    for (int i = 0; i < kAIters; ++i) {
+      if ((BLOCK_M * kAChunksPerRow) % kThreads == 0 || a_dst[i] != 0xffffffffu)
+        cp_async_16(st + a_dst[i], a_src[i] + kb * BLOCK_K, a_bytes[i]);
     }
   };
+
+  // Weights: (BLOCK_N/16) x (BLOCK_K/64) chunks of 512 contiguous bytes, copied as is; chunk
+  // c = (n tile, 64-k chunk, lane16). Scales: BLOCK_K/kGroup group rows of BLOCK_N scales.
+  constexpr int kWChunks = BLOCK_N * BLOCK_K / 32;
+  constexpr int kWIters = (kWChunks + kThreads - 1) / kThreads;
+  constexpr int kSChunksPerRow = BLOCK_N * kSB / 16;
+  constexpr int kSChunks = (BLOCK_K / kGroup) * kSChunksPerRow;
+  constexpr int kSIters = (kSChunks + kThreads - 1) / kThreads;
+  const unsigned char* w_src[PATH == kW4A16PathStaged ? kWIters : 1];
+  const unsigned char* sc_src[PATH == kW4A16PathStaged ? kSIters : 1];
+  if constexpr (PATH == kW4A16PathStaged) {
+#pragma unroll
+    for (int i = 0; i < kWIters; ++i) {
+      const int c = tid + i * kThreads;
+      const int kc = (c >> 5) % kKC, nt = (c >> 5) / kKC;
+      w_src[i] = w_ptr + ((unsigned long long)nt * (K / 64) + kc) * 512ull + (c & 31) * 16;
+    }
+#pragma unroll
+    for (int i = 0; i < kSIters; ++i) {
+      const int c = tid + i * kThreads;
+      const int grp = c / kSChunksPerRow, ch = c % kSChunksPerRow;
+      sc_src[i] = s_ptr + (unsigned long long)grp * N * kSB + ch * 16;
+    }
+  }
+  const unsigned long long w_kb_step = (unsigned long long)kKC * 512ull;
+  const unsigned long long s_kb_step = (unsigned long long)(BLOCK_K / kGroup) * N * kSB;
 
   // Issue the copies of k-block kb into stage slot `slot` (staged path: all three tiles).
   auto load_stage = [&](int kb, int slot) {
     const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
     load_act(kb, slot, Cfg::kStageBytes);
-    // Weights: (BLOCK_N/16) x (BLOCK_K/64) chunks of 512 contiguous bytes, copied as is.
     const unsigned int sw = st + Cfg::kABytes;
 #pragma unroll
-    for (int c = tid; c < BLOCK_N * BLOCK_K / 32; c += kThreads) {
-      const int lane16 = c & 31;
-      const int kc = (c >> 5) % kKC;
-      const int nt = (c >> 5) / kKC;
-      const unsigned char* g = w_ptr + ((unsigned long long)nt * (K / 64) + (unsigned long long)kb * kKC + kc) * 512ull +
-                               lane16 * 16;
-      cp_async_16(sw + c * 16, g, 16);
+    for (int i = 0; i < kWIters; ++i) {
+      if (kWChunks % kThreads == 0 || tid + i * kThreads < kWChunks)
+        cp_async_16(sw + (tid + i * kThreads) * 16, w_src[i] + kb * w_kb_step, 16);
     }
-    // Scales: BLOCK_K/kGroup group rows of BLOCK_N scales (bf16 or fp32).
     const unsigned int ss = sw + Cfg::kWBytes;
-    constexpr int kSChunksPerRow = BLOCK_N * kSB / 16;
 #pragma unroll
-    for (int c = tid; c < (BLOCK_K / kGroup) * kSChunksPerRow; c += kThreads) {
-      const int grp = c / kSChunksPerRow, ch = c % kSChunksPerRow;
-      const unsigned char* g =
-          s_ptr + ((unsigned long long)kb * (BLOCK_K / kGroup) + grp) * (unsigned long long)N * kSB + ch * 16;
-      cp_async_16(ss + c * 16, g, 16);
+    for (int i = 0; i < kSIters; ++i) {
+      if (kSChunks % kThreads == 0 || tid + i * kThreads < kSChunks)
+        cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + kb * s_kb_step, 16);
     }
   };
 
@@ -362,16 +394,19 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 
     unsigned int wq[kU][kNT][4];
     unsigned int sq[kU][kNT][2];
+    // Offsets of chunk u of k block kb: the weight offset folds into the load's immediate; the
+    // scale offsets are warp-uniform (one multiply per k block, shared by the n tiles).
     auto load_w = [&](int kb, int u) {
-      const int chunk = kb * kU + u;
+      const unsigned long long w_off = (unsigned long long)(kb * kU + u) * 512ull;
+      const unsigned long long s_off = (unsigned long long)(kb * kU + u) * (kNF4 ? 1 : 2) * srow;
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
-        ldg_stream_v4(wp[i] + (unsigned long long)chunk * 512ull, wq[u][i]);
+        ldg_stream_v4(wp[i] + w_off, wq[u][i]);
         if constexpr (kNF4) {
-          nf4_detail::ldg_nc_v2(sp[i] + (unsigned long long)chunk * srow, sq[u][i]);  // {a[g], a[g+8]}
+          nf4_detail::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // {a[g], a[g+8]}
         } else {
-          sq[u][i][0] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk) * srow);
-          sq[u][i][1] = ldg_nc_b32(sp[i] + (unsigned long long)(2 * chunk + 1) * srow);
+          sq[u][i][0] = ldg_nc_b32(sp[i] + s_off);
+          sq[u][i][1] = ldg_nc_b32(sp[i] + s_off + srow);
         }
       }
     };
