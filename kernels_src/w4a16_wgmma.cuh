@@ -188,40 +188,70 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   const int num_k = K / kW4A16WgmmaBlockK;
   const int tid = threadIdx.x;
 
-  const unsigned char* w_ptr = static_cast<const unsigned char*>(args.w) +
-                               (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
-                               (unsigned long long)n_block * (BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull;
-  const unsigned char* s_ptr = static_cast<const unsigned char*>(args.scales) +
-                               (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
-                               (unsigned long long)n_block * BLOCK_N * 2ull;
-  const unsigned int pipe_base = smem_addr(pipe);
+  // Copy work of one stage, split over the threads with compile-time trip counts. Every
+  // per-thread source pointer and shared-memory offset is computed once here; per k block the
+  // sources advance by a constant and the destinations are fixed offsets from the stage base.
+  //  - activations: BLOCK_M rows x 8 chunks of 16 bytes; chunk i of a thread is row
+  //    tid / 8 + i * (kThreads / 8), chunk tid % 8, stored at chunk (tid % 8) ^ (row % 8)
+  //    (128-byte swizzle; row % 8 == (tid / 8) % 8 since kThreads / 8 is a multiple of 8);
+  //    invalid rows are zero-filled;
+  //  - packed weight: BLOCK_N / 16 chunks of 512 contiguous bytes (16 rows x 64 k), copied
+  //    as 16-byte pieces tid + i * kThreads;
+  //  - scales: two group rows of BLOCK_N bf16, one 16-byte piece for each of the first
+  //    BLOCK_N / 4 threads.
+  constexpr int kAPieces = BLOCK_M * 8 / kThreads;
+  constexpr int kWPieces = BLOCK_N * 2 / kThreads;
+  constexpr int kSPieces = BLOCK_N / 4;
+  static_assert(kAPieces * kThreads == BLOCK_M * 8 && (kThreads / 8) % 8 == 0, "activation copy split");
+  static_assert(kWPieces * kThreads == BLOCK_N * 2, "weight copy split");
+  static_assert(kSPieces <= kThreads, "scale copy split");
 
-  auto load_stage = [&](int kb, int slot) {
-    const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
-    // Activations: BLOCK_M gathered rows x 8 chunks of 16 bytes, chunk c of row r stored at
-    // chunk c ^ (r % 8) (128-byte swizzle); invalid rows are zero-filled.
+  // Activation sources as 32-bit indices of 16-byte chunks from args.a (rows are 16-byte
+  // aligned, lda % 8 == 0): one IMAD.WIDE per copy from a k-block base that is uniform across
+  // the CTA, and half the registers of 64-bit pointers (this loop runs at the 128-register cap
+  // of two CTAs per SM). Covers activations up to 64 GiB.
+  unsigned int a_chunk[kAPieces];
+  unsigned int a_valid = 0;  // bit i: activation row of piece i is valid (else zero fill)
+  const int a_row = tid >> 3, a_ch = tid & 7;
 #pragma unroll
-    for (int c = tid; c < BLOCK_M * 8; c += kThreads) {
-      const int row = c >> 3, ch = c & 7;
-      const int src = s_src[row];
-      const unsigned short* gp = static_cast<const unsigned short*>(args.a) +
-                                 (src >= 0 ? (long long)src * args.lda + kb * kW4A16WgmmaBlockK + ch * 8 : 0);
-      cp_async_16(st + row * 128 + ((ch ^ (row & 7)) << 4), gp, src >= 0 ? 16 : 0);
-    }
-    // Packed weight: BLOCK_N/16 chunks (16 rows x 64 k) of 512 contiguous bytes.
-    const unsigned int sw = st + Cfg::kABytes;
+  for (int i = 0; i < kAPieces; ++i) {
+    const int src = s_src[a_row + i * (kThreads / 8)];
+    a_chunk[i] = src >= 0 ? (unsigned int)((unsigned long long)src * (unsigned long long)args.lda / 8ull) + a_ch : 0u;
+    a_valid |= (src >= 0 ? 1u : 0u) << i;
+  }
+  const uint4_w* a_k = static_cast<const uint4_w*>(args.a);  // chunk 0 of the next k block to load
+  const unsigned int a_dst = a_row * 128 + ((a_ch ^ (a_row & 7)) << 4);
+
+  const unsigned char* w_src = static_cast<const unsigned char*>(args.w) +
+                               (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
+                               ((unsigned long long)n_block * (BLOCK_N / 16) + (tid >> 5)) * (unsigned long long)num_k * 512ull +
+                               (tid & 31) * 16;
+  // Piece i of the weight is (kThreads / 32) * i chunks further on.
+  const unsigned long long w_piece_stride = (unsigned long long)(kThreads / 32) * num_k * 512ull;
+
+  const bool s_copier = tid < kSPieces;
+  const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
+                                   (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
+                                   (unsigned long long)n_block * BLOCK_N * 2ull +
+                                   (unsigned long long)(tid / (BLOCK_N / 8)) * N * 2ull + (tid % (BLOCK_N / 8)) * 16;
+  const unsigned long long s_step = 4ull * N;  // two group rows of N bf16 per k block
+
+  const unsigned int pipe_base = smem_addr(pipe);
+  const unsigned int pipe_end = pipe_base + STAGES * Cfg::kStageBytes;
+
+  // Issues the copies of the next k block into the stage at `st` and advances the sources.
+  auto load_stage = [&](unsigned int st) {
 #pragma unroll
-    for (int c = tid; c < BLOCK_N * 2; c += kThreads) {
-      const int nt = c >> 5, l = c & 31;
-      cp_async_16(sw + c * 16, w_ptr + ((unsigned long long)nt * (K / 64) + kb) * 512ull + l * 16, 16);
+    for (int i = 0; i < kAPieces; ++i) {
+      cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
     }
-    // Scales: two group rows of BLOCK_N bf16.
-    const unsigned int ss = sw + Cfg::kWBytes;
+    a_k += kW4A16WgmmaBlockK / 8;
+    const unsigned int sw = st + Cfg::kABytes + tid * 16;
 #pragma unroll
-    for (int c = tid; c < 2 * (BLOCK_N / 8); c += kThreads) {
-      const int grp = c / (BLOCK_N / 8), ch = c % (BLOCK_N / 8);
-      cp_async_16(ss + c * 16, s_ptr + ((unsigned long long)kb * 2 + grp) * (unsigned long long)N * 2ull + ch * 16, 16);
-    }
+    for (int i = 0; i < kWPieces; ++i) cp_async_16(sw + i * kThreads * 16, w_src + i * w_piece_stride, 16);
+    w_src += 512;
+    if (s_copier) cp_async_16(st + Cfg::kABytes + Cfg::kWBytes + tid * 16, s_src_ptr, 16);
+    s_src_ptr += s_step;
   };
 
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
@@ -233,63 +263,76 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 #pragma unroll
     for (int r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
 
+  unsigned int load_st = pipe_base;
+  int loads_left = num_k;
 #pragma unroll
   for (int s = 0; s < STAGES - 2; ++s) {
-    if (s < num_k) load_stage(s, s);
+    if (loads_left > 0) load_stage(load_st);
     cp_async_commit();
+    --loads_left;
+    load_st += Cfg::kStageBytes;
   }
+
+  // This thread's packed-weight piece and scale pair of m64 tile i are at fixed offsets from
+  // the stage base: weight chunk nt = (wg * kTiles + i) * 4 + warp, scales of rows nt * 16 + 2g.
+  const int nt0 = wg * kTiles * 4 + warp;
+  const unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
+  const unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * 2;
 
   // One k block. `af` receives the decoded weight fragments this block's wgmma group reads
   // from registers; PTX forbids writing them until that group has retired, so consecutive
   // blocks alternate between two fragment arrays (the group of block kb is retired by the
-  // wait_group 1 of block kb + 1, before block kb + 2 rewrites its array).
-  int slot = 0;
-  int fill_slot = STAGES - 2;
-  auto k_block = [&](int kb, unsigned int (&af)[kTiles][4][4]) {
+  // wait_group 1 of block kb + 1, before block kb + 2 rewrites its array). The accumulators
+  // are not touched between the wgmma of consecutive blocks (no register fence there): any
+  // non-wgmma definition of a wgmma input while a group is in flight makes ptxas serialize
+  // every wgmma of the kernel (C7513).
+  unsigned int read_st = pipe_base;
+  auto k_block = [&](unsigned int(&af)[kTiles][4][4]) {
     cp_async_wait<STAGES - 3>();
     fence_proxy_async_shared();
     __syncthreads();
-    if (kb + STAGES - 2 < num_k) load_stage(kb + STAGES - 2, fill_slot);
+    if (loads_left > 0) load_stage(load_st);
     cp_async_commit();
-    fill_slot = fill_slot + 1 == STAGES ? 0 : fill_slot + 1;
+    --loads_left;
+    load_st = load_st + Cfg::kStageBytes == pipe_end ? pipe_base : load_st + Cfg::kStageBytes;
 
-    const unsigned int sa = pipe_base + slot * Cfg::kStageBytes;
-    const unsigned int sw = sa + Cfg::kABytes;
-    const unsigned int ss = sw + Cfg::kWBytes;
 #pragma unroll
     for (int i = 0; i < kTiles; ++i) {
-      const int nt = (wg * kTiles + i) * 4 + warp;
       unsigned int q[4];
-      lds128(sw + nt * 512 + lane * 16, q[0], q[1], q[2], q[3]);
-      const unsigned int s0 = lds32(ss + (nt * 16 + 2 * g) * 2);
-      const unsigned int s1 = lds32(ss + (BLOCK_N + nt * 16 + 2 * g) * 2);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) dequant_word(q[j], j < 2 ? s0 : s1, af[i][j]);
+      lds128(read_st + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
+      const unsigned int s0 = lds32(read_st + s_rd + i * 128);
+      const unsigned int s1 = lds32(read_st + s_rd + i * 128 + BLOCK_N * 2);
+      const unsigned int s0_lo = prmt(s0, 0u, 0x1010u), s0_hi = prmt(s0, 0u, 0x3232u);
+      const unsigned int s1_lo = prmt(s1, 0u, 0x1010u), s1_hi = prmt(s1, 0u, 0x3232u);
+      dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
+      dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
+      dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
+      dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
     }
-#pragma unroll
-    for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-      for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
     wgmma_fence();
+    const unsigned long long desc0 = smem_desc_sw128(read_st);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const unsigned long long desc = smem_desc_sw128(sa + j * 32);
+      // +32 bytes per k16 = +2 in the start-address field (bits 0-13; no carry out of it).
+      const unsigned long long desc = desc0 + 2 * j;
 #pragma unroll
       for (int i = 0; i < kTiles; ++i) Wgmma<BLOCK_M>::mma(acc[i], af[i][j], desc);
     }
     wgmma_commit();
     wgmma_wait<INFLIGHT>();
-#pragma unroll
-    for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-      for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
-    slot = slot + 1 == STAGES ? 0 : slot + 1;
+    read_st = read_st + Cfg::kStageBytes == pipe_end ? pipe_base : read_st + Cfg::kStageBytes;
   };
+  // Every control-flow path must respect the fragment rule above, including paths ptxas cannot
+  // rule out: with a conditional second block inside the loop, "skip it and loop back" would
+  // rewrite af_even while its group is in flight, and ptxas serializes. Hence whole pairs in
+  // the loop and the odd block after it.
   unsigned int af_even[kTiles][4][4], af_odd[kTiles][4][4];
-  for (int kb = 0; kb < num_k; kb += 2) {
-    k_block(kb, af_even);
-    if (kb + 1 < num_k) k_block(kb + 1, af_odd);
+  int kb = 0;
+  for (; kb + 1 < num_k; kb += 2) {
+    k_block(af_even);
+    k_block(af_odd);
   }
+  if (kb < num_k) k_block(af_even);
   wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
@@ -319,8 +362,10 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   __syncthreads();
   unsigned short* out = static_cast<unsigned short*>(args.out);
   constexpr int kOutChunksPerRow = BLOCK_N / 8;
+  static_assert(BLOCK_M * kOutChunksPerRow % kThreads == 0, "epilogue copy split");
 #pragma unroll
-  for (int c = tid; c < BLOCK_M * kOutChunksPerRow; c += kThreads) {
+  for (int i = 0; i < BLOCK_M * kOutChunksPerRow / kThreads; ++i) {
+    const int c = tid + i * kThreads;
     const int row = c / kOutChunksPerRow, ch = c % kOutChunksPerRow;
     const int dst = s_dst[row];
     if (dst >= 0) {
