@@ -2,7 +2,9 @@
 helper and the humming schemas convert. No GPU is touched (argument errors are answered
 before any launch)."""
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -33,14 +35,37 @@ def test_native_module_and_ops_registered():
         assert hasattr(torch.ops.chord, name), name
 
 
+def run_fresh(args):
+    """Runs a command in a fresh process; a failure names the command, the exit status or
+    signal, and the end of its stderr."""
+    proc = subprocess.run(args, capture_output=True, text=True)
+    if proc.returncode != 0:
+        status = (f"killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0
+                  else f"exit status {proc.returncode}")
+        pytest.fail(f"{' '.join(args)}: {status}\n{proc.stderr[-3000:]}")
+    return proc.stdout
+
+
 def test_cli_runs():
-    proc = subprocess.run([sys.executable, "-m", "chord_kernels._cli", "info"], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    assert "chord " + ck.__version__ in proc.stdout
-    script = shutil.which("chord")
+    # This process imported torch before chord_kernels, which hides clashes between the
+    # wheel's libraries and torch's (a C++ runtime linked statically into libchord once made
+    # `import torch` abort with free(): invalid pointer). The CLI and most scripts import
+    # chord_kernels first: check that order in a fresh process, then the CLI itself.
+    out = run_fresh([sys.executable, "-c",
+                     "import chord_kernels, torch; print(chord_kernels.__version__, torch.ones(2).sum().item())"])
+    assert out.split() == [ck.__version__, "2.0"]
+
+    out = run_fresh([sys.executable, "-m", "chord_kernels._cli", "info"])
+    assert "chord " + ck.__version__ in out
+    assert "NVRTC 13." in out
+    if torch.cuda.is_available():  # the CLI finds the driver and the same GPUs as torch
+        assert out.count("compute capability") == torch.cuda.device_count(), out
+
+    # The console script: next to the interpreter in a virtual environment, else on PATH.
+    script = os.path.join(os.path.dirname(sys.executable), "chord")
+    script = script if os.path.exists(script) else shutil.which("chord")
     if script is not None:
-        proc = subprocess.run([script, "info"], capture_output=True, text=True)
-        assert proc.returncode == 0 and "NVRTC" in proc.stdout
+        assert "chord " + ck.__version__ in run_fresh([script, "info"])
 
 
 def test_library_checks_tag_and_pointers():
