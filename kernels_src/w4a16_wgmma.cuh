@@ -68,6 +68,7 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+__device__ __forceinline__ void opaque(unsigned int& x) { asm volatile("" : "+r"(x)); }
 // Keeps the compiler from moving accumulator reads / writes across wgmma fences and waits.
 __device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
@@ -188,26 +189,27 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   const int num_k = K / kW4A16WgmmaBlockK;
   const int tid = threadIdx.x;
 
-  // Copy work of one stage, split over the threads with compile-time trip counts. Every
-  // per-thread source pointer and shared-memory offset is computed once here; per k block the
-  // sources advance by a constant and the destinations are fixed offsets from the stage base.
-  //  - activations: BLOCK_M rows x 8 chunks of 16 bytes; chunk i of a thread is row
+  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int g = lane >> 2, t = lane & 3;
+  // Packed-weight chunk (16 rows x 64 k) of this warp's first m64 tile; tile i is nt0 + 4 i.
+  const int nt0 = wg * kTiles * 4 + warp;
+
+  // Copy work of one stage, split over the threads with compile-time trip counts. Per-thread
+  // sources and shared-memory offsets are computed once here; per k block only a uniform k
+  // offset changes and the destinations are fixed offsets from the stage base.
+  //  - activations: BLOCK_M rows x 8 chunks of 16 bytes; piece i of a thread is row
   //    tid / 8 + i * (kThreads / 8), chunk tid % 8, stored at chunk (tid % 8) ^ (row % 8)
   //    (128-byte swizzle; row % 8 == (tid / 8) % 8 since kThreads / 8 is a multiple of 8);
   //    invalid rows are zero-filled;
-  //  - packed weight: BLOCK_N / 16 chunks of 512 contiguous bytes (16 rows x 64 k), copied
-  //    as 16-byte pieces tid + i * kThreads;
-  //  - scales: two group rows of BLOCK_N bf16, one 16-byte piece for each of the first
-  //    BLOCK_N / 4 threads.
+  //  - packed weight: each warp copies the 512-byte chunks it decodes (one 16-byte piece per
+  //    lane and m64 tile), so its decode needs only its own copies and a warp barrier;
+  //  - scales: likewise each warp copies its own rows nt * 16 .. nt * 16 + 15 of both group
+  //    rows: 64 bytes per tile, one piece for each of lanes 0 .. 4 * kTiles - 1.
   constexpr int kAPieces = BLOCK_M * 8 / kThreads;
-  constexpr int kWPieces = BLOCK_N * 2 / kThreads;
-  constexpr int kSPieces = BLOCK_N / 4;
   static_assert(kAPieces * kThreads == BLOCK_M * 8 && (kThreads / 8) % 8 == 0, "activation copy split");
-  static_assert(kWPieces * kThreads == BLOCK_N * 2, "weight copy split");
-  static_assert(kSPieces <= kThreads, "scale copy split");
 
   // Activation sources as 32-bit indices of 16-byte chunks from args.a (rows are 16-byte
-  // aligned, lda % 8 == 0): one IMAD.WIDE per copy from a k-block base that is uniform across
+  // aligned, lda % 8 == 0): one LEA pair per copy from a k-block base that is uniform across
   // the CTA, and half the registers of 64-bit pointers (this loop runs at the 128-register cap
   // of two CTAs per SM). Covers activations up to 64 GiB.
   unsigned int a_chunk[kAPieces];
@@ -224,38 +226,44 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 
   const unsigned char* w_src = static_cast<const unsigned char*>(args.w) +
                                (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
-                               ((unsigned long long)n_block * (BLOCK_N / 16) + (tid >> 5)) * (unsigned long long)num_k * 512ull +
-                               (tid & 31) * 16;
-  // Piece i of the weight is (kThreads / 32) * i chunks further on.
-  const unsigned long long w_piece_stride = (unsigned long long)(kThreads / 32) * num_k * 512ull;
+                               ((unsigned long long)n_block * (BLOCK_N / 16) + nt0) * (unsigned long long)num_k * 512ull +
+                               lane * 16;
+  const unsigned long long w_tile_stride = 4ull * num_k * 512ull;  // tile i + 1 is 4 chunks on
 
-  const bool s_copier = tid < kSPieces;
+  const bool s_copier = lane < 4 * kTiles;
+  const int s_tile = lane >> 2, s_grp = (lane >> 1) & 1, s_half = lane & 1;
   const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
                                    (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
                                    (unsigned long long)n_block * BLOCK_N * 2ull +
-                                   (unsigned long long)(tid / (BLOCK_N / 8)) * N * 2ull + (tid % (BLOCK_N / 8)) * 16;
-  const unsigned long long s_step = 4ull * N;  // two group rows of N bf16 per k block
+                                   (unsigned long long)s_grp * N * 2ull + (nt0 + 4 * s_tile) * 32 + s_half * 16;
+  unsigned int s_dst_off = Cfg::kABytes + Cfg::kWBytes + s_grp * BLOCK_N * 2 + (nt0 + 4 * s_tile) * 32 + s_half * 16;
 
   const unsigned int pipe_base = smem_addr(pipe);
   const unsigned int pipe_end = pipe_base + STAGES * Cfg::kStageBytes;
 
-  // Issues the copies of the next k block into the stage at `st` and advances the sources.
-  auto load_stage = [&](unsigned int st) {
-#pragma unroll
-    for (int i = 0; i < kAPieces; ++i) {
-      cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
-    }
-    a_k += kW4A16WgmmaBlockK / 8;
-    const unsigned int sw = st + Cfg::kABytes + tid * 16;
-#pragma unroll
-    for (int i = 0; i < kWPieces; ++i) cp_async_16(sw + i * kThreads * 16, w_src + i * w_piece_stride, 16);
-    w_src += 512;
-    if (s_copier) cp_async_16(st + Cfg::kABytes + Cfg::kWBytes + tid * 16, s_src_ptr, 16);
-    s_src_ptr += s_step;
-  };
+  // This thread's packed-weight piece and scale pair of m64 tile i, as offsets from the stage
+  // base (the weight piece is also where this thread copies it).
+  unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
+  unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * 2;
 
-  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int g = lane >> 2, t = lane & 3;
+  // Opaque to the compiler: it would otherwise recompute these from threadIdx inside the loop
+  // (rematerialization under the 128-register cap) instead of keeping them in registers.
+  opaque(w_rd);
+  opaque(s_rd);
+  opaque(s_dst_off);
+
+  // Issues the copies of k block `kb` into the stage at `st`.
+  auto load_stage = [&](unsigned int st, int kb) {
+#pragma unroll
+    for (int i = 0; i < kAPieces; ++i)
+      cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+    a_k += kW4A16WgmmaBlockK / 8;
+    const unsigned int w_koff = (unsigned int)kb * 512u;
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+      cp_async_16(st + w_rd + i * 2048, w_src + i * w_tile_stride + w_koff, 16);
+    if (s_copier) cp_async_16(st + s_dst_off, s_src_ptr + (unsigned int)kb * (4u * (unsigned int)N), 16);
+  };
 
   float acc[kTiles][kAcc];
 #pragma unroll
@@ -264,38 +272,31 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     for (int r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
 
   unsigned int load_st = pipe_base;
-  int loads_left = num_k;
+  int load_kb = 0;
 #pragma unroll
   for (int s = 0; s < STAGES - 2; ++s) {
-    if (loads_left > 0) load_stage(load_st);
+    if (load_kb < num_k) load_stage(load_st, load_kb);
     cp_async_commit();
-    --loads_left;
+    ++load_kb;
     load_st += Cfg::kStageBytes;
   }
 
-  // This thread's packed-weight piece and scale pair of m64 tile i are at fixed offsets from
-  // the stage base: weight chunk nt = (wg * kTiles + i) * 4 + warp, scales of rows nt * 16 + 2g.
-  const int nt0 = wg * kTiles * 4 + warp;
-  const unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
-  const unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * 2;
-
-  // One k block. `af` receives the decoded weight fragments this block's wgmma group reads
-  // from registers; PTX forbids writing them until that group has retired, so consecutive
-  // blocks alternate between two fragment arrays (the group of block kb is retired by the
-  // wait_group 1 of block kb + 1, before block kb + 2 rewrites its array). The accumulators
-  // are not touched between the wgmma of consecutive blocks (no register fence there): any
-  // non-wgmma definition of a wgmma input while a group is in flight makes ptxas serialize
-  // every wgmma of the kernel (C7513).
+  // One k block: wait for this thread's copies of the block, decode this warp's weight
+  // fragments (they depend only on the warp's own copies), then the CTA barrier that publishes
+  // everyone's activation rows (and retires both warpgroups' group kb - 2, whose stage is
+  // refilled below), wgmma, refill.
+  //
+  // `af` receives the decoded weight fragments this block's wgmma group reads from registers;
+  // PTX forbids writing them until that group has retired, so consecutive blocks alternate
+  // between two fragment arrays (the group of block kb is retired by the wait_group 1 of block
+  // kb + 1, before block kb + 2 rewrites its array). The accumulators are not touched between
+  // the wgmma of consecutive blocks (no register fence there): any non-wgmma definition of a
+  // wgmma input while a group is in flight makes ptxas serialize every wgmma of the kernel
+  // (C7513).
   unsigned int read_st = pipe_base;
   auto k_block = [&](unsigned int(&af)[kTiles][4][4]) {
     cp_async_wait<STAGES - 3>();
-    fence_proxy_async_shared();
-    __syncthreads();
-    if (loads_left > 0) load_stage(load_st);
-    cp_async_commit();
-    --loads_left;
-    load_st = load_st + Cfg::kStageBytes == pipe_end ? pipe_base : load_st + Cfg::kStageBytes;
-
+    __syncwarp();  // scales were copied by other lanes of this warp
 #pragma unroll
     for (int i = 0; i < kTiles; ++i) {
       unsigned int q[4];
@@ -309,6 +310,8 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
       dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
       dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
     }
+    fence_proxy_async_shared();
+    __syncthreads();
     wgmma_fence();
     const unsigned long long desc0 = smem_desc_sw128(read_st);
 #pragma unroll
@@ -320,6 +323,10 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     }
     wgmma_commit();
     wgmma_wait<INFLIGHT>();
+    if (load_kb < num_k) load_stage(load_st, load_kb);
+    cp_async_commit();
+    ++load_kb;
+    load_st = load_st + Cfg::kStageBytes == pipe_end ? pipe_base : load_st + Cfg::kStageBytes;
     read_st = read_st + Cfg::kStageBytes == pipe_end ? pipe_base : read_st + Cfg::kStageBytes;
   };
   // Every control-flow path must respect the fragment rule above, including paths ptxas cannot
