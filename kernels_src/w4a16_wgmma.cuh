@@ -11,15 +11,20 @@
 // holding BLOCK_N / (64 * WARPGROUPS) m64 tiles of fp32 accumulators.
 //
 // Pipeline: every thread issues cp.async for the gathered activation rows (the row gather of
-// the masked / offsets / indexed modes is why this is not TMA), the packed weight chunks and
-// the scales of one 64-wide k block per stage. Per k block a thread decodes its 4 weight words
-// per m64 tile into 16 bf16x2 registers, issues 4 wgmma (k16 each) per tile, and (INFLIGHT = 1)
-// leaves that group in flight while it waits for and decodes the next block (wgmma.wait_group
-// 1). The copy prefetch distance is therefore STAGES - 2: the slot being refilled is the one
-// whose wgmma group every warpgroup has retired before the barrier. ptxas 13.0 reports C7513
-// ("wgmma serialized: non-wgmma instructions defining input registers") for INFLIGHT = 1 and
-// inserts its own waits; the result is correct and measured as fast as INFLIGHT = 0, because
-// with 2 CTAs per SM the other warpgroups keep the tensor cores busy during a decode.
+// the masked / offsets / indexed modes is why this is not TMA); each warp copies the packed
+// weight chunks and scales it decodes itself. One 64-wide k block per stage. Per k block a
+// thread waits for its own copies, decodes its 4 weight words per m64 tile into 16 bf16x2
+// registers (needing only a warp barrier, so this runs before the CTA barrier), then the CTA
+// barrier publishes the activation rows, 4 wgmma (k16 each) per tile are issued and
+// (INFLIGHT = 1) left in flight while the next block is decoded (wgmma.wait_group 1). The copy
+// prefetch distance is STAGES - 2: the stage being refilled is the one whose wgmma group every
+// warpgroup has retired before the barrier.
+//
+// ptxas serializes every wgmma of the kernel (C7513: a wait after each one) if any control
+// path defines a register operand of an in-flight wgmma with another instruction, including
+// paths that never run and register fences on the accumulators; the main loop is written so
+// that none exists (see k_block and the pair loop). Build with -Xptxas -v: C7513 must not
+// appear.
 #pragma once
 
 #include "w4a16_args.cuh"
@@ -204,7 +209,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   //  - packed weight: each warp copies the 512-byte chunks it decodes (one 16-byte piece per
   //    lane and m64 tile), so its decode needs only its own copies and a warp barrier;
   //  - scales: likewise each warp copies its own rows nt * 16 .. nt * 16 + 15 of both group
-  //    rows: 64 bytes per tile, one piece for each of lanes 0 .. 4 * kTiles - 1.
+  //    rows: 64 bytes (4 pieces) per tile.
   constexpr int kAPieces = BLOCK_M * 8 / kThreads;
   static_assert(kAPieces * kThreads == BLOCK_M * 8 && (kThreads / 8) % 8 == 0, "activation copy split");
 
@@ -221,7 +226,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     a_chunk[i] = src >= 0 ? (unsigned int)((unsigned long long)src * (unsigned long long)args.lda / 8ull) + a_ch : 0u;
     a_valid |= (src >= 0 ? 1u : 0u) << i;
   }
-  const uint4_w* a_k = static_cast<const uint4_w*>(args.a);  // chunk 0 of the next k block to load
+  const uint4_w* a_base = static_cast<const uint4_w*>(args.a);
   const unsigned int a_dst = a_row * 128 + ((a_ch ^ (a_row & 7)) << 4);
 
   const unsigned char* w_src = static_cast<const unsigned char*>(args.w) +
@@ -230,8 +235,9 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
                                lane * 16;
   const unsigned long long w_tile_stride = 4ull * num_k * 512ull;  // tile i + 1 is 4 chunks on
 
-  const bool s_copier = lane < 4 * kTiles;
-  const int s_tile = lane >> 2, s_grp = (lane >> 1) & 1, s_half = lane & 1;
+  // Every lane copies a scale piece, lanes l and l + 4 kTiles the same 16 bytes to the same
+  // place: cheaper than the branch the compiler emits around a copy by some lanes only.
+  const int s_tile = (lane >> 2) % kTiles, s_grp = (lane >> 1) & 1, s_half = lane & 1;
   const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
                                    (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
                                    (unsigned long long)n_block * BLOCK_N * 2ull +
@@ -252,17 +258,25 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   opaque(s_rd);
   opaque(s_dst_off);
 
-  // Issues the copies of k block `kb` into the stage at `st`.
-  auto load_stage = [&](unsigned int st, int kb) {
+  // Copies the k block at the current source offsets into the stage at `st`, then steps the
+  // offsets to the next block, except from the last block: past the end the last block is
+  // copied again, into a stage no later block reads, so the loop needs no branch around the
+  // copies.
+  const uint4_w* a_k = a_base;
+  unsigned int w_koff = 0, s_koff = 0;
+  int load_kb = 0;
+  auto load_stage = [&](unsigned int st) {
 #pragma unroll
     for (int i = 0; i < kAPieces; ++i)
       cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
-    a_k += kW4A16WgmmaBlockK / 8;
-    const unsigned int w_koff = (unsigned int)kb * 512u;
 #pragma unroll
     for (int i = 0; i < kTiles; ++i)
       cp_async_16(st + w_rd + i * 2048, w_src + i * w_tile_stride + w_koff, 16);
-    if (s_copier) cp_async_16(st + s_dst_off, s_src_ptr + (unsigned int)kb * (4u * (unsigned int)N), 16);
+    cp_async_16(st + s_dst_off, s_src_ptr + s_koff, 16);
+    const bool step = ++load_kb < num_k;
+    a_k += step ? kW4A16WgmmaBlockK / 8 : 0;
+    w_koff += step ? 512u : 0u;
+    s_koff += step ? 4u * (unsigned int)N : 0u;
   };
 
   float acc[kTiles][kAcc];
@@ -272,12 +286,10 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     for (int r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
 
   unsigned int load_st = pipe_base;
-  int load_kb = 0;
 #pragma unroll
   for (int s = 0; s < STAGES - 2; ++s) {
-    if (load_kb < num_k) load_stage(load_st, load_kb);
+    load_stage(load_st);
     cp_async_commit();
-    ++load_kb;
     load_st += Cfg::kStageBytes;
   }
 
@@ -323,9 +335,8 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     }
     wgmma_commit();
     wgmma_wait<INFLIGHT>();
-    if (load_kb < num_k) load_stage(load_st, load_kb);
+    load_stage(load_st);
     cp_async_commit();
-    ++load_kb;
     load_st = load_st + Cfg::kStageBytes == pipe_end ? pipe_base : load_st + Cfg::kStageBytes;
     read_st = read_st + Cfg::kStageBytes == pipe_end ? pipe_base : read_st + Cfg::kStageBytes;
   };

@@ -100,6 +100,7 @@ using W4 = WCfg<256, 128, 2, 4, 1>;  // 256-token tiles (not CONTIGUOUS: tiles w
 using W5 = WCfg<128, 128, 1, 3, 1>;  // one warpgroup x two m64 tiles, 3 stages (minimum)
 using W6 = WCfg<128, 128, 2, 6, 1>;  // deeper pipeline, 1 CTA / SM
 using W7 = WCfg<128, 128, 2, 5, 2, 0>;  // W1 retiring every wgmma group before the next decode
+using W8 = WCfg<128, 128, 2, 4, 2>;     // W1 with 4 stages (prefetch distance 2)
 using M1 = MCfg<128, 128, 64, 4, 2, 4>;  // the mma.sync prefill config of w4a16_check.cu
 
 // ------------------------------------------------------------------------------------------
@@ -145,6 +146,7 @@ static void correctness() {
   check_cfg<W5>(probs, W, small, Ws, r);
   check_cfg<W6>(probs, W, small, Ws, r);
   check_cfg<W7>(probs, W, small, Ws, r);
+  check_cfg<W8>(probs, W, small, Ws, r);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -162,6 +164,7 @@ static void timing() {
   print_info<W5, 0>("contig");
   print_info<W6, 0>("contig");
   print_info<W7, 0>("contig");
+  print_info<W8, 0>("contig");
   print_info<M1, 0>("contig");
 
   std::printf("\n== timings (median of %d after 3 warm-up launches, L2 flushed by a 256 MB memset before each)\n",
@@ -175,6 +178,7 @@ static void timing() {
     time_contig<W5>(l, W, 512, false);
     time_contig<W6>(l, W, 512, false);
     time_contig<W7>(l, W, 512, true);
+    time_contig<W8>(l, W, 512, false);
     time_contig<M1>(l, W, 512, false);
   }
   {
@@ -184,6 +188,7 @@ static void timing() {
     time_contig<W2>(l, W, 512, true);
     time_contig<W5>(l, W, 512, false);
     time_contig<W6>(l, W, 512, false);
+    time_contig<W8>(l, W, 512, false);
     time_contig<M1>(l, W, 512, false);
   }
   {
@@ -196,6 +201,7 @@ static void timing() {
     time_offsets<W5>(l, W, counts, 8, nullptr);
     time_offsets<W6>(l, W, counts, 8, nullptr);
     time_offsets<W7>(l, W, counts, 8, nullptr);
+    time_offsets<W8>(l, W, counts, 8, nullptr);
     time_offsets<M1>(l, W, counts, 8, nullptr);
   }
 }
