@@ -59,6 +59,16 @@ __device__ __forceinline__ void mma_bf16_16816(float* d, const unsigned int* a, 
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
+// D = A * B + C with a separate C (the first MMA of a chain starts from C without copies).
+__device__ __forceinline__ void mma_bf16_16816_c(float* d, const unsigned int* a, unsigned int b0, unsigned int b1,
+                                                 const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
 __device__ __forceinline__ unsigned int bf16x2_fma(unsigned int a, unsigned int b, unsigned int c) {
   unsigned int d;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
@@ -123,6 +133,50 @@ __device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int 
     const unsigned int x = nibble_pair_bf16(q >> (4 * p));
     const unsigned int v = bf16x2_fma(x, kOne, kM136);
     a[p] = bf16x2_fma(v, (p & 1) ? s_hi : s_lo, kNegZero);
+  }
+}
+
+// One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
+// to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
+//   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
+// (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
+// dequant_word go away; the -136 term is the same for every weight row, so it is one MMA with
+// a constant A per token tile and k16 step, shared by the NT n tiles, and it seeds each group
+// sum. Products are exact in the fp32 MMA; the result differs from the bf16-dequantized
+// reference only by that reference's rounding of (code - 8) * scale to bf16.
+//   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
+//   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
+template <int NT, int MT>
+__device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
+                                               const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
+  const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
+  const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+  float corr[MT][4];
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    mma_bf16_16816_c(corr[m], kNeg136, b[0][m][0], b[0][m][1], kZero);
+    mma_bf16_16816(corr[m], kNeg136, b[1][m][0], b[1][m][1]);
+  }
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    unsigned int a0[4], a1[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      a0[p] = nibble_pair_bf16(w[i][0] >> (4 * p));
+      a1[p] = nibble_pair_bf16(w[i][1] >> (4 * p));
+    }
+    const float s_lo = __uint_as_float(s2[i] << 16);          // row g
+    const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
+#pragma unroll
+    for (int m = 0; m < MT; ++m) {
+      float sum[4];
+      mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
+      mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
+      acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
+      acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
+      acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+    }
   }
 }
 

@@ -28,8 +28,8 @@ using namespace chord::check;
 // ------------------------------------------------------------------------------------------
 // Kernels: the same one-line wrappers the JIT generates.
 // ------------------------------------------------------------------------------------------
-template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int PATH>
-__global__ void __launch_bounds__(32 * WM * WN) gemm_entry(const __grid_constant__ W4A16Args args) {
+template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int PATH, int MINB>
+__global__ void __launch_bounds__(32 * WM * WN, MINB) gemm_entry(const __grid_constant__ W4A16Args args) {
   chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN, PATH>(args);
 }
 template <int SRC>
@@ -45,24 +45,27 @@ __global__ void __launch_bounds__(chord::kW4A16PackThreads) unpack_entry(const _
 // ------------------------------------------------------------------------------------------
 // PATH: the main-loop variant (kW4A16PathStaged / kW4A16PathDirect); by default the one the
 // JIT gets for this config (w4a16_default_path), so the old path stays measurable.
-template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_, int PATH_ = chord::w4a16_default_path(BM_, WM_, ST_)>
+// MINB: __launch_bounds__ minimum CTAs per SM (caps the registers); 0 = unspecified, as the
+// JIT's wrapper for CTAs below 256 threads (an explicit 1 lets ptxas use more registers).
+template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_, int PATH_ = chord::w4a16_default_path(BM_, WM_, ST_),
+          int MINB = 0>
 struct Cfg {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, ST = ST_, WM = WM_, WN = WN_, PATH = PATH_;
   static constexpr int kThreads = 32 * WM * WN;
   static constexpr int kSmem = chord::w4a16_smem_bytes(BM, BN, BK, ST);
   static std::string name() {
     char b[96];
-    std::snprintf(b, sizeof b, "BM%d_BN%d_BK%d_S%d_W%dx%d_%s", BM, BN, BK, ST, WM, WN,
-                  PATH == chord::kW4A16PathDirect ? "direct" : "staged");
+    std::snprintf(b, sizeof b, "BM%d_BN%d_BK%d_S%d_W%dx%d_%s%s", BM, BN, BK, ST, WM, WN,
+                  PATH == chord::kW4A16PathDirect ? "direct" : "staged", MINB > 1 ? ("_minb" + std::to_string(MINB)).c_str() : "");
     return b;
   }
   template <int MODE>
   static KernelInfo prepare() {
-    return prepare_entry(gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH>, kThreads, kSmem);
+    return prepare_entry(gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH, MINB>, kThreads, kSmem);
   }
   template <int MODE>
   static void launch(const W4A16Args& args) {
-    launch_entry<gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH>>(args, BM, BN, kThreads, kSmem);
+    launch_entry<gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH, MINB>>(args, BM, BN, kThreads, kSmem);
   }
 };
 
@@ -225,7 +228,13 @@ using DI = Cfg<8, 32, 256, 3, 1, 2, kDirect>;    // tiny problems: many small CT
 using DJ = Cfg<8, 16, 256, 3, 1, 1, kDirect>;
 using SJ = Cfg<8, 64, 256, 4, 1, 4, kStaged>;    // staged, deep ring, for tiny problems
 using DL = Cfg<8, 64, 256, 2, 1, 4>;             // direct by default: resolver for small experts
-using P1 = C3;                                   // <128,128,64,4,2,4>
+using P1 = C3;                                   // <128,128,64,4,2,4>, registers uncapped
+using P2 = Cfg<128, 128, 64, 4, 2, 4, kStaged, 2>;  // the same, capped for 2 CTAs/SM (the JIT's wrapper)
+using SA = Cfg<8, 128, 256, 3, 1, 4, kStaged>;   // staged, half the barriers per byte
+using SB = Cfg<8, 256, 128, 3, 1, 8, kStaged>;   // 8 warps sharing one activation tile
+using SC = Cfg<8, 256, 128, 3, 1, 4, kStaged>;   // 4 n tiles per warp
+using SD = Cfg<16, 128, 128, 4, 1, 4, kStaged>;  // BM16, 4 stages
+using SE = Cfg<16, 128, 128, 3, 1, 4, kStaged, 4>;  // BM16, registers capped for 4 CTAs/SM
 
 static void timing() {
   std::printf("\n== kernel resources\n");
@@ -239,9 +248,15 @@ static void timing() {
   print_info<DG, 1>("masked");
   print_info<DH, 1>("masked");
   print_info<DK, 1>("masked");
+  print_info<SA, 1>("masked");
+  print_info<SB, 1>("masked");
+  print_info<SC, 1>("masked");
+  print_info<SD, 1>("masked");
+  print_info<SE, 1>("masked");
   print_info<DI, 2>("offsets");
   print_info<DJ, 2>("offsets");
   print_info<P1, 0>("contig");
+  print_info<P2, 0>("contig");
   print_info<C1, 3>("indexed");
 
   std::printf("\n== timings (median of %d, L2 flushed with a 256 MB memset between reps)\n", g_settings.reps);
@@ -256,11 +271,17 @@ static void timing() {
     time_masked<DE>(L, W, 8, 64, false);
     time_masked<DF>(L, W, 8, 64, false);
     time_masked<DK>(L, W, 8, 64, false);
+    time_masked<SA>(L, W, 8, 64, true);
+    time_masked<SB>(L, W, 8, 64, true);
+    time_masked<SC>(L, W, 8, 64, false);
     const char* L12 = "EP8 masked 12 tok/expert gate_up E48 N4096 K7168 max_m=64";
     time_masked<S2>(L12, W, 12, 64, false);
+    time_masked<SD>(L12, W, 12, 64, true);
+    time_masked<SE>(L12, W, 12, 64, true);
     time_masked<DG>(L12, W, 12, 64, true);
     time_masked<DH>(L12, W, 12, 64, false);
     time_contig<P1>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, true);
+    time_contig<P2>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, true);
   }
   {
     BigWeights W(48, 7168, 2048, 2);
@@ -273,8 +294,13 @@ static void timing() {
     time_masked<DE>(L, W, 8, 64, false);
     time_masked<DF>(L, W, 8, 64, false);
     time_masked<DK>(L, W, 8, 64, false);
+    time_masked<SA>(L, W, 8, 64, false);
+    time_masked<SB>(L, W, 8, 64, false);
+    time_masked<SC>(L, W, 8, 64, false);
     const char* L12 = "EP8 masked 12 tok/expert down E48 N7168 K2048 max_m=64";
     time_masked<S2>(L12, W, 12, 64, false);
+    time_masked<SD>(L12, W, 12, 64, false);
+    time_masked<SE>(L12, W, 12, 64, false);
     time_masked<DG>(L12, W, 12, 64, false);
     time_masked<DH>(L12, W, 12, 64, false);
   }
