@@ -47,7 +47,7 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
 KernelSource W4A16GemmConfig::source() const {
   KernelSource s;
   if (wgmma()) {
-    // Two CTAs per SM: 114 registers x 256 threads (measured in docs/wgmma_prefill.md).
+    // Two CTAs per SM: 128 registers x 256 threads (measured in docs/wgmma_prefill.md).
     s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", mode_name(mode), block_m, block_n, warpgroups, stages);
     s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
 
