@@ -1,7 +1,9 @@
 // W4A16 grouped MoE GEMM, Hopper WGMMA prefill path (sm_90a only):
 // out[row][n] = sum_k A[row][k] * W[e][n][k], W = bf16((code - 8) * scale), fp32 accumulation,
 // bf16 output. Same arguments, modes, tile schedulers and packed layout v1 as the mma.sync
-// path of w4a16_gemm.cuh; only the inner product engine differs.
+// path of w4a16_gemm.cuh; only the inner product engine differs. Like that path, WEIGHT
+// selects NF4 instead (W = T(table[code] * absmax), one FP32 absmax per 64 k, T = BF16 or FP16
+// for activations, weights and output; same word order and per-stage scale bytes).
 //
 // Orientation: the dequantized weight is the wgmma "A" operand, fed from registers (M = 64
 // weight rows per warpgroup: warp w of the warpgroup owns rows 16w..16w+15, whose register
@@ -77,82 +79,109 @@ __device__ __forceinline__ void opaque(unsigned int& x) { asm volatile("" : "+r"
 // Keeps the compiler from moving accumulator reads / writes across wgmma fences and waits.
 __device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
-// D[64 x N] += A[64 x 16] (bf16 registers, mma A-fragment per warp) * B[16 x N] (smem, K-major).
+// D[64 x N] += A[64 x 16] (registers, mma A-fragment per warp) * B[16 x N] (smem, K-major), with
+// bf16 (F16 = false) or fp16 (F16 = true) A and B. The instruction text differs only in the type.
 template <int N>
 struct Wgmma;
 
+#define CHORD_WGMMA_M64N64(T) \
+  "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " \
+  "{" \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
+  "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+#define CHORD_WGMMA_D64 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
 template <>
 struct Wgmma<64> {
+  template <bool F16>
   __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-        "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    if constexpr (F16) {
+      asm volatile(CHORD_WGMMA_M64N64("f16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    } else {
+      asm volatile(CHORD_WGMMA_M64N64("bf16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    }
   }
 };
+#undef CHORD_WGMMA_M64N64
+#undef CHORD_WGMMA_D64
+
+#define CHORD_WGMMA_M64N128(T) \
+  "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " \
+  "{" \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
+  "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+#define CHORD_WGMMA_D128 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
 template <>
 struct Wgmma<128> {
+  template <bool F16>
   __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-        "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    if constexpr (F16) {
+      asm volatile(CHORD_WGMMA_M64N128("f16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    } else {
+      asm volatile(CHORD_WGMMA_M64N128("bf16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    }
   }
 };
+#undef CHORD_WGMMA_M64N128
+#undef CHORD_WGMMA_D128
+
+#define CHORD_WGMMA_M64N256(T) \
+  "wgmma.mma_async.sync.aligned.m64n256k16.f32." T "." T " " \
+  "{" \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
+  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
+  "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 0;\n"
+#define CHORD_WGMMA_D256 \
+  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 template <>
 struct Wgmma<256> {
+  template <bool F16>
   __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
-    asm volatile(
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
-        "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 0;\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    if constexpr (F16) {
+      asm volatile(CHORD_WGMMA_M64N256("f16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    } else {
+      asm volatile(CHORD_WGMMA_M64N256("bf16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+    }
   }
 };
+#undef CHORD_WGMMA_M64N256
+#undef CHORD_WGMMA_D256
 
 }  // namespace w4a16_wgmma_detail
 
@@ -164,9 +193,14 @@ struct Wgmma<256> {
 //
 // INFLIGHT = 1 keeps one wgmma group in flight while the next k block is decoded; INFLIGHT = 0
 // retires every group before the next block (no register-operand overlap; slower).
-template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int INFLIGHT = 1>
+// WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with BF16 or FP16
+// activations (the FP16 kind runs the f16 wgmma and writes FP16).
+template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int INFLIGHT = 1,
+          int WEIGHT = kW4A16WeightInt4>
 __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
+  static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
+                "unknown W4A16 weight kind");
   using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
@@ -174,6 +208,9 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
+  constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
+  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr bool kF16 = kElem == kNF4FP16;
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
   const unsigned int raw_base = smem_addr(w4a16_wgmma_smem);
@@ -209,7 +246,9 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   //  - packed weight: each warp copies the 512-byte chunks it decodes (one 16-byte piece per
   //    lane and m64 tile), so its decode needs only its own copies and a warp barrier;
   //  - scales: likewise each warp copies its own rows nt * 16 .. nt * 16 + 15 of both group
-  //    rows: 64 bytes (4 pieces) per tile.
+  //    rows: 64 bytes (4 pieces) per tile. NF4: the same 64 bytes are the 16 FP32 absmax of
+  //    the tile's rows (one row of [K/64][N] per k block, rows permuted within 16 so that
+  //    {absmax[g], absmax[g + 8]} are adjacent).
   constexpr int kAPieces = BLOCK_M * 8 / kThreads;
   static_assert(kAPieces * kThreads == BLOCK_M * 8 && (kThreads / 8) % 8 == 0, "activation copy split");
 
@@ -238,11 +277,18 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // Every lane copies a scale piece, lanes l and l + 4 kTiles the same 16 bytes to the same
   // place: cheaper than the branch the compiler emits around a copy by some lanes only.
   const int s_tile = (lane >> 2) % kTiles, s_grp = (lane >> 1) & 1, s_half = lane & 1;
+  // The scale bytes of one k block are (K / 64) * N * 4 either way: two BF16 group rows or
+  // one FP32 absmax row.
   const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
                                    (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
-                                   (unsigned long long)n_block * BLOCK_N * 2ull +
-                                   (unsigned long long)s_grp * N * 2ull + (nt0 + 4 * s_tile) * 32 + s_half * 16;
-  unsigned int s_dst_off = Cfg::kABytes + Cfg::kWBytes + s_grp * BLOCK_N * 2 + (nt0 + 4 * s_tile) * 32 + s_half * 16;
+                                   (kNF4 ? (unsigned long long)n_block * BLOCK_N * 4ull + (nt0 + 4 * s_tile) * 64 +
+                                               (s_grp * 2 + s_half) * 16
+                                         : (unsigned long long)n_block * BLOCK_N * 2ull +
+                                               (unsigned long long)s_grp * N * 2ull + (nt0 + 4 * s_tile) * 32 +
+                                               s_half * 16);
+  unsigned int s_dst_off = Cfg::kABytes + Cfg::kWBytes +
+                           (kNF4 ? (nt0 + 4 * s_tile) * 64 + (s_grp * 2 + s_half) * 16
+                                 : s_grp * BLOCK_N * 2 + (nt0 + 4 * s_tile) * 32 + s_half * 16);
 
   const unsigned int pipe_base = smem_addr(pipe);
   const unsigned int pipe_end = pipe_base + STAGES * Cfg::kStageBytes;
@@ -250,13 +296,19 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // This thread's packed-weight piece and scale pair of m64 tile i, as offsets from the stage
   // base (the weight piece is also where this thread copies it).
   unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
-  unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * 2;
+  // INT4: {s[g], s[g + 8]} of group 0 (group 1 is BLOCK_N * 2 bytes on), tile i at + 128 i;
+  // NF4: {absmax[g], absmax[g + 8]}, tile i at + 256 i.
+  unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
+  // NF4: lane l holds table[l % 16] for the shuffle lookup of the decode.
+  unsigned int nf4_lut = kNF4 ? nf4_detail::nf4_lane_table(lane) : 0u;
 
   // Opaque to the compiler: it would otherwise recompute these from threadIdx inside the loop
   // (rematerialization under the 128-register cap) instead of keeping them in registers.
   opaque(w_rd);
   opaque(s_rd);
   opaque(s_dst_off);
+  if constexpr (kNF4) opaque(nf4_lut);
+  auto nf4_lookup = [nf4_lut](unsigned int bits) { return nf4_detail::nf4_shfl_lookup(nf4_lut, bits); };
 
   // Copies the k block at the current source offsets into the stage at `st`, then steps the
   // offsets to the next block, except from the last block: past the end the last block is
@@ -313,14 +365,22 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     for (int i = 0; i < kTiles; ++i) {
       unsigned int q[4];
       lds128(read_st + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
-      const unsigned int s0 = lds32(read_st + s_rd + i * 128);
-      const unsigned int s1 = lds32(read_st + s_rd + i * 128 + BLOCK_N * 2);
-      const unsigned int s0_lo = prmt(s0, 0u, 0x1010u), s0_hi = prmt(s0, 0u, 0x3232u);
-      const unsigned int s1_lo = prmt(s1, 0u, 0x1010u), s1_hi = prmt(s1, 0u, 0x3232u);
-      dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
-      dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
-      dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
-      dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
+      if constexpr (kNF4) {
+        unsigned int a2[2];  // {absmax[g], absmax[g + 8]}
+        nf4_detail::lds64(read_st + s_rd + i * 256, a2);
+        const float a_g = __uint_as_float(a2[0]), a_g8 = __uint_as_float(a2[1]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) nf4_detail::dequant_word<kElem>(q[j], a_g, a_g8, nf4_lookup, af[i][j]);
+      } else {
+        const unsigned int s0 = lds32(read_st + s_rd + i * 128);
+        const unsigned int s1 = lds32(read_st + s_rd + i * 128 + BLOCK_N * 2);
+        const unsigned int s0_lo = prmt(s0, 0u, 0x1010u), s0_hi = prmt(s0, 0u, 0x3232u);
+        const unsigned int s1_lo = prmt(s1, 0u, 0x1010u), s1_hi = prmt(s1, 0u, 0x3232u);
+        dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
+        dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
+        dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
+        dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
+      }
     }
     fence_proxy_async_shared();
     __syncthreads();
@@ -331,7 +391,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
       // +32 bytes per k16 = +2 in the start-address field (bits 0-13; no carry out of it).
       const unsigned long long desc = desc0 + 2 * j;
 #pragma unroll
-      for (int i = 0; i < kTiles; ++i) Wgmma<BLOCK_M>::mma(acc[i], af[i][j], desc);
+      for (int i = 0; i < kTiles; ++i) Wgmma<BLOCK_M>::template mma<kF16>(acc[i], af[i][j], desc);
     }
     wgmma_commit();
     wgmma_wait<INFLIGHT>();
@@ -358,7 +418,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
 
   // Epilogue: accumulators (rows = weight rows, columns = tokens) -> smem [BLOCK_M][BLOCK_N + 8]
-  // bf16 -> 16-byte segments of the valid output rows.
+  // bf16 (fp16 for the FP16 NF4 kind) -> 16-byte segments of the valid output rows.
   cp_async_wait<0>();
   __syncthreads();
   constexpr int kLdc = BLOCK_N + 8;
@@ -369,8 +429,14 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 #pragma unroll
     for (int c = 0; c < BLOCK_M / 8; ++c) {
       const int tok = c * 8 + 2 * t;
-      const unsigned int v01 = f32x2_to_bf16x2(acc[i][4 * c + 0], acc[i][4 * c + 1]);  // row g: tok, tok + 1
-      const unsigned int v23 = f32x2_to_bf16x2(acc[i][4 * c + 2], acc[i][4 * c + 3]);  // row g + 8
+      unsigned int v01, v23;  // row g: tok, tok + 1; row g + 8
+      if constexpr (kNF4) {
+        v01 = nf4_detail::pack2<kElem>(acc[i][4 * c + 0], acc[i][4 * c + 1]);
+        v23 = nf4_detail::pack2<kElem>(acc[i][4 * c + 2], acc[i][4 * c + 3]);
+      } else {
+        v01 = f32x2_to_bf16x2(acc[i][4 * c + 0], acc[i][4 * c + 1]);
+        v23 = f32x2_to_bf16x2(acc[i][4 * c + 2], acc[i][4 * c + 3]);
+      }
       s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
       s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
       s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);

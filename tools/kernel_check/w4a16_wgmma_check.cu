@@ -2,10 +2,13 @@
 // instantiates the template directly, runs every supported mode on random ragged inputs,
 // compares with the CPU reference, and times the prefill shapes of shared/design/SHAPES.md
 // next to the mma.sync kernel of w4a16_gemm.cuh. The harness (buffers, problems, reference
-// comparison, timing) is check_harness.cuh.
+// comparison, timing) is check_harness.cuh. NF4 weights (BF16 and FP16 activations) are
+// checked on the same routing problems against the NF4 reference dequantization
+// (reference/nf4_reference.hpp) and an FP32 GEMM, and timed on the Qwen3 shapes.
 //
 // Build and run: see README.md (nvcc -std=c++17 -O3, sm_90a, -I. from the repo root, with
-// reference/*.cpp). Options: --no-timing, --quick (10 timing reps instead of 20), --reps N.
+// reference/*.cpp). Options: --no-timing, --quick (10 timing reps instead of 20), --reps N,
+// --qwen3-timing (time only the Qwen3 T=4096 shapes).
 //
 // Exit status 0 when every check passes.
 #include <cuda_runtime.h>
@@ -17,6 +20,7 @@
 
 #include "kernels_src/w4a16_gemm.cuh"
 #include "kernels_src/w4a16_wgmma.cuh"
+#include "reference/nf4_reference.hpp"
 #include "tools/kernel_check/check_harness.cuh"
 
 using chord::W4A16Args;
@@ -25,9 +29,13 @@ using namespace chord::check;
 // ------------------------------------------------------------------------------------------
 // Kernels: one-line wrappers, as the JIT would generate them.
 // ------------------------------------------------------------------------------------------
-template <int MODE, int BM, int BN, int WG, int ST, int MINB, int INFL>
+template <int MODE, int BM, int BN, int WG, int ST, int MINB, int INFL, int WEIGHT>
 __global__ void __launch_bounds__(128 * WG, MINB) wgmma_entry(const __grid_constant__ W4A16Args args) {
-  chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL>(args);
+  if constexpr (WEIGHT == chord::kW4A16WeightInt4) {
+    chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL>(args);  // the JIT's INT4 text
+  } else {
+    chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL, WEIGHT>(args);
+  }
 }
 template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN>
 __global__ void __launch_bounds__(32 * WM * WN) mma_entry(const __grid_constant__ W4A16Args args) {
@@ -39,8 +47,8 @@ __global__ void __launch_bounds__(32 * WM * WN) mma_entry(const __grid_constant_
 // ------------------------------------------------------------------------------------------
 // WGMMA config: BLOCK_M tokens (wgmma N), BLOCK_N weight rows, WG warpgroups, ST stages,
 // MINB = minimum CTAs per SM requested from ptxas (register cap), INFL = wgmma groups left in
-// flight while the next k block is decoded.
-template <int BM_, int BN_, int WG_, int ST_, int MINB_, int INFL_ = 1>
+// flight while the next k block is decoded, WEIGHT_ = W4A16WeightKind.
+template <int BM_, int BN_, int WG_, int ST_, int MINB_, int INFL_ = 1, int WEIGHT_ = chord::kW4A16WeightInt4>
 struct WCfg {
   static constexpr int BM = BM_, BN = BN_, WG = WG_, ST = ST_;
   static constexpr int kThreads = chord::w4a16_wgmma_threads(WG);
@@ -50,13 +58,14 @@ struct WCfg {
   }
   static std::string name() {
     char b[96];
-    std::snprintf(b, sizeof b, "wgmma BM%d_BN%d_WG%d_S%d_MINB%d_INFL%d", BM, BN, WG, ST, MINB_, INFL_);
+    std::snprintf(b, sizeof b, "wgmma BM%d_BN%d_WG%d_S%d_MINB%d_INFL%d%s", BM, BN, WG, ST, MINB_, INFL_,
+                  WEIGHT_ == chord::kW4A16WeightNF4 ? "_nf4" : WEIGHT_ == chord::kW4A16WeightNF4Fp16 ? "_nf4f16" : "");
     return b;
   }
   template <int MODE>
   static KernelInfo prepare() {
     if constexpr (supports(MODE)) {
-      return prepare_entry(wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_>, kThreads, kSmem);
+      return prepare_entry(wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_, WEIGHT_>, kThreads, kSmem);
     } else {
       return KernelInfo{};
     }
@@ -64,7 +73,7 @@ struct WCfg {
   template <int MODE>
   static void launch(const W4A16Args& a) {
     if constexpr (supports(MODE)) {
-      launch_entry<wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_>>(a, BM, BN, kThreads, kSmem);
+      launch_entry<wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_, WEIGHT_>>(a, BM, BN, kThreads, kSmem);
     } else {
       std::fprintf(stderr, "%s does not support mode %d\n", name().c_str(), MODE);
       std::exit(2);
@@ -102,6 +111,16 @@ using W6 = WCfg<128, 128, 2, 6, 1>;  // deeper pipeline, 1 CTA / SM
 using W7 = WCfg<128, 128, 2, 5, 2, 0>;  // W1 retiring every wgmma group before the next decode
 using W8 = WCfg<128, 128, 2, 4, 2>;     // W1 with 4 stages (prefetch distance 2)
 using M1 = MCfg<128, 128, 64, 4, 2, 4>;  // the mma.sync prefill config of w4a16_check.cu
+// NF4 with BF16 (N*) and FP16 (H*) activations: the resolver's config, two m64 tiles, the
+// smallest (wgmma n64) and 256-token tiles (n256).
+constexpr int kNF4 = chord::kW4A16WeightNF4, kNF4F16 = chord::kW4A16WeightNF4Fp16;
+using N1 = WCfg<128, 128, 2, 5, 2, 1, kNF4>;
+using N2 = WCfg<128, 256, 2, 4, 1, 1, kNF4>;
+using N3 = WCfg<64, 64, 1, 4, 1, 1, kNF4>;
+using N4 = WCfg<256, 128, 2, 4, 1, 1, kNF4>;
+using H1 = WCfg<128, 128, 2, 5, 2, 1, kNF4F16>;
+using H3 = WCfg<64, 64, 1, 4, 1, 1, kNF4F16>;
+using H4 = WCfg<256, 128, 2, 4, 1, 1, kNF4F16>;
 
 // ------------------------------------------------------------------------------------------
 // Correctness
@@ -117,6 +136,213 @@ static void check_cfg(const std::vector<Problem>& probs, const Weights& W, const
   // INDEXED with vLLM block_size == BLOCK_M.
   Problem P = indexed("indexed M50 top4 bs=BM nonlocal{1}", W, 50, 4, C::BM, {1}, 5, false, r, 96);
   run_problem<C>(P, W);
+}
+
+// ------------------------------------------------------------------------------------------
+// NF4 correctness: the INT4 problems' routing with NF4 weights of the same shape.
+// ------------------------------------------------------------------------------------------
+static float elem_to_float(uint16_t v, bool fp16) {
+  return fp16 ? chord::ref::fp16_to_float(v) : chord::ref::bf16_to_float(v);
+}
+
+struct NF4Weights {
+  int E = 0, N = 0, K = 0;
+  std::vector<float> logical[2];  // [E, N, K] dequantized to BF16 [0] / FP16 [1], widened
+  DBuf<uint32_t> d_w;                // packed words (w4a16 order)
+  DBuf<float> d_absmax;              // [E, K/64, N], rows permuted within 16
+};
+
+static void make_nf4_weights(NF4Weights& W, int E, int N, int K, uint64_t seed) {
+  W.E = E; W.N = N; W.K = K;
+  Rng r(seed);
+  chord::ref::NF4QuantState st;
+  st.num_experts = E; st.n = N; st.k = K;
+  st.packed.resize((size_t)E * N * K / 2);
+  for (auto& b : st.packed) b = (uint8_t)(r.next() & 0xff);
+  st.absmax.resize((size_t)E * N * K / 64);
+  for (auto& a : st.absmax) a = 0.01f + 0.05f * r.uni();
+  const chord::ref::NF4Packed p = chord::ref::pack_nf4(st);
+  for (int t = 0; t < 2; ++t) {
+    const std::vector<uint16_t> v =
+        chord::ref::nf4_dequantize(st, t ? chord::ref::NF4Float::kFP16 : chord::ref::NF4Float::kBF16);
+    W.logical[t].resize(v.size());
+    for (size_t i = 0; i < v.size(); ++i) W.logical[t][i] = elem_to_float(v[i], t == 1);
+  }
+  W.d_w.upload(p.weight);
+  W.d_absmax.upload(p.absmax);
+}
+
+// (output row, input row, expert) of every row the problem's routing selects.
+static std::vector<std::array<int, 3>> routed_rows(const Problem& P, int E) {
+  std::vector<std::array<int, 3>> rows;
+  const W4A16Args& a = P.args;
+  switch (P.mode) {
+    case chord::kW4A16Contiguous:
+      for (int r = 0; r < a.a_rows; ++r)
+        if (P.r0[r] >= 0) rows.push_back({r, r, P.r0[r]});
+      break;
+    case chord::kW4A16Masked:
+      for (int g = 0; g < a.num_groups; ++g)
+        for (int i = 0; i < P.r0[g]; ++i) rows.push_back({g * a.max_m + i, g * a.max_m + i, g});
+      break;
+    case chord::kW4A16Offsets: {
+      int start = 0;
+      for (int e = 0; e < E; ++e) {
+        for (int r = start; r < P.r0[e]; ++r) rows.push_back({r, r, e});
+        start = P.r0[e];
+      }
+      break;
+    }
+    default:
+      for (int i = 0; i < P.r2[0]; ++i) {
+        const int id = P.r0[i], e = P.r1[i / a.block_size];
+        if (id < a.a_rows * a.top_k && e >= 0) rows.push_back({id, id / a.top_k, e});
+      }
+  }
+  return rows;
+}
+
+// An INT4 problem's routing with NF4 weights: activations as T (FP16: the BF16 values
+// rounded), reference = T(FP32 sum of T(act) * T(dequantized weight)).
+struct NF4Problem {
+  const Problem* base = nullptr;
+  bool fp16 = false;
+  std::vector<uint16_t> a, ref_out;
+};
+
+static NF4Problem nf4_problem(const Problem& P, const NF4Weights& W, bool fp16) {
+  NF4Problem q;
+  q.base = &P;
+  q.fp16 = fp16;
+  q.a = P.a;
+  if (fp16)
+    for (auto& v : q.a) v = chord::ref::float_to_fp16(chord::ref::bf16_to_float(v));
+  q.ref_out.assign((size_t)P.out_rows * W.N, kPoison);
+  std::vector<float> arow(W.K);
+  const std::vector<float>& logical = W.logical[fp16 ? 1 : 0];
+  for (const auto& t : routed_rows(P, W.E)) {
+    for (int k = 0; k < W.K; ++k) arow[k] = elem_to_float(q.a[(size_t)t[1] * W.K + k], fp16);
+    for (int n = 0; n < W.N; ++n) {
+      const float* w = &logical[((size_t)t[2] * W.N + n) * W.K];
+      float s[4] = {0.f, 0.f, 0.f, 0.f};  // K % 64 == 0
+      for (int k = 0; k < W.K; k += 4)
+        for (int j = 0; j < 4; ++j) s[j] += arow[k + j] * w[k + j];
+      const float acc = (s[0] + s[1]) + (s[2] + s[3]);
+      q.ref_out[(size_t)t[0] * W.N + n] = fp16 ? chord::ref::float_to_fp16(acc) : chord::ref::float_to_bf16(acc);
+    }
+  }
+  // routed_rows must select the rows the INT4 reference of the harness writes.
+  if (P.out_rows > 0 && !P.ref_out.empty()) {
+    const size_t n_int = P.ref_out.size() / P.out_rows;
+    long diff = 0;
+    for (int r = 0; r < P.out_rows; ++r)
+      diff += (P.ref_out[r * n_int] == kPoison) != (q.ref_out[(size_t)r * W.N] == kPoison);
+    if (diff) report(P.name + " NF4 reference rows", false, std::to_string(diff) + " rows differ from the INT4 reference");
+  }
+  return q;
+}
+
+// compare() of the harness with the element type of the NF4 kind.
+static Cmp compare_elem(const std::vector<uint16_t>& out, const std::vector<uint16_t>& refo, int rows, int n,
+                        bool fp16) {
+  Cmp c;
+  double num = 0, den = 0, max_abs = 0, max_ref = 0;
+  for (int r = 0; r < rows; ++r) {
+    const uint16_t* o = &out[(size_t)r * n];
+    const uint16_t* f = &refo[(size_t)r * n];
+    if (f[0] == kPoison) {
+      for (int j = 0; j < n; ++j) c.bad_untouched += o[j] != kPoison;
+      continue;
+    }
+    ++c.valid_rows;
+    for (int j = 0; j < n; ++j) {
+      const double x = elem_to_float(o[j], fp16), y = elem_to_float(f[j], fp16);
+      if (!std::isfinite(x)) {
+        ++c.nan_valid;
+        continue;
+      }
+      num += (x - y) * (x - y);
+      den += y * y;
+      max_abs = std::max(max_abs, std::fabs(x - y));
+      max_ref = std::max(max_ref, std::fabs(y));
+    }
+  }
+  c.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  c.max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
+  c.ok = c.rel_l2 < 1e-2 && c.max_rel < 1e-2 && c.bad_untouched == 0 && c.nan_valid == 0;
+  return c;
+}
+
+// run_problem for NF4: the absmax goes where the INT4 scales go.
+template <class C>
+static void run_nf4(const NF4Problem& q, const NF4Weights& W) {
+  const Problem& P = *q.base;
+  DBuf<uint16_t> d_a(q.a);
+  DBuf<int32_t> d0(P.r0), d1(P.r1), d2(P.r2);
+  DBuf<uint16_t> d_out((size_t)P.out_rows * W.N);
+  if (d_out.n) fill_u16<<<256, 256>>>(d_out.p, d_out.n, kPoison);
+  CK(cudaGetLastError());
+  W4A16Args a = P.args;
+  a.a = d_a.p; a.w = W.d_w.p; a.scales = W.d_absmax.p; a.out = d_out.p;
+  a.m_indices = a.masked_m = a.offsets = a.sorted_ids = a.expert_ids = a.num_tokens_padded = nullptr;
+  switch (P.mode) {
+    case chord::kW4A16Contiguous: a.m_indices = d0.p; break;
+    case chord::kW4A16Masked: a.masked_m = d0.p; break;
+    case chord::kW4A16Offsets: a.offsets = d0.p; break;
+    default: a.sorted_ids = d0.p; a.expert_ids = d1.p; a.num_tokens_padded = d2.p;
+  }
+  a.n = W.N; a.k = W.K; a.num_experts = W.E; a.lda = W.K; a.ldc = W.N; a.mode = P.mode;
+  const chord::W4A16Dim3 g = chord::w4a16_grid(a, C::BM, C::BN);
+  launch_mode<C>(P.mode, a);
+  CK(cudaDeviceSynchronize());
+  const Cmp c = compare_elem(d_out.get(), q.ref_out, P.out_rows, W.N, q.fp16);
+  char det[256];
+  std::snprintf(det, sizeof det, "rows=%ld grid=%u rel_l2=%.2e max_rel=%.2e untouched_bad=%ld nan=%ld", c.valid_rows,
+                g.x, c.rel_l2, c.max_rel, c.bad_untouched, c.nan_valid);
+  report(P.name + (q.fp16 ? " fp16 " : " ") + C::name(), c.ok, det);
+}
+
+template <class C>
+static void check_nf4_cfg(const std::vector<NF4Problem>& probs, const NF4Weights& W,
+                          const std::vector<NF4Problem>& small, const NF4Weights& Ws,
+                          const std::vector<Problem>& idx) {
+  const bool fp16 = C::name().find("nf4f16") != std::string::npos;
+  for (const auto& q : probs) {
+    const Problem& P = *q.base;
+    if (q.fp16 == fp16 && C::supports(P.mode) && (P.mode != chord::kW4A16Indexed || P.args.block_size % C::BM == 0))
+      run_nf4<C>(q, W);
+  }
+  for (const auto& q : small)
+    if (q.fp16 == fp16 && C::supports(q.base->mode) && Ws.N % C::BN == 0) run_nf4<C>(q, Ws);
+  // INDEXED with vLLM block_size == BLOCK_M.
+  for (const auto& P : idx)
+    if (P.args.block_size == C::BM) run_nf4<C>(nf4_problem(P, W, fp16), W);
+}
+
+static void correctness_nf4(const std::vector<Problem>& probs, const std::vector<Problem>& small) {
+  NF4Weights W, Ws;
+  make_nf4_weights(W, 8, 512, 1024, 17);
+  make_nf4_weights(Ws, 6, 256, 128, 19);
+  std::vector<NF4Problem> nprobs, nsmall;
+  for (bool fp16 : {false, true}) {
+    for (const auto& P : probs) nprobs.push_back(nf4_problem(P, W, fp16));
+    for (const auto& P : small) nsmall.push_back(nf4_problem(P, Ws, fp16));
+  }
+  Rng r(777);
+  Weights Wi;  // shape only (N = 16 keeps the builder's INT4 reference cheap)
+  Wi.E = W.E; Wi.N = 16; Wi.K = W.K;
+  Wi.logical.assign((size_t)Wi.E * Wi.N * Wi.K, 0);
+  std::vector<Problem> idx;
+  for (int bm : {64, 128, 256}) {
+    idx.push_back(indexed("indexed M50 top4 bs=BM nonlocal{1}", Wi, 50, 4, bm, {1}, 5, false, r, 96));
+  }
+  check_nf4_cfg<N1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<N2>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<N3>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<N4>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<H1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<H3>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<H4>(nprobs, W, nsmall, Ws, idx);
 }
 
 static void correctness() {
@@ -147,6 +373,7 @@ static void correctness() {
   check_cfg<W6>(probs, W, small, Ws, r);
   check_cfg<W7>(probs, W, small, Ws, r);
   check_cfg<W8>(probs, W, small, Ws, r);
+  correctness_nf4(probs, small);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -154,6 +381,33 @@ static void correctness() {
 // ------------------------------------------------------------------------------------------
 // Rows of the sampled check of time_offsets: scattered over all rows.
 static int scattered_rows(int i, int rows) { return (int)(((long long)i * 5003 + 11) % rows); }
+
+static bool g_qwen3_only = false;  // --qwen3-timing
+
+// NF4 timings reuse BigWeights: its scale buffer (E * N * K / 16 bytes) has the size of the
+// FP32 absmax, read as floats in [0.002, 0.032]; FP16 activations read the BF16 fill's bits
+// (finite values of magnitude < 2). No sampled check: the reference is INT4.
+static void timing_qwen3() {
+  {
+    BigWeights W(128, 1536, 2048, 3);
+    const char* l = "offsets Qwen3 T=4096 top8 E128 N1536 K2048 (32768 rows)";
+    const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
+    if (g_qwen3_only) time_offsets<W1>(l, W, counts, 8, scattered_rows);  // else timed above
+    time_offsets<N1>(l, W, counts, 8, nullptr);
+    time_offsets<H1>(l, W, counts, 8, nullptr);
+    time_offsets<N2>(l, W, counts, 8, nullptr);
+    time_offsets<N4>(l, W, counts, 8, nullptr);
+  }
+  {
+    BigWeights W(128, 2048, 768, 4);
+    const char* l = "offsets Qwen3 T=4096 top8 E128 N2048 K768 (32768 rows)";
+    const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
+    time_offsets<W1>(l, W, counts, 8, nullptr);
+    time_offsets<N1>(l, W, counts, 8, nullptr);
+    time_offsets<H1>(l, W, counts, 8, nullptr);
+    time_offsets<N2>(l, W, counts, 8, nullptr);
+  }
+}
 
 static void timing() {
   std::printf("\n== kernel resources\n");
@@ -166,6 +420,19 @@ static void timing() {
   print_info<W7, 0>("contig");
   print_info<W8, 0>("contig");
   print_info<M1, 0>("contig");
+  print_info<N1, 2>("offsets");
+  print_info<N2, 2>("offsets");
+  print_info<N3, 2>("offsets");
+  print_info<N4, 2>("offsets");
+  print_info<H1, 2>("offsets");
+  print_info<H3, 2>("offsets");
+  print_info<H4, 2>("offsets");
+  if (g_qwen3_only) {
+    std::printf("\n== timings (median of %d after 3 warm-up launches, L2 flushed by a 256 MB memset before each)\n",
+                g_settings.reps);
+    timing_qwen3();
+    return;
+  }
 
   std::printf("\n== timings (median of %d after 3 warm-up launches, L2 flushed by a 256 MB memset before each)\n",
               g_settings.reps);
@@ -204,9 +471,19 @@ static void timing() {
     time_offsets<W8>(l, W, counts, 8, nullptr);
     time_offsets<M1>(l, W, counts, 8, nullptr);
   }
+  timing_qwen3();
 }
 
 int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--qwen3-timing")
+      g_qwen3_only = true;
+    else
+      args.push_back(argv[i]);
+  }
+  argc = (int)args.size();
+  argv = args.data();
   // reps, PASS/FAIL and TIME name columns, weight GB/s, resource-table columns, bf16 fill hash
   const Settings settings{20, 78, 96, false, 8, 36, 0x85ebca6bu};
   return checker_main(argc, argv, settings, correctness, timing, 9,
