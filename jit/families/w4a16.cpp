@@ -49,15 +49,22 @@ KernelSource W4A16GemmConfig::source() const {
   if (wgmma()) {
     // Two CTAs per SM: 128 registers x 256 threads (measured in docs/wgmma_prefill.md).
     s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", mode_name(mode), block_m, block_n, warpgroups, stages);
+    // As for mma.sync: INT4 keeps its original text, NF4 names the weight kind after the
+    // defaulted INFLIGHT.
+    std::string weight_args;
+    if (weight != kW4A16WeightInt4) {
+      s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+      weight_args = fmt::format(", 1, {}", static_cast<int>(weight));
+    }
     s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
 
 extern "C" __global__ void __launch_bounds__({threads}, 2) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
-  chord::w4a16_wgmma_body<{mode}, {bm}, {bn}, {wg}, {stages}>(args);
+  chord::w4a16_wgmma_body<{mode}, {bm}, {bn}, {wg}, {stages}{weight}>(args);
 }}
 )",
                          fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
                          fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("wg", warpgroups),
-                         fmt::arg("stages", stages));
+                         fmt::arg("stages", stages), fmt::arg("weight", weight_args));
     s.text += kernel_meta_definition(
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
     return s;

@@ -48,6 +48,21 @@ TEST_CASE("nf4: the GEMM's NF4 instantiations compile for sm_80, sm_90a, sm_100a
         auto kernel = chord::JitRuntime::global().compile(d);
         CHECK(kernel->info.arch == arch);
       }
+      // The WGMMA prefill config (its body traps off sm_90a but compiles everywhere).
+      chord::W4A16GemmConfig w;
+      w.engine = chord::W4A16Engine::kWgmma;
+      w.mode = chord::kW4A16Offsets;
+      w.block_m = 128;
+      w.block_n = 128;
+      w.block_k = chord::kW4A16WgmmaBlockK;
+      w.warpgroups = 2;
+      w.stages = 5;
+      w.weight = weight;
+      const chord::KernelDescriptor d = w.descriptor(chord::parse_arch(arch));
+      CHECK(chord::W4A16GemmConfig::from(d).weight == weight);
+      CHECK(w.source().name.find(weight == chord::kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4") != std::string::npos);
+      auto kernel = chord::JitRuntime::global().compile(d);
+      CHECK(kernel->info.arch == arch);
     }
   }
 }

@@ -111,7 +111,7 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m = bl
   CHECK(std::string(chord_last_error()).find("no tuning table") != std::string::npos);
 }
 
-TEST_CASE("tuning: engines - WGMMA for INT4 prefill on sm_90a only, never for NF4; a thread per tile row",
+TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only; a thread per tile row",
           "[tuning]") {
   chord::W4A16Problem prefill = problem(4096, 7168, 512, chord::kW4A16Contiguous);
   CHECK(chord::resolve_w4a16_config(prefill).wgmma());
@@ -127,10 +127,16 @@ TEST_CASE("tuning: engines - WGMMA for INT4 prefill on sm_90a only, never for NF
   chord::W4A16Problem nf4 = problem(1536, 2048, 512, chord::kW4A16Offsets);
   nf4.weight = chord::kW4A16WeightNF4;
   chord::W4A16GemmConfig c = chord::resolve_w4a16_config(nf4);
-  CHECK_FALSE(c.wgmma());
+  CHECK(c.wgmma());
   CHECK(c.weight == chord::kW4A16WeightNF4);
   CHECK(c.block_m == 128);
   CHECK(c.error() == nullptr);
+  chord::W4A16Problem nf4_a100 = nf4;
+  nf4_a100.arch = chord::parse_arch("sm_80");
+  CHECK_FALSE(chord::resolve_w4a16_config(nf4_a100).wgmma());
+  chord::W4A16Problem nf4_decode = problem(1536, 2048, 4, chord::kW4A16Offsets);
+  nf4_decode.weight = chord::kW4A16WeightNF4Fp16;
+  CHECK_FALSE(chord::resolve_w4a16_config(nf4_decode).wgmma());
 
   // Narrow N: BN16 with one warp along N would leave rows of a BM128 tile without a thread.
   for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4}) {
