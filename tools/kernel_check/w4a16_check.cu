@@ -235,6 +235,10 @@ using SB = Cfg<8, 256, 128, 3, 1, 8, kStaged>;   // 8 warps sharing one activati
 using SC = Cfg<8, 256, 128, 3, 1, 4, kStaged>;   // 4 n tiles per warp
 using SD = Cfg<16, 128, 128, 4, 1, 4, kStaged>;  // BM16, 4 stages
 using SE = Cfg<16, 128, 128, 3, 1, 4, kStaged, 4>;  // BM16, registers capped for 4 CTAs/SM
+using SF = Cfg<16, 256, 128, 3, 1, 8, kStaged, 2>;  // BM16, 8 warps (the JIT caps 256 threads at 2 CTAs/SM)
+using SG = Cfg<16, 64, 128, 4, 1, 2, kStaged>;      // BM16, 64 threads
+using SH = Cfg<16, 256, 128, 3, 1, 4, kStaged>;     // BM16, 4 n tiles per warp
+using SI = Cfg<8, 256, 128, 4, 1, 4, kStaged>;      // the EP8 decode row with 4 stages
 
 static void timing() {
   std::printf("\n== kernel resources\n");
@@ -253,6 +257,10 @@ static void timing() {
   print_info<SC, 1>("masked");
   print_info<SD, 1>("masked");
   print_info<SE, 1>("masked");
+  print_info<SF, 1>("masked");
+  print_info<SG, 1>("masked");
+  print_info<SH, 1>("masked");
+  print_info<SI, 1>("masked");
   print_info<DI, 2>("offsets");
   print_info<DJ, 2>("offsets");
   print_info<P1, 0>("contig");
@@ -274,10 +282,14 @@ static void timing() {
     time_masked<SA>(L, W, 8, 64, true);
     time_masked<SB>(L, W, 8, 64, true);
     time_masked<SC>(L, W, 8, 64, false);
+    time_masked<SI>(L, W, 8, 64, false);
     const char* L12 = "EP8 masked 12 tok/expert gate_up E48 N4096 K7168 max_m=64";
     time_masked<S2>(L12, W, 12, 64, false);
     time_masked<SD>(L12, W, 12, 64, true);
     time_masked<SE>(L12, W, 12, 64, true);
+    time_masked<SF>(L12, W, 12, 64, true);
+    time_masked<SG>(L12, W, 12, 64, false);
+    time_masked<SH>(L12, W, 12, 64, false);
     time_masked<DG>(L12, W, 12, 64, true);
     time_masked<DH>(L12, W, 12, 64, false);
     time_contig<P1>("EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168", W, 512, true);
@@ -297,10 +309,14 @@ static void timing() {
     time_masked<SA>(L, W, 8, 64, false);
     time_masked<SB>(L, W, 8, 64, false);
     time_masked<SC>(L, W, 8, 64, false);
+    time_masked<SI>(L, W, 8, 64, false);
     const char* L12 = "EP8 masked 12 tok/expert down E48 N7168 K2048 max_m=64";
     time_masked<S2>(L12, W, 12, 64, false);
     time_masked<SD>(L12, W, 12, 64, false);
     time_masked<SE>(L12, W, 12, 64, false);
+    time_masked<SF>(L12, W, 12, 64, false);
+    time_masked<SG>(L12, W, 12, 64, false);
+    time_masked<SH>(L12, W, 12, 64, false);
     time_masked<DG>(L12, W, 12, 64, false);
     time_masked<DH>(L12, W, 12, 64, false);
   }
