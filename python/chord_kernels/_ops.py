@@ -80,18 +80,23 @@ def expected_tag(experts: int, n: int, k: int) -> Tuple[int, int, int, int, int,
 
 # -- checks (metadata only) ---------------------------------------------------------------
 
-_checked_tags = set()
+# tag -> (E, N, K, weight bytes, scale bytes), filled by the first check of each distinct tag
+# (the per-call path then costs one dict lookup).
+_checked_tags = {}
 
 
 def _fail(message):
     raise ValueError("chord_kernels: " + message)
 
 
-def _check_tag_fields(tag, label, group_field, fmt_expected, fmt_message, version, group):
+def _check_tag_fields(tag, label, group_field, fmt_expected, fmt_message, version, group, buffer_bytes):
     """The 7 tag fields of a packed weight (INT4 and NF4 alike) against this library, once per
-    distinct tag. Returns (tag, E, N, K)."""
-    tag = tuple(tag)
-    if tag not in _checked_tags:
+    distinct tag; buffer_bytes(E, N, K) gives the sizes its two buffers must have.
+    Returns (tag, E, N, K, weight bytes, scale bytes)."""
+    if type(tag) is not tuple:
+        tag = tuple(tag)
+    known = _checked_tags.get(tag)
+    if known is None:
         if len(tag) != 7:
             _fail(f"{label} tag must have 7 fields (magic, format, layout_version, {group_field}, E, N, K), got {tag}")
         magic, fmt, tag_version, tag_group, e, n, k = tag
@@ -105,8 +110,9 @@ def _check_tag_fields(tag, label, group_field, fmt_expected, fmt_message, versio
             _fail(f"{label} {group_field.replace('_', ' ')} {tag_group}; supported: {group}")
         if e < 1 or n < PACK_N or k < PACK_K or n % PACK_N or k % PACK_K:
             _fail(f"{label} shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
-        _checked_tags.add(tag)
-    return tag, tag[4], tag[5], tag[6]
+        known = (e, n, k) + tuple(buffer_bytes(e, n, k))
+        _checked_tags[tag] = known
+    return (tag,) + known
 
 
 def _check_buffer(t, what, nbytes, e, n, k):
@@ -115,13 +121,21 @@ def _check_buffer(t, what, nbytes, e, n, k):
               f"with {t.numel()} elements")
 
 
+def _int4_format_message(fmt):
+    return f"packed weight format {fmt} is not INT4 group-32 ({FORMAT_INT4_G32})"
+
+
+def _int4_buffer_bytes(e, n, k):
+    return _C.weight_bytes(e, n, k), _C.scale_bytes(e, n, k)
+
+
 def _check_tag(tag, weight, scales):
     """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
-    tag, e, n, k = _check_tag_fields(
-        tag, "packed weight", "group_size", FORMAT_INT4_G32,
-        lambda fmt: f"packed weight format {fmt} is not INT4 group-32 ({FORMAT_INT4_G32})", LAYOUT_VERSION, GROUP_SIZE)
-    _check_buffer(weight, "packed weight", _C.weight_bytes(e, n, k), e, n, k)
-    _check_buffer(scales, "packed scales", _C.scale_bytes(e, n, k), e, n, k)
+    tag, e, n, k, weight_bytes, scale_bytes = _check_tag_fields(
+        tag, "packed weight", "group_size", FORMAT_INT4_G32, _int4_format_message, LAYOUT_VERSION, GROUP_SIZE,
+        _int4_buffer_bytes)
+    _check_buffer(weight, "packed weight", weight_bytes, e, n, k)
+    _check_buffer(scales, "packed scales", scale_bytes, e, n, k)
     return tag, e, n, k
 
 
@@ -137,7 +151,7 @@ def _check_tensor(t, name, dtype, dim):
 def _check_out(out, shape, name="out"):
     if out.dtype != _BF16:
         _fail(f"'{name}' must be bfloat16, got {out.dtype}")
-    if tuple(out.shape) != shape:
+    if out.shape != shape:  # torch.Size is a tuple
         _fail(f"'{name}' must have shape {shape}, got {tuple(out.shape)}")
     if not out.is_contiguous():
         _fail(f"'{name}' must be contiguous, got strides {out.stride()}")
@@ -155,9 +169,15 @@ def _check_device(*tensors):
     return index
 
 
+try:
+    _current_device = torch._C._cuda_getDevice  # one C call (CUDA is initialized: the tensors live there)
+except AttributeError:  # pragma: no cover - older torch
+    _current_device = torch.cuda.current_device
+
+
 def _check_current(index):
-    if torch.cuda.current_device() != index:
-        _fail(f"tensors are on cuda:{index} but the current device is cuda:{torch.cuda.current_device()} "
+    if _current_device() != index:
+        _fail(f"tensors are on cuda:{index} but the current device is cuda:{_current_device()} "
               "(use torch.cuda.device(...))")
 
 

@@ -249,14 +249,21 @@ def expected_nf4_tag(experts: int, n: int, k: int) -> Tuple[int, int, int, int, 
     return (MAGIC, FORMAT_NF4, NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE, int(experts), int(n), int(k))
 
 
+def _nf4_format_message(fmt):
+    return f"'w' has format {fmt}, not NF4 ({FORMAT_NF4}); INT4 group-32 weights go through grouped_mm"
+
+
+def _nf4_buffer_bytes(e, n, k):
+    return _C.nf4_weight_bytes(e, n, k), _C.nf4_absmax_bytes(e, n, k)
+
+
 def _check_nf4_tag(tag, weight, absmax):
     """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
-    tag, e, n, k = _check_tag_fields(
-        tag, "NF4 weight", "block_size", FORMAT_NF4,
-        lambda fmt: f"'w' has format {fmt}, not NF4 ({FORMAT_NF4}); INT4 group-32 weights go through grouped_mm",
-        NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE)
-    _check_buffer(weight, "NF4 weight", _C.nf4_weight_bytes(e, n, k), e, n, k)
-    _check_buffer(absmax, "NF4 absmax", _C.nf4_absmax_bytes(e, n, k), e, n, k)
+    tag, e, n, k, weight_bytes, absmax_bytes = _check_tag_fields(
+        tag, "NF4 weight", "block_size", FORMAT_NF4, _nf4_format_message, NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE,
+        _nf4_buffer_bytes)
+    _check_buffer(weight, "NF4 weight", weight_bytes, e, n, k)
+    _check_buffer(absmax, "NF4 absmax", absmax_bytes, e, n, k)
     return tag, e, n, k
 
 
