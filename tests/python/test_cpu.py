@@ -132,9 +132,15 @@ def test_tag_checks():
         tag[field] = value
         with pytest.raises(ValueError, match=message):
             ck.contiguous(a, ck.W4A16Weight(p.weight, p.scales, tuple(tag)), idx)
+    # A tag already seen (its fields are checked once and cached) still has its buffers
+    # checked on every call, whether it comes as a tuple or a list.
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.contiguous(a, p, idx)
     short = ck.W4A16Weight(p.weight[:-1], p.scales, p.tag)
-    with pytest.raises(ValueError, match="bytes"):
+    with pytest.raises(ValueError, match="packed weight buffer .* bytes"):
         ck.contiguous(a, short, idx)
+    with pytest.raises(ValueError, match="packed scales buffer .* bytes"):
+        ck.contiguous(a, ck.W4A16Weight(p.weight, p.scales[:-1], list(p.tag)), idx)
 
 
 def test_pack_argument_checks():

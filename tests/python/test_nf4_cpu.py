@@ -294,6 +294,11 @@ def test_nf4_grouped_mm_checks_answer_before_launch():
     # FP16 activations pass every check; the last one before the launch is the device.
     with pytest.raises(ValueError, match="CUDA device"):
         ck.nf4_grouped_mm(x.half(), offs, w)
+    # The tag is now known (its fields are checked once); its buffers are still checked.
+    short_weight = fake_nf4()
+    short_weight.weight = short_weight.weight[:-1]
+    with pytest.raises(ValueError, match="NF4 weight buffer"):
+        ck.nf4_grouped_mm(x, offs, short_weight)
     with pytest.raises(ValueError, match="'dtype' must be bfloat16 or float16"):
         w.dequantize(torch.float32)
     with pytest.raises(ValueError, match="CUDA device"):
