@@ -1,5 +1,6 @@
 #include "jit/cubin_info.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <elf.h>
 
@@ -12,10 +13,44 @@ constexpr const char* kMetaSymbol = "chord_kernel_meta";
 
 template <typename T>
 T read_at(const std::vector<char>& bytes, uint64_t offset) {
-  if (offset + sizeof(T) > bytes.size()) fail(CHORD_ERROR_INTERNAL, "cubin is truncated (offset {})", offset);
+  if (offset > bytes.size() || sizeof(T) > bytes.size() - offset) {
+    fail(CHORD_ERROR_INTERNAL, "cubin is truncated (offset {})", offset);
+  }
   T value;
   std::memcpy(&value, bytes.data() + offset, sizeof(T));
   return value;
+}
+
+// ".nv.info" holds attribute records {u8 format, u8 attribute, u16 size, payload}; formats
+// 1-3 carry no payload beyond the u16, format 4 (a sized value) carries `size` bytes. The
+// register count of a kernel is attribute 0x2f: {u32 symbol index, u32 registers}.
+constexpr uint8_t kNvInfoSizedValue = 0x04;
+constexpr uint8_t kNvInfoRegCount = 0x2f;
+
+// [offset, offset + size) lies inside the bytes (no overflow for any field values).
+bool within(const std::vector<char>& bytes, uint64_t offset, uint64_t size) {
+  return size <= bytes.size() && offset <= bytes.size() - size;
+}
+
+int max_register_count(const std::vector<char>& cubin, const Elf64_Shdr& s) {
+  int most = 0;
+  uint64_t at = s.sh_offset;
+  const uint64_t end = s.sh_offset + s.sh_size;
+  while (at + 4 <= end) {
+    const auto format = read_at<uint8_t>(cubin, at);
+    const auto attribute = read_at<uint8_t>(cubin, at + 1);
+    if (format != kNvInfoSizedValue) {
+      at += 4;
+      continue;
+    }
+    const uint64_t size = read_at<uint16_t>(cubin, at + 2);
+    if (attribute == kNvInfoRegCount && size >= 8 && at + 12 <= end) {
+      const auto registers = read_at<uint32_t>(cubin, at + 8);
+      if (registers <= 255 && static_cast<int>(registers) > most) most = static_cast<int>(registers);
+    }
+    at += 4 + size;
+  }
+  return most;
 }
 
 }  // namespace
@@ -33,7 +68,16 @@ CubinInfo read_cubin_info(const std::vector<char>& cubin) {
   for (int i = 0; i < header.e_shnum; ++i) {
     sections[i] = read_at<Elf64_Shdr>(cubin, header.e_shoff + static_cast<uint64_t>(i) * header.e_shentsize);
   }
+  const Elf64_Shdr* names = header.e_shstrndx < sections.size() ? &sections[header.e_shstrndx] : nullptr;
   for (const auto& s : sections) {
+    if (names != nullptr && s.sh_name < names->sh_size && within(cubin, s.sh_offset, s.sh_size) &&
+        within(cubin, names->sh_offset, names->sh_size)) {
+      const char* name = cubin.data() + names->sh_offset + s.sh_name;
+      const size_t room = names->sh_size - s.sh_name;
+      if (strnlen(name, room) == 8 && std::memcmp(name, ".nv.info", 8) == 0) {
+        info.registers = std::max(info.registers, max_register_count(cubin, s));
+      }
+    }
     // The toolkit note records the ptxas command line, e.g. "-arch sm_90a -m 64".
     if (s.sh_type == SHT_NOTE && s.sh_offset + s.sh_size <= cubin.size()) {
       std::string text(cubin.data() + s.sh_offset, s.sh_size);

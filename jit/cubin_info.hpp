@@ -20,6 +20,7 @@ struct CubinInfo {
   std::string arch;            // from the toolkit note, e.g. "sm_90a" (empty if absent)
   KernelMeta meta;
   bool has_meta = false;
+  int registers = 0;           // per thread, most of any kernel in the cubin (0: not recorded)
 };
 
 // Throws Error(CHORD_ERROR_INTERNAL) when the bytes are not a CUDA ELF.

@@ -48,6 +48,11 @@ TEST_CASE("compile: every profile kernel compiles for every supported arch", "[c
       auto kernel = chord::JitRuntime::global().compile(d);
       CHECK(kernel->info.arch == *arch);
       CHECK(kernel->info.has_meta);
+      // The register count ptxas recorded; 256-thread tiles are launch-bounded to 2 CTAs
+      // per SM (128 registers), which their speed was measured with.
+      CHECK(kernel->info.registers > 0);
+      CHECK(kernel->info.registers <= 255);
+      if (kernel->info.meta.threads == 256) CHECK(kernel->info.registers <= 128);
     }
   }
 }
