@@ -40,9 +40,12 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
   c.warps_n = c.block_n >= 64 ? 4 : 1;
   // Small experts (<= 2 MB packed, e.g. Qwen3 1536x2048, 2048x768) at decode: few CTAs
   // stream each expert, so use 64-row tiles (twice the CTAs) on the direct-register path
-  // (STAGES == 2, four 512-byte chunks ahead per warp). kernel_check on the H200: Qwen3
-  // 1 token gate_up 17.8 us vs 23.5 us staged BN128, down 11.0 vs 12.3 us; 8 tokens 43.3 vs
-  // 48.4 us and 26.1 vs 29.8 us. The big EP8 decode shapes stay staged (302 vs 305 us).
+  // (STAGES == 2, four 512-byte chunks ahead per warp). Chosen when the staged copies were
+  // runtime loops (kernel_check, H200: Qwen3 1 token gate_up 17.8 vs 23.5 us). Since the
+  // straight-line copies and the INT4 group sums the staged BN128 BK128 S3 tile leads for
+  // INT4 (16.7 / 10.2 us vs 17.3 / 11.6 at 1 token), which the sm_90a Qwen3 table row uses,
+  // while NF4 at 1 token was faster here (21.5 / 14.1 vs 25.1 / 15.2 us, bench): kept for
+  // shapes without a table row until it is measured again.
   if (decode && (int64_t)p.n * p.k <= (int64_t{4} << 20) && p.n % 64 == 0 && p.k % 256 == 0) {
     c.block_n = 64;
     c.block_k = 256;
