@@ -27,6 +27,7 @@
 #include "kernels_src/w4a16_args.cuh"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
+#include "reference/nf4_reference.hpp"
 #include "reference/w4a16_gemm.hpp"
 #include "reference/w4a16_pack.hpp"
 
@@ -260,8 +261,9 @@ struct Cmp {
 };
 
 // Rows whose reference is poison must stay poison; valid rows within 1e-2 (relative L2 and
-// max error relative to max |ref|), no NaN.
-inline Cmp compare(const std::vector<uint16_t>& out, const std::vector<uint16_t>& refo, int rows, int n) {
+// max error relative to max |ref|), no NaN. Elements are BF16, or FP16 when fp16 is set.
+inline Cmp compare(const std::vector<uint16_t>& out, const std::vector<uint16_t>& refo, int rows, int n,
+                   bool fp16 = false) {
   Cmp c;
   double num = 0, den = 0, max_abs = 0, max_ref = 0;
   for (int r = 0; r < rows; ++r) {
@@ -273,7 +275,8 @@ inline Cmp compare(const std::vector<uint16_t>& out, const std::vector<uint16_t>
     }
     ++c.valid_rows;
     for (int j = 0; j < n; ++j) {
-      const double x = ref::bf16_to_float(o[j]), y = ref::bf16_to_float(f[j]);
+      const double x = fp16 ? ref::fp16_to_float(o[j]) : ref::bf16_to_float(o[j]);
+      const double y = fp16 ? ref::fp16_to_float(f[j]) : ref::bf16_to_float(f[j]);
       if (!std::isfinite(x)) {
         ++c.nan_valid;
         continue;

@@ -242,37 +242,6 @@ static NF4Problem nf4_problem(const Problem& P, const NF4Weights& W, bool fp16) 
   return q;
 }
 
-// compare() of the harness with the element type of the NF4 kind.
-static Cmp compare_elem(const std::vector<uint16_t>& out, const std::vector<uint16_t>& refo, int rows, int n,
-                        bool fp16) {
-  Cmp c;
-  double num = 0, den = 0, max_abs = 0, max_ref = 0;
-  for (int r = 0; r < rows; ++r) {
-    const uint16_t* o = &out[(size_t)r * n];
-    const uint16_t* f = &refo[(size_t)r * n];
-    if (f[0] == kPoison) {
-      for (int j = 0; j < n; ++j) c.bad_untouched += o[j] != kPoison;
-      continue;
-    }
-    ++c.valid_rows;
-    for (int j = 0; j < n; ++j) {
-      const double x = elem_to_float(o[j], fp16), y = elem_to_float(f[j], fp16);
-      if (!std::isfinite(x)) {
-        ++c.nan_valid;
-        continue;
-      }
-      num += (x - y) * (x - y);
-      den += y * y;
-      max_abs = std::max(max_abs, std::fabs(x - y));
-      max_ref = std::max(max_ref, std::fabs(y));
-    }
-  }
-  c.rel_l2 = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  c.max_rel = max_ref > 0 ? max_abs / max_ref : max_abs;
-  c.ok = c.rel_l2 < 1e-2 && c.max_rel < 1e-2 && c.bad_untouched == 0 && c.nan_valid == 0;
-  return c;
-}
-
 // run_problem for NF4: the absmax goes where the INT4 scales go.
 template <class C>
 static void run_nf4(const NF4Problem& q, const NF4Weights& W) {
@@ -295,7 +264,7 @@ static void run_nf4(const NF4Problem& q, const NF4Weights& W) {
   const chord::W4A16Dim3 g = chord::w4a16_grid(a, C::BM, C::BN);
   launch_mode<C>(P.mode, a);
   CK(cudaDeviceSynchronize());
-  const Cmp c = compare_elem(d_out.get(), q.ref_out, P.out_rows, W.N, q.fp16);
+  const Cmp c = compare(d_out.get(), q.ref_out, P.out_rows, W.N, q.fp16);
   char det[256];
   std::snprintf(det, sizeof det, "rows=%ld grid=%u rel_l2=%.2e max_rel=%.2e untouched_bad=%ld nan=%ld", c.valid_rows,
                 g.x, c.rel_l2, c.max_rel, c.bad_untouched, c.nan_valid);
