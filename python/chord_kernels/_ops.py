@@ -89,30 +89,49 @@ def _fail(message):
     raise ValueError("chord_kernels: " + message)
 
 
-def _check_tag_fields(tag, label, group_field, fmt_expected, fmt_message, version, group, buffer_bytes):
-    """The 7 tag fields of a packed weight (INT4 and NF4 alike) against this library, once per
-    distinct tag; buffer_bytes(E, N, K) gives the sizes its two buffers must have.
-    Returns (tag, E, N, K, weight bytes, scale bytes)."""
+@dataclasses.dataclass(frozen=True)
+class _PackedFormat:
+    """What the tag of one packed-weight format must say, and how its two buffers are named
+    and sized (INT4 group-32 here; NF4 in nf4.py)."""
+    label: str            # "packed weight" / "NF4 weight"
+    group_field: str      # name of tag field 3
+    format: int
+    format_message: str   # for a wrong format; "{fmt}" is the tag's
+    version: int
+    group: int
+    buffer_bytes: object  # (E, N, K) -> (weight bytes, second buffer bytes)
+    weight_what: str
+    second_what: str
+
+
+def _check_packed(spec, tag, weight, second):
+    """Tag fields against this library (once per distinct tag), buffers against the tag on
+    every call. Returns (tag, E, N, K)."""
     if type(tag) is not tuple:
         tag = tuple(tag)
     known = _checked_tags.get(tag)
     if known is None:
+        label, group_field = spec.label, spec.group_field
         if len(tag) != 7:
             _fail(f"{label} tag must have 7 fields (magic, format, layout_version, {group_field}, E, N, K), got {tag}")
         magic, fmt, tag_version, tag_group, e, n, k = tag
         if magic != MAGIC:
             _fail(f"not a chord packed weight (tag magic 0x{magic:08x}, expected 0x{MAGIC:08x})")
-        if fmt != fmt_expected:
-            _fail(fmt_message(fmt))
-        if tag_version != version:
-            _fail(f"{label} has layout version {tag_version}; this library reads version {version} (re-pack the weights)")
-        if tag_group != group:
-            _fail(f"{label} {group_field.replace('_', ' ')} {tag_group}; supported: {group}")
+        if fmt != spec.format:
+            _fail(spec.format_message.format(fmt=fmt))
+        if tag_version != spec.version:
+            _fail(f"{label} has layout version {tag_version}; this library reads version {spec.version} "
+                  "(re-pack the weights)")
+        if tag_group != spec.group:
+            _fail(f"{label} {group_field.replace('_', ' ')} {tag_group}; supported: {spec.group}")
         if e < 1 or n < PACK_N or k < PACK_K or n % PACK_N or k % PACK_K:
             _fail(f"{label} shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
-        known = (e, n, k) + tuple(buffer_bytes(e, n, k))
+        known = (e, n, k) + tuple(spec.buffer_bytes(e, n, k))
         _checked_tags[tag] = known
-    return (tag,) + known
+    e, n, k, weight_bytes, second_bytes = known
+    _check_buffer(weight, spec.weight_what, weight_bytes, e, n, k)
+    _check_buffer(second, spec.second_what, second_bytes, e, n, k)
+    return tag, e, n, k
 
 
 def _check_buffer(t, what, nbytes, e, n, k):
@@ -121,22 +140,17 @@ def _check_buffer(t, what, nbytes, e, n, k):
               f"with {t.numel()} elements")
 
 
-def _int4_format_message(fmt):
-    return f"packed weight format {fmt} is not INT4 group-32 ({FORMAT_INT4_G32})"
-
-
-def _int4_buffer_bytes(e, n, k):
-    return _C.weight_bytes(e, n, k), _C.scale_bytes(e, n, k)
+_INT4_G32 = _PackedFormat(
+    label="packed weight", group_field="group_size", format=FORMAT_INT4_G32,
+    format_message="packed weight format {fmt} is not INT4 group-32 (" + str(FORMAT_INT4_G32) + ")",
+    version=LAYOUT_VERSION, group=GROUP_SIZE,
+    buffer_bytes=lambda e, n, k: (_C.weight_bytes(e, n, k), _C.scale_bytes(e, n, k)),
+    weight_what="packed weight", second_what="packed scales")
 
 
 def _check_tag(tag, weight, scales):
     """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
-    tag, e, n, k, weight_bytes, scale_bytes = _check_tag_fields(
-        tag, "packed weight", "group_size", FORMAT_INT4_G32, _int4_format_message, LAYOUT_VERSION, GROUP_SIZE,
-        _int4_buffer_bytes)
-    _check_buffer(weight, "packed weight", weight_bytes, e, n, k)
-    _check_buffer(scales, "packed scales", scale_bytes, e, n, k)
-    return tag, e, n, k
+    return _check_packed(_INT4_G32, tag, weight, scales)
 
 
 def _check_tensor(t, name, dtype, dim):

@@ -24,8 +24,7 @@ import torch
 
 from . import _ops
 from ._native import lib as _C
-from ._ops import (_check_buffer, _check_current, _check_device, _check_tag_fields, _check_tensor, _compiling,
-                   _fail, _raw_stream)
+from ._ops import _check_current, _check_device, _check_tensor, _compiling, _fail, _raw_stream
 
 MAGIC = _ops.MAGIC
 FORMAT_NF4 = int(_C.FORMAT_NF4)
@@ -249,22 +248,18 @@ def expected_nf4_tag(experts: int, n: int, k: int) -> Tuple[int, int, int, int, 
     return (MAGIC, FORMAT_NF4, NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE, int(experts), int(n), int(k))
 
 
-def _nf4_format_message(fmt):
-    return f"'w' has format {fmt}, not NF4 ({FORMAT_NF4}); INT4 group-32 weights go through grouped_mm"
-
-
-def _nf4_buffer_bytes(e, n, k):
-    return _C.nf4_weight_bytes(e, n, k), _C.nf4_absmax_bytes(e, n, k)
+_NF4 = _ops._PackedFormat(
+    label="NF4 weight", group_field="block_size", format=FORMAT_NF4,
+    format_message="'w' has format {fmt}, not NF4 (" + str(FORMAT_NF4) + "); INT4 group-32 weights go through "
+                   "grouped_mm",
+    version=NF4_LAYOUT_VERSION, group=NF4_BLOCK_SIZE,
+    buffer_bytes=lambda e, n, k: (_C.nf4_weight_bytes(e, n, k), _C.nf4_absmax_bytes(e, n, k)),
+    weight_what="NF4 weight", second_what="NF4 absmax")
 
 
 def _check_nf4_tag(tag, weight, absmax):
     """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
-    tag, e, n, k, weight_bytes, absmax_bytes = _check_tag_fields(
-        tag, "NF4 weight", "block_size", FORMAT_NF4, _nf4_format_message, NF4_LAYOUT_VERSION, NF4_BLOCK_SIZE,
-        _nf4_buffer_bytes)
-    _check_buffer(weight, "NF4 weight", weight_bytes, e, n, k)
-    _check_buffer(absmax, "NF4 absmax", absmax_bytes, e, n, k)
-    return tag, e, n, k
+    return _ops._check_packed(_NF4, tag, weight, absmax)
 
 
 def _dtype_code(dtype, name):
