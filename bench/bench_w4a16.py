@@ -31,6 +31,9 @@ MODELS = {  # name: (experts, gate_up N, K, down N, K)
 }
 
 
+ARCH = "sm_90a"  # the tuning tables the indexed rows take their routing block from (H200)
+
+
 def l2_flush_buffer():
     return torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
 
@@ -150,8 +153,9 @@ def rel_error(out, ref):
 
 
 class Suite:
-    def __init__(self, chord, quick, only=None):
-        self.chord, self.quick, self.only = chord, quick, only
+    def __init__(self, chord, quick, only=None, fixed_blocks=False):
+        self.chord, self.quick, self.only, self.fixed_blocks = chord, quick, only, fixed_blocks
+        self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
         self.failures = 0
@@ -175,7 +179,8 @@ class Suite:
                    chord_us=round(ours, 2), grouped_mm_bf16_us=round(anchor, 2), floor_us=round(floor, 2),
                    tflops=round(flop / ours / 1e6, 1), weight_gbps=round(wbytes / ours / 1e3, 1),
                    vs_grouped_mm=round(anchor / ours, 3), vs_floor=round(floor / ours, 3),
-                   check="ok" if ok else "FAIL", rel_error=err, first_call_ms=round(first_call_ms, 1))
+                   check="ok" if ok else "FAIL", rel_error=err, first_call_ms=round(first_call_ms, 1),
+                   routing_block=self.block_size)
         self.rows.append(row)
         print(f"{scenario:22s} {str(x):>6s} {proj:8s} rows={routed_rows:6d} chord={ours:9.1f}us "
               f"bf16_gmm={anchor:9.1f}us floor={floor:8.1f}us {row['tflops']:6.1f}TF "
@@ -185,9 +190,15 @@ class Suite:
     def indexed(self, scenario, x, weights_up, weights_down, tokens, num_global, top_k, local_of_global,
                 block_size, gen):
         topk_ids = skewed_topk(tokens, num_global, top_k, gen)
-        sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
         routes, offsets, active = grouped_rows(topk_ids, local_of_global, weights_up.experts)
         routed = routes.numel()
+        # The routing block vLLM would align to with our exported tuning table (both
+        # projections use it); `block_size` where no table holds the shape or --fixed-blocks.
+        if not self.fixed_blocks:
+            block_size = self.chord.routing_block(ARCH, weights_up.experts, weights_up.n, weights_up.k,
+                                                  routed) or block_size
+        self.block_size = block_size
+        sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
         for proj, w, a_rows, kernel_top_k in (("gate_up", weights_up, tokens, top_k),
                                               ("down", weights_down, tokens * top_k, 1)):
             a = torch.randn(a_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
@@ -211,6 +222,7 @@ class Suite:
                 return clean and err < 1e-2 and not torch.isnan(got).any().item(), err
 
             self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, ours, anchor, check)
+        self.block_size = None
 
     # -- grouped contiguous ------------------------------------------------------------------
     def contiguous(self, scenario, x, w, rows_per_expert, gen):
@@ -318,7 +330,7 @@ def run(args):
     chord = Chord(args.library)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
-    suite = Suite(chord, args.quick, args.only)
+    suite = Suite(chord, args.quick, args.only, args.fixed_blocks)
     quick = args.quick
 
     def section(*names):  # --only: skip building the weights of sections it excludes
@@ -385,6 +397,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="a subset of the rows")
     parser.add_argument("--library", default=None, help="path of libchord.so (default build/libchord.so)")
     parser.add_argument("--only", default=None, help="run only the scenarios whose name contains this")
+    parser.add_argument("--fixed-blocks", action="store_true",
+                        help="indexed rows: routing block 16 (decode) / 64 (prefill) instead of the block our "
+                             "exported tuning table gives vLLM")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)

@@ -1,6 +1,7 @@
 """Minimal ctypes binding of libchord's C API (include/chord/chord.h) over torch tensors,
 used by the benchmark. Every call passes torch's current stream; nothing synchronizes."""
 import ctypes
+import json
 import os
 
 import torch
@@ -28,6 +29,9 @@ def load(path=None):
     lib.chord_w4a16_masked.argtypes = [c_void_p, c_int64, c_int64, ctypes.POINTER(Weight), c_void_p, c_int64,
                                        c_void_p, c_void_p]
     lib.chord_w4a16_offsets.argtypes = [c_void_p, c_int64, ctypes.POINTER(Weight), c_void_p, c_void_p, c_void_p]
+    lib.chord_w4a16_tuning_json.restype = c_int64
+    lib.chord_w4a16_tuning_json.argtypes = [ctypes.c_char_p, c_int64, c_int64, c_int64, c_int64, ctypes.c_char_p,
+                                            c_int64]
     lib.chord_w4a16_indexed.argtypes = [c_void_p, c_int64, ctypes.POINTER(Weight), c_void_p, c_int64, c_void_p,
                                         c_void_p, c_int64, c_int64, c_void_p, c_void_p]
     for name in ("chord_nf4_weight_bytes", "chord_nf4_absmax_bytes"):
@@ -54,6 +58,19 @@ class Chord:
     @staticmethod
     def _stream():
         return c_void_p(torch.cuda.current_stream().cuda_stream)
+
+    def routing_block(self, arch, experts, n, k, routed_rows):
+        """The moe_align_block_size block our tuning table exports (as vLLM's Humming backend
+        reads it: top_k = 1, M = routed rows) for this shape and row count, or None."""
+        length = self.lib.chord_w4a16_tuning_json(arch.encode(), experts, n, k, 1, None, 0)
+        if length < 0:
+            return None
+        buf = ctypes.create_string_buffer(length + 1)
+        self.lib.chord_w4a16_tuning_json(arch.encode(), experts, n, k, 1, buf, length + 1)
+        for first, last, config in json.loads(buf.value.decode()):
+            if first <= routed_rows <= last:
+                return int(config["block_size_m"])
+        return None
 
     def pack(self, codes, scales):
         """codes uint8 [E, N, K], scales bf16 [E, N, K/32] -> (Weight, buffers kept alive)."""

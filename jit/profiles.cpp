@@ -58,11 +58,14 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
   add(RoutingCheckConfig{}.descriptor(arch));
   if (name == "qwen3") {  // NF4 (bitsandbytes) is served through the offsets mode
     for (const auto& shape : model_shapes(name)) {
-      for (W4A16WeightKind weight : {kW4A16WeightNF4, kW4A16WeightNF4Fp16}) {
-        for (int rows : {1, 8, 64, 512}) {
+      for (W4A16WeightKind weight : {kW4A16WeightInt4, kW4A16WeightNF4, kW4A16WeightNF4Fp16}) {
+        for (int tokens : {1, 8, 64, 512, 4096}) {
+          // What w4a16_offsets_format passes for that many tokens routed top-8 (the row
+          // count also decides split-K at 1 token).
           W4A16Problem p;
           p.mode = kW4A16Offsets;
-          p.rows_per_expert = rows;
+          p.a_rows = 8 * tokens;
+          p.rows_per_expert = std::max(1, p.a_rows / shape.experts);
           p.n = shape.n;
           p.k = shape.k;
           p.experts = shape.experts;

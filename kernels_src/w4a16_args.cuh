@@ -146,12 +146,23 @@ CHORD_W4A16_HD constexpr const char* w4a16_shape_error(int n, int k, int block_n
                                         : nullptr;
 }
 
+// Offsets mode: sum over experts of ceil(rows_e / BLOCK_M) <= S / BLOCK_M + (experts with
+// rows), at most min(E, S) of them, and never more tiles than rows. The tight bound matters
+// at decode: 1 token x top-8 over 128 experts is 8 tiles, where S/BM + E would launch 129
+// tiles' CTAs that only scan the offsets and exit.
+CHORD_W4A16_HD constexpr long long w4a16_offsets_tiles(int block_m, int a_rows, int num_experts) {
+  return a_rows <= 0 ? 0
+         : (long long)a_rows / block_m + (num_experts < a_rows ? num_experts : a_rows) < a_rows
+             ? (long long)a_rows / block_m + (num_experts < a_rows ? num_experts : a_rows)
+             : a_rows;
+}
+
 // Number of M tiles (an upper bound where the mode's tiling is data dependent).
 CHORD_W4A16_HD constexpr long long w4a16_m_tiles(int mode, int block_m, int a_rows, int num_experts,
                                                  int num_groups, int max_m, int capacity) {
   return mode == kW4A16Contiguous ? (a_rows + block_m - 1) / block_m
          : mode == kW4A16Masked   ? (long long)num_groups * ((max_m + block_m - 1) / block_m)
-         : mode == kW4A16Offsets  ? (a_rows <= 0 ? 0 : (a_rows + block_m - 1) / block_m + num_experts)
+         : mode == kW4A16Offsets  ? w4a16_offsets_tiles(block_m, a_rows, num_experts)
          : mode == kW4A16Indexed  ? (capacity + block_m - 1) / block_m
                                   : 0;
 }

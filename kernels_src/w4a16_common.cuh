@@ -180,6 +180,36 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
   }
 }
 
+// Thread block clusters (sm_90+; only split-K kernels call these). cluster_sync: every thread
+// of every CTA of the cluster arrives (release) and waits (acquire), so shared-memory writes
+// before it are visible to the other CTAs' DSMEM reads after it.
+__device__ __forceinline__ void cluster_sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+#else
+  __trap();
+#endif
+}
+// The shared::cluster address of `addr` (this CTA's shared memory) in CTA `rank` of the cluster.
+__device__ __forceinline__ unsigned int cluster_map_shared(unsigned int addr, int rank) {
+  unsigned int d = 0;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(addr), "r"(rank));
+#else
+  __trap();
+#endif
+  return d;
+}
+__device__ __forceinline__ float ld_shared_cluster_f32(unsigned int addr) {
+  float v = 0.f;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(addr) : "memory");
+#else
+  __trap();
+#endif
+  return v;
+}
+
 // Streaming weight loads straight into registers: read once per CTA, so keep them out of L1;
 // the 256-byte L2 prefetch hint matches a warp's 512-byte run per 16 x 64 chunk.
 __device__ __forceinline__ void ldg_stream_v4(const void* p, unsigned int* r) {

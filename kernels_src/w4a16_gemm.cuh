@@ -228,8 +228,14 @@ struct W4A16Config {
 // The kernel body. Launch: grid = w4a16_grid(...), block = kThreads, dynamic smem = kSmemBytes.
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
-          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4>
+          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
+          int SPLIT_K = 1>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
+  // SPLIT_K > 1 (sm_90+, launched as clusters of SPLIT_K CTAs along x): the SPLIT_K CTAs of a
+  // cluster share one output tile and each reduces its slice of K; rank 0 adds the others'
+  // fp32 partials from their shared memory (DSMEM) in rank order, so the result does not
+  // depend on timing, and writes the tile. For decode grids too small to fill the GPU
+  // (few active experts): more CTAs keep more weight bytes in flight.
   // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with one FP32 absmax per
   // 64 k (docs/packed_layout.md, "NF4"; same word order, so every address below is shared) and
   // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way.
@@ -258,24 +264,35 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   int* s_misc = s_dst + BLOCK_M;  // 64 ints
   unsigned char* pipe = smem + Cfg::kHeaderBytes;
 
+  static_assert(SPLIT_K == 1 || SPLIT_K == 2 || SPLIT_K == 4 || SPLIT_K == 8, "SPLIT_K must be 1, 2, 4 or 8");
+  static_assert(SPLIT_K == 1 || BLOCK_M * BLOCK_N * 4 <= STAGES * Cfg::kStageBytes,
+                "split-K keeps the fp32 partial tile in the pipeline's shared memory");
   const int n_blocks = args.n / BLOCK_N;
-  const int n_block = (int)(blockIdx.x % (unsigned int)n_blocks);
-  const int tile = (int)(blockIdx.x / (unsigned int)n_blocks);
+  const unsigned int cta = blockIdx.x / SPLIT_K;
+  const int split = (int)(blockIdx.x % SPLIT_K);  // == %cluster_ctarank: clusters are SPLIT_K x 1 x 1
+  const int n_block = (int)(cta % (unsigned int)n_blocks);
+  const int tile = (int)(cta / (unsigned int)n_blocks);
 
+  // Every CTA of a cluster resolves the same tile, so all of them return here or none does.
   int expert = -1;
   if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
 
   const int K = args.k, N = args.n;
-  const int num_k = K / BLOCK_K;
+  // This CTA's k blocks [kb0, kb0 + num_k); the pointers below start at kb0.
+  const int kb0 = (int)((long long)(K / BLOCK_K) * split / SPLIT_K);
+  const int num_k = (int)((long long)(K / BLOCK_K) * (split + 1) / SPLIT_K) - kb0;
   const int tid = threadIdx.x;
 
   const unsigned short* a_ptr = static_cast<const unsigned short*>(args.a);
+  const unsigned short* a_k0 = a_ptr + (long long)kb0 * BLOCK_K;
   const unsigned char* w_ptr = static_cast<const unsigned char*>(args.w) +
                                (unsigned long long)expert * (unsigned long long)N * (unsigned long long)(K / 2) +
-                               (unsigned long long)n_block * (BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull;
+                               (unsigned long long)n_block * (BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull +
+                               (unsigned long long)kb0 * Cfg::kKC * 512ull;
   const unsigned char* s_ptr = static_cast<const unsigned char*>(args.scales) +
                                (unsigned long long)expert * (unsigned long long)(K / kGroup) * N * kSB +
-                               (unsigned long long)n_block * BLOCK_N * kSB;
+                               (unsigned long long)n_block * BLOCK_N * kSB +
+                               (unsigned long long)kb0 * (BLOCK_K / kGroup) * N * kSB;
   const unsigned int pipe_base = smem_addr(pipe);
 
   // Every copy of a k block is a fixed set of 16-byte chunks; a thread owns chunks tid,
@@ -299,7 +316,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     const int c = tid + i * kThreads;
     const int row = c / kAChunksPerRow, ch = c % kAChunksPerRow;
     const int src = c < kAChunks ? s_src[row] : -1;
-    a_src[i] = src >= 0 ? a_ptr + (long long)src * args.lda + ch * 8 : a_ptr;
+    a_src[i] = src >= 0 ? a_k0 + (long long)src * args.lda + ch * 8 : a_ptr;
     a_valid |= src >= 0 ? 1u << i : 0u;
     if (!kARowStride || i == 0) a_dst[i] = row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16);
   }
@@ -630,9 +647,40 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   }
   }
 
-  // Epilogue: fragments -> smem [BLOCK_M][BLOCK_N + 8] bf16 -> 16-byte row segments.
   cp_async_wait<0>();
   __syncthreads();
+  if constexpr (SPLIT_K > 1) {
+    // Ranks 1.. leave their partials in their own pipeline smem, [register][thread] so the
+    // stores and rank 0's remote loads are conflict-free; rank 0 reads them through DSMEM.
+    float* s_part = reinterpret_cast<float*>(pipe);
+    if (split != 0) {
+#pragma unroll
+      for (int i = 0; i < kNT; ++i)
+#pragma unroll
+        for (int m = 0; m < kMT; ++m)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) s_part[((i * kMT + m) * 4 + r) * kThreads + tid] = acc[i][m][r];
+    }
+    cluster_sync();
+    if (split == 0) {
+      const unsigned int mine = smem_addr(s_part) + tid * 4u;
+#pragma unroll 1
+      for (int rank = 1; rank < SPLIT_K; ++rank) {
+        const unsigned int peer = cluster_map_shared(mine, rank);
+#pragma unroll
+        for (int i = 0; i < kNT; ++i)
+#pragma unroll
+          for (int m = 0; m < kMT; ++m)
+#pragma unroll
+            for (int r = 0; r < 4; ++r)
+              acc[i][m][r] += ld_shared_cluster_f32(peer + ((i * kMT + m) * 4 + r) * kThreads * 4u);
+      }
+    }
+    cluster_sync();  // the peers' shared memory must outlive rank 0's reads
+    if (split != 0) return;
+  }
+
+  // Epilogue: fragments -> smem [BLOCK_M][BLOCK_N + 8] bf16 -> 16-byte row segments.
   constexpr int kLdc = BLOCK_N + 8;
   unsigned short* s_out = reinterpret_cast<unsigned short*>(pipe);
 #pragma unroll

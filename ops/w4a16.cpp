@@ -63,9 +63,13 @@ struct Launch {
   const LoadedKernel* kernel;
 };
 
-Launch prepare(W4A16Problem problem, const chord_w4a16_weight_t* w, CUstream stream,
+Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_weight_t* w, CUstream stream,
                W4A16WeightKind weight = kW4A16WeightInt4) {
   Launch l;
+  problem.a_rows = args.a_rows;
+  problem.num_groups = args.num_groups;
+  problem.max_m = args.max_m;
+  problem.capacity = args.capacity;
   l.device = current_device_context(stream);
   problem.n = static_cast<int>(w->n);
   problem.k = static_cast<int>(w->k);
@@ -97,10 +101,11 @@ void launch(const Launch& l, const W4A16Args& args, CUstream stream) {
   // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
   const long long ctas = w4a16_m_tiles(args.mode, l.config.block_m, args.a_rows, args.num_experts, args.num_groups,
                                        args.max_m, args.capacity) *
-                         (args.n / l.config.block_n);
+                         (args.n / l.config.block_n) * l.config.split_k;
   CHORD_REQUIRE(ctas <= INT_MAX, "rows x N too large: the grid would need {} CTAs (at most {})", ctas, INT_MAX);
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
   if (grid.x == 0) return;  // no rows: nothing to launch
+  grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
   if (env().validate_routing) enqueue_routing_check(args, stream);
   l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
 }
@@ -169,11 +174,10 @@ void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weig
   W4A16Problem problem;
   problem.mode = kW4A16Contiguous;
   problem.rows_per_expert = std::max<int64_t>(1, m / weight->experts);
-  Launch l = prepare(problem, weight, stream);
   W4A16Args args = base_args(a, weight, out, kW4A16Contiguous);
   args.m_indices = m_indices;
   args.a_rows = static_cast<int>(m);
-  launch(l, args, stream);
+  launch(prepare(problem, args, weight, stream), args, stream);
 }
 
 void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a16_weight_t* weight,
@@ -189,12 +193,11 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
   W4A16Problem problem;
   problem.mode = kW4A16Masked;
   problem.rows_per_expert = expected_m > 0 ? std::min(expected_m, max_m) : max_m;
-  Launch l = prepare(problem, weight, stream);
   W4A16Args args = base_args(a, weight, out, kW4A16Masked);
   args.masked_m = masked_m;
   args.num_groups = static_cast<int>(groups);
   args.max_m = static_cast<int>(max_m);
-  launch(l, args, stream);
+  launch(prepare(problem, args, weight, stream), args, stream);
 }
 
 void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
@@ -218,11 +221,10 @@ void w4a16_offsets_format(const void* a, int64_t s_rows, const chord_w4a16_weigh
   const W4A16WeightKind kind = format != CHORD_FORMAT_NF4 ? kW4A16WeightInt4
                                : element == kNF4FP16      ? kW4A16WeightNF4Fp16
                                                           : kW4A16WeightNF4;
-  Launch l = prepare(problem, weight, stream, kind);
   W4A16Args args = base_args(a, weight, out, kW4A16Offsets);
   args.offsets = offsets;
   args.a_rows = static_cast<int>(s_rows);
-  launch(l, args, stream);
+  launch(prepare(problem, args, weight, stream, kind), args, stream);
 }
 
 void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* sorted_ids,
@@ -245,7 +247,6 @@ void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight,
   problem.block_size = static_cast<int>(block_size);
   // Routed rows per active expert, assuming the routes spread over the experts.
   problem.rows_per_expert = std::max<int64_t>(1, m * top_k / weight->experts);
-  Launch l = prepare(problem, weight, stream);
   W4A16Args args = base_args(a, weight, out, kW4A16Indexed);
   args.sorted_ids = sorted_ids;
   args.expert_ids = expert_ids;
@@ -254,7 +255,7 @@ void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight,
   args.top_k = static_cast<int>(top_k);
   args.block_size = static_cast<int>(block_size);
   args.capacity = static_cast<int>(capacity);
-  launch(l, args, stream);
+  launch(prepare(problem, args, weight, stream), args, stream);
 }
 
 }  // namespace chord

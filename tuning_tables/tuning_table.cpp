@@ -80,6 +80,11 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     row.config.warps_n = field<int>(rows[i], "warps_n", where);
     row.measured = field<std::string>(rows[i], "measured", where);
     if (const char* why = row.config.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
+    row.routing_block = optional_field<int>(rows[i], "routing_block", row.config.block_m, where);
+    CHORD_REQUIRE(row.routing_block >= row.config.block_m && row.routing_block % row.config.block_m == 0 &&
+                      row.routing_block <= 1024,
+                  "tuning table {}: routing_block {} must be a multiple of block_m {} (at most 1024)", where,
+                  row.routing_block, row.config.block_m);
     for (const auto& [n, k] : table.shapes) {
       if (const char* why = row.config.shape_error(n, k)) {
         fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
@@ -134,7 +139,7 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int
       if (max_tokens < min_tokens) continue;
       const auto& c = row.config;
       out.push_back({min_tokens, max_tokens,
-                     {{"block_size_m", c.block_m}, {"engine", c.wgmma() ? "wgmma" : "mma_sync"},
+                     {{"block_size_m", row.routing_block}, {"engine", c.wgmma() ? "wgmma" : "mma_sync"},
                       {"block_m", c.block_m}, {"block_n", c.block_n},
                       {"block_k", c.block_k}, {"stages", c.stages}, {"warps_m", c.warps_m},
                       {"warps_n", c.warps_n}}});

@@ -15,6 +15,10 @@ struct TuningRow {
   int64_t min_m = 0;  // inclusive, rows per expert
   int64_t max_m = 0;  // inclusive
   W4A16GemmConfig config;  // mode is set by the caller
+  // The moe_align_block_size block the vLLM export gives for this row: config.block_m unless
+  // the row says otherwise ("routing_block"; a multiple of block_m). Routed rows are skewed,
+  // so the mean rows per expert that picks the row understates the popular experts' rows.
+  int routing_block = 0;
   std::string measured;
 };
 

@@ -123,6 +123,27 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
   return chosen.wgmma() ? heuristic(p) : chosen;
 }
 
+// Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
+// 8 tiles x 12 n blocks = 96 CTAs on 132 SMs): double the split while the grid stays within
+// two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 4 k blocks.
+// Measured on the H200 (scripts/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
+// gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
+// blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. Clusters need sm_90+.
+// CHORD_W4A16_SPLIT_K forces a value.
+int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
+  if (e.w4a16_split_k) return *e.w4a16_split_k;
+  if (c.wgmma() || p.arch.sm() < 90 || c.block_m > 32) return 1;
+  const long long ctas = w4a16_m_tiles(p.mode, c.block_m, p.a_rows, p.experts, p.num_groups, p.max_m, p.capacity) *
+                         (p.n / c.block_n);
+  if (ctas <= 0) return 1;  // geometry unknown (a_rows etc. not given): no split
+  const int num_k = p.k / c.block_k;
+  int split = 1;
+  while (split < 8 && ctas * split * 2 <= 2LL * p.sm_count && num_k / (split * 2) >= 4) split *= 2;
+  W4A16GemmConfig with = c;
+  with.split_k = split;
+  return with.error() == nullptr ? split : 1;
+}
+
 }  // namespace
 
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
@@ -166,6 +187,16 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // (e.g. BM128 x BN16, 2 x 1 warps) gets more warps along M instead of unset rows.
   while (!c.wgmma() && c.threads() < c.block_m && c.warps_m * c.warps_n < 16 && c.block_m % (16 * c.warps_m) == 0) {
     c.warps_m *= 2;
+  }
+  c.split_k = choose_split_k(p, c, e);
+  if (e.w4a16_split_k) {
+    if (const char* why = c.error()) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_SPLIT_K={} cannot be used with the chosen config: {}", c.split_k, why);
+    }
+    if (c.split_k > 1 && p.arch.sm() < 90) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_SPLIT_K={} needs sm_90+ (thread block clusters); this GPU is {}",
+           c.split_k, p.arch.name());
+    }
   }
   return c;
 }

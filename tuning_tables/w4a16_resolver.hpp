@@ -12,6 +12,9 @@ struct W4A16Problem {
   int64_t rows_per_expert = 0;  // expected routed rows per active expert (host hint)
   int n = 0, k = 0, experts = 0;
   int block_size = 0;           // indexed: the routing alignment (block_m must divide it)
+  // Routing geometry as the operator knows it on the host (W4A16Args fields of the same
+  // names): bounds the tile count for the split-K choice.
+  int a_rows = 0, num_groups = 0, max_m = 0, capacity = 0;
   W4A16WeightKind weight = kW4A16WeightInt4;  // NF4 has no WGMMA path
   Arch arch;
   int sm_count = 132;

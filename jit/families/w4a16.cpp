@@ -22,10 +22,16 @@ KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
     fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 {} config bm={} bn={} bk={} stages={} warps={}x{} is invalid: {}",
          wgmma() ? "wgmma" : "mma.sync", block_m, block_n, block_k, stages, warps_m, warps_n, why);
   }
+  if (split_k > 1 && arch.sm() < 90) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 split-K {} needs thread block clusters (sm_90+); {} has none", split_k,
+         arch.name());
+  }
   KernelDescriptor d;
   d.family = KernelFamily::kW4A16Gemm;
   d.arch = arch;
-  d.params = {mode, block_m, block_n, block_k, stages, warps_m, warps_n, static_cast<int>(engine), warpgroups, weight};
+  // params[10] stays 0 without split-K, so those descriptors (and cache keys) are unchanged.
+  d.params = {mode,       block_m, block_n, block_k, stages, warps_m, warps_n, static_cast<int>(engine),
+              warpgroups, weight,  split_k > 1 ? split_k : 0};
   return d;
 }
 
@@ -41,6 +47,7 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
   c.engine = static_cast<W4A16Engine>(d.params[7]);
   c.warpgroups = d.params[8];
   c.weight = static_cast<W4A16WeightKind>(d.params[9]);
+  c.split_k = d.params[10] > 1 ? d.params[10] : 1;
   return c;
 }
 
@@ -74,10 +81,14 @@ extern "C" __global__ void __launch_bounds__({threads}, 2) chord_entry(const __g
   // INT4 instantiations keep their original text (and so their cache entries); NF4 ones name
   // the weight kind after the defaulted main-loop path.
   std::string weight_args;
-  if (weight != kW4A16WeightInt4) {
-    s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+  if (weight != kW4A16WeightInt4 || split_k > 1) {
+    if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
     weight_args = fmt::format(", chord::w4a16_default_path({}, {}, {}), {}", block_m, warps_m, stages,
                               static_cast<int>(weight));
+  }
+  if (split_k > 1) {  // launched as clusters of split_k CTAs (KernelMeta.cluster_size)
+    s.name += fmt::format("_sk{}", split_k);
+    weight_args += fmt::format(", {}", split_k);
   }
   s.text = fmt::format(R"(#include "w4a16_gemm.cuh"
 
@@ -93,8 +104,8 @@ extern "C" __global__ void __launch_bounds__({threads}{min_blocks}) chord_entry(
                        fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("bk", block_k),
                        fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n),
                        fmt::arg("weight", weight_args));
-  s.text += kernel_meta_definition(
-      KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
+  s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()),
+                                              static_cast<uint32_t>(split_k)});
   return s;
 }
 

@@ -26,6 +26,7 @@ struct W4A16GemmConfig {
   int warps_n = 4;
   int warpgroups = 2;  // kWgmma only
   W4A16WeightKind weight = kW4A16WeightInt4;  // kMmaSync: NF4 weights (BF16 or FP16 activations)
+  int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
 
   bool wgmma() const { return engine == W4A16Engine::kWgmma; }
   int threads() const { return wgmma() ? w4a16_wgmma_threads(warpgroups) : w4a16_threads(warps_m, warps_n); }
@@ -35,6 +36,11 @@ struct W4A16GemmConfig {
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
+    if (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) return "split-K must be 1, 2, 4 or 8";
+    if (split_k > 1 && wgmma()) return "split-K is a mma.sync schedule";
+    if (split_k > 1 && block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k)) {
+      return "split-K needs the fp32 partial tile (BLOCK_M x BLOCK_N x 4 bytes) to fit the pipeline stages";
+    }
     return wgmma() ? w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages)
                    : w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n);
   }

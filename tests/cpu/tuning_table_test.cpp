@@ -92,7 +92,7 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
                     Catch::Contains("sm_42"));
 }
 
-TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m = block_m", "[tuning]") {
+TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a multiple of block_m", "[tuning]") {
   char buffer[4096];
   int64_t length = chord_w4a16_tuning_json("sm_90a", 48, 4096, 7168, 8, buffer, sizeof buffer);
   REQUIRE(length > 0);
@@ -103,8 +103,13 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m = bl
   for (const auto& row : rows) {
     CHECK(row[0].get<int64_t>() == next);
     next = row[1].get<int64_t>() + 1;
-    CHECK(row[2]["block_size_m"] == row[2]["block_m"]);
+    // The kernel's BLOCK_M divides the routing block (for both projections).
+    CHECK(row[2]["block_size_m"].get<int>() % row[2]["block_m"].get<int>() == 0);
   }
+  // EP8: decode rows align to their tile; the 11-42 rows per expert tiers to 64 (skew).
+  CHECK(rows[0][2]["block_size_m"] == 8);
+  CHECK(rows[2][2]["block_size_m"] == 64);
+  CHECK(rows[2][2]["block_m"] == 32);
   // Length query with no buffer, and a shape without a table.
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 4096, 7168, 8, nullptr, 0) == length);
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 1024, 1024, 8, buffer, sizeof buffer) == -1);
@@ -146,4 +151,60 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only; a th
     CHECK(n.error() == nullptr);
     CHECK((n.wgmma() || n.threads() >= n.block_m));
   }
+}
+
+TEST_CASE("tuning: split-K only where the decode grid leaves SMs idle, only with clusters", "[tuning]") {
+  // Qwen3 gate_up at 1 token: 8 routed rows over 128 experts -> at most 8 tiles x N/BN.
+  chord::W4A16Problem one = problem(1536, 2048, 1, chord::kW4A16Offsets);
+  one.experts = 128;
+  one.a_rows = 8;
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(one);
+  CHECK_FALSE(c.wgmma());
+  CHECK(c.split_k > 1);
+  CHECK(c.error() == nullptr);
+  const long long ctas = chord::w4a16_m_tiles(one.mode, c.block_m, one.a_rows, one.experts, 0, 0, 0) *
+                         (one.n / c.block_n) * c.split_k;
+  CHECK(ctas <= 2LL * one.sm_count);  // the split never makes more than two CTAs per SM
+  CHECK((one.k / c.block_k) / c.split_k >= 4);
+  // Down at 1 token (K 768: 6 k blocks of 128) stays whole.
+  chord::W4A16Problem down = one;
+  down.n = 2048;
+  down.k = 768;
+  CHECK(chord::resolve_w4a16_config(down).split_k == 1);
+  // The descriptor names the split (its own cache entry) and launches clusters of that size.
+  const chord::KernelDescriptor d = c.descriptor(kSm90a);
+  CHECK(chord::W4A16GemmConfig::from(d).split_k == c.split_k);
+  const chord::KernelSource src = c.source();
+  CHECK(src.name.find("_sk" + std::to_string(c.split_k)) != std::string::npos);
+
+  // No clusters before sm_90: never split, and a forced split is rejected by the descriptor.
+  chord::W4A16Problem a100 = one;
+  a100.arch = chord::parse_arch("sm_80");
+  CHECK(chord::resolve_w4a16_config(a100).split_k == 1);
+  chord::W4A16GemmConfig forced = chord::resolve_w4a16_config(a100);
+  forced.split_k = 2;
+  CHECK_THROWS_WITH(forced.descriptor(a100.arch), Catch::Contains("clusters"));
+
+  // 8 tokens (64 rows, ~60 experts) already fill the GPU; so does a geometry-free problem.
+  chord::W4A16Problem eight = one;
+  eight.a_rows = 64;
+  CHECK(chord::resolve_w4a16_config(eight).split_k == 1);
+  chord::W4A16Problem unknown = problem(1536, 2048, 1, chord::kW4A16Offsets);
+  CHECK(chord::resolve_w4a16_config(unknown).split_k == 1);
+
+  // Without split-K the descriptor (and so the kernel cache key) is what it was before.
+  chord::W4A16GemmConfig plain = c;
+  plain.split_k = 1;
+  CHECK(plain.descriptor(kSm90a).params[10] == 0);
+  chord::W4A16GemmConfig bad = c;
+  bad.split_k = 3;
+  CHECK(std::string(bad.error()).find("split-K") != std::string::npos);
+}
+
+TEST_CASE("tuning: offsets tiles are bounded by the rows and the experts that can hold them", "[tuning]") {
+  CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 8, 128, 0, 0, 0) == 8);      // 1 token x top-8
+  CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 64, 128, 0, 0, 0) == 64);    // 8 tokens
+  CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 16, 512, 128, 0, 0, 0) == 160); // 32 + 128
+  CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 128, 32768, 128, 0, 0, 0) == 384);
+  CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 0, 128, 0, 0, 0) == 0);
 }

@@ -37,7 +37,7 @@ def test_binding_returns_table_or_none():
     assert len(rows) >= 3 and rows[0][0] == 0
     for (_, hi, _), (lo, _, _) in zip(rows, rows[1:]):
         assert lo == hi + 1
-    assert all(r[2]["block_size_m"] == r[2]["block_m"] for r in rows)
+    assert all(r[2]["block_size_m"] % r[2]["block_m"] == 0 for r in rows)  # the tile divides the block
     assert ck._ops._C.tuning_json(None, 8, 512, 256, 1) is None  # no table: the caller's rule
     assert ck._ops._C.tuning_json("sm_80", 128, 1536, 2048, 1) is None  # tables are per arch
     with pytest.raises(ValueError, match="sm_75"):

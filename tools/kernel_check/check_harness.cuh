@@ -155,13 +155,29 @@ KernelInfo prepare_entry(F fn, int threads, int smem) {
 // Launches kEntry over w4a16_grid(a, bm, bn); an empty grid launches nothing. The first call
 // prepares the entry, so the warm-up launches of time_kernel take that host work out of the
 // timed reps.
+// split > 1: split-K, each tile a cluster of `split` CTAs along x (as the JIT launches it).
 template <auto kEntry>
-void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem) {
+void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem, int split = 1) {
   static const bool prepared = (prepare_entry(kEntry, threads, smem), true);
   (void)prepared;
   const W4A16Dim3 g = w4a16_grid(a, bm, bn);
   if (g.x == 0) return;
-  kEntry<<<dim3(g.x, g.y, g.z), threads, smem>>>(a);
+  if (split == 1) {
+    kEntry<<<dim3(g.x, g.y, g.z), threads, smem>>>(a);
+  } else {
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(g.x * split, g.y, g.z);
+    cfg.blockDim = dim3(threads, 1, 1);
+    cfg.dynamicSmemBytes = smem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = split;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    CK(cudaLaunchKernelEx(&cfg, kEntry, a));
+  }
   CK(cudaGetLastError());
 }
 

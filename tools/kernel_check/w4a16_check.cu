@@ -28,9 +28,9 @@ using namespace chord::check;
 // ------------------------------------------------------------------------------------------
 // Kernels: the same one-line wrappers the JIT generates.
 // ------------------------------------------------------------------------------------------
-template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int PATH, int MINB>
+template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int PATH, int MINB, int SPLIT>
 __global__ void __launch_bounds__(32 * WM * WN, MINB) gemm_entry(const __grid_constant__ W4A16Args args) {
-  chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN, PATH>(args);
+  chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN, PATH, chord::kW4A16WeightInt4, SPLIT>(args);
 }
 template <int SRC>
 __global__ void __launch_bounds__(chord::kW4A16PackThreads) pack_entry(const __grid_constant__ chord::W4A16PackArgs a) {
@@ -47,25 +47,27 @@ __global__ void __launch_bounds__(chord::kW4A16PackThreads) unpack_entry(const _
 // JIT gets for this config (w4a16_default_path), so the old path stays measurable.
 // MINB: __launch_bounds__ minimum CTAs per SM (caps the registers); 0 = unspecified, as the
 // JIT's wrapper for CTAs below 256 threads (an explicit 1 lets ptxas use more registers).
+// SPLIT: split-K over clusters of SPLIT CTAs (sm_90+).
 template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_, int PATH_ = chord::w4a16_default_path(BM_, WM_, ST_),
-          int MINB = 0>
+          int MINB = 0, int SPLIT = 1>
 struct Cfg {
   static constexpr int BM = BM_, BN = BN_, BK = BK_, ST = ST_, WM = WM_, WN = WN_, PATH = PATH_;
   static constexpr int kThreads = 32 * WM * WN;
   static constexpr int kSmem = chord::w4a16_smem_bytes(BM, BN, BK, ST);
   static std::string name() {
-    char b[96];
-    std::snprintf(b, sizeof b, "BM%d_BN%d_BK%d_S%d_W%dx%d_%s%s", BM, BN, BK, ST, WM, WN,
-                  PATH == chord::kW4A16PathDirect ? "direct" : "staged", MINB > 1 ? ("_minb" + std::to_string(MINB)).c_str() : "");
+    char b[112];
+    std::snprintf(b, sizeof b, "BM%d_BN%d_BK%d_S%d_W%dx%d_%s%s%s", BM, BN, BK, ST, WM, WN,
+                  PATH == chord::kW4A16PathDirect ? "direct" : "staged", MINB > 1 ? ("_minb" + std::to_string(MINB)).c_str() : "",
+                  SPLIT > 1 ? ("_splitk" + std::to_string(SPLIT)).c_str() : "");
     return b;
   }
   template <int MODE>
   static KernelInfo prepare() {
-    return prepare_entry(gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH, MINB>, kThreads, kSmem);
+    return prepare_entry(gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH, MINB, SPLIT>, kThreads, kSmem);
   }
   template <int MODE>
   static void launch(const W4A16Args& args) {
-    launch_entry<gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH, MINB>>(args, BM, BN, kThreads, kSmem);
+    launch_entry<gemm_entry<MODE, BM, BN, BK, ST, WM, WN, PATH, MINB, SPLIT>>(args, BM, BN, kThreads, kSmem, SPLIT);
   }
 };
 
@@ -134,10 +136,13 @@ using C9 = Cfg<32, 128, 128, 2, 1, 4>;   // direct, 4 token tiles per warp
 using C10 = Cfg<8, 16, 256, 3, 1, 1, kDirect>;    // direct, one warp, one n tile
 using C11 = Cfg<16, 128, 64, 3, 1, 4, kStaged>;  // staged, x4 ldmatrix, WARPS_M = 1
 using C12 = Cfg<8, 64, 256, 2, 1, 4>;    // direct by default (STAGES == 2): 4 activation stages in 2 stages' bytes
+using C13 = Cfg<8, 128, 128, 3, 1, 4, kStaged, 0, 2>;  // split-K 2 (clusters), staged, INT4 group sums
+using C14 = Cfg<16, 64, 128, 2, 1, 2, kDirect, 0, 4>;  // split-K 4, direct, 2 token tiles per warp
 
 template <class F>
 static void for_each_cfg(F&& f) {
   f(C1{}); f(C2{}); f(C3{}); f(C4{}); f(C5{}); f(C6{}); f(C7{}); f(C8{}); f(C9{}); f(C10{}); f(C11{}); f(C12{});
+  f(C13{}); f(C14{});
 }
 
 static void correctness() {
@@ -239,6 +244,15 @@ using SF = Cfg<16, 256, 128, 3, 1, 8, kStaged, 2>;  // BM16, 8 warps (the JIT ca
 using SG = Cfg<16, 64, 128, 4, 1, 2, kStaged>;      // BM16, 64 threads
 using SH = Cfg<16, 256, 128, 3, 1, 4, kStaged>;     // BM16, 4 n tiles per warp
 using SI = Cfg<8, 256, 128, 4, 1, 4, kStaged>;      // the EP8 decode row with 4 stages
+// Qwen3 at 1 token (96 CTAs of the S1 tile on 132 SMs): deeper rings and split-K.
+using Q1 = Cfg<8, 128, 128, 6, 1, 4, kStaged>;
+using Q2 = Cfg<8, 128, 128, 8, 1, 4, kStaged>;
+using Q3 = Cfg<8, 128, 128, 3, 1, 8, kStaged>;      // the qwen3 table row (8 warps, 1 n tile each)
+using K2 = Cfg<8, 128, 128, 3, 1, 4, kStaged, 0, 2>;
+using K4 = Cfg<8, 128, 128, 3, 1, 4, kStaged, 0, 4>;
+using K8 = Cfg<8, 128, 64, 3, 1, 4, kStaged, 0, 8>;
+using K2W = Cfg<8, 128, 128, 3, 1, 8, kStaged, 0, 2>;
+using K4W = Cfg<8, 128, 128, 3, 1, 8, kStaged, 0, 4>;
 
 static void timing() {
   std::printf("\n== kernel resources\n");
@@ -330,6 +344,14 @@ static void timing() {
       const std::vector<int>& cnt = t ? eight : one;
       const std::string L = std::string("Qwen3 offsets ") + (t ? "8 tok" : "1 tok") + (proj ? " down N2048 K768" : " gate_up N1536 K2048");
       time_offsets<S1>(L, W, cnt, 7, nullptr);
+      time_offsets<Q1>(L, W, cnt, 7, nullptr);
+      time_offsets<Q2>(L, W, cnt, 7, nullptr);
+      time_offsets<Q3>(L, W, cnt, 7, nullptr);
+      time_offsets<K2>(L, W, cnt, 7, spread_rows);
+      time_offsets<K4>(L, W, cnt, 7, spread_rows);
+      time_offsets<K8>(L, W, cnt, 7, spread_rows);
+      time_offsets<K2W>(L, W, cnt, 7, spread_rows);
+      time_offsets<K4W>(L, W, cnt, 7, spread_rows);
       time_offsets<DA>(L, W, cnt, 7, spread_rows);
       if (W.K % 256 == 0) {
         time_offsets<DD>(L, W, cnt, 7, nullptr);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Before/after on the GPU machine in one call: builds this tree and a baseline tree (an export
+# of an earlier commit, with .deps, e.g. `git archive <commit> | tar -x -C .clean_base`), runs
+# the C++ GPU tests of this tree, then the same bench subsets on both (each tree's own bench
+# script and library). Results under $OUT.
+# Usage: scripts/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
+# a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well)
+set -uo pipefail
+base=$1; shift
+out=${OUT:-/tmp/chord-out}
+mkdir -p "$out"
+export CHORD_CACHE_DIR=/tmp/chord-cache
+(cd "$base" && scripts/setup.sh > /tmp/build_base.log 2>&1) &
+scripts/setup.sh > /tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
+wait || true
+export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+build/tests/chord_gpu_tests > "$out/gpu_tests.log" 2>&1
+grep -E "test cases|passed|failed" "$out/gpu_tests.log" | tail -3
+for only in "$@"; do
+  tag=$(echo "$only" | tr -c 'A-Za-z0-9=\n' '_')
+  if [[ $only == env:* ]]; then
+    spec=${only#env:}; var=${spec%%:*}; filt=${spec#*:}
+    env "$var" python3 bench/bench_w4a16.py --only "$filt" --out "/tmp/b_$tag" > "/tmp/b_$tag.txt" 2>&1
+    echo "== after, $var, $filt"; grep -E "us " "/tmp/b_$tag.txt" | sed 's/  */ /g'
+    continue
+  fi
+  python3 bench/bench_w4a16.py --only "$only" --out "/tmp/a_$tag" > "/tmp/a_$tag.txt" 2>&1
+  (cd "$base" && python3 bench/bench_w4a16.py --only "$only" --out "/tmp/b0_$tag" > "/tmp/b0_$tag.txt" 2>&1)
+  echo "== before ($base), $only"; grep -E "us " "/tmp/b0_$tag.txt" | sed 's/  */ /g'
+  echo "== after, $only"; grep -E "us " "/tmp/a_$tag.txt" | sed 's/  */ /g'
+done > "$out/compare.txt" 2>&1
+cat "$out/compare.txt"
