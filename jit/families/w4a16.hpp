@@ -28,15 +28,16 @@ struct W4A16GemmConfig {
   W4A16WeightKind weight = kW4A16WeightInt4;  // kMmaSync: NF4 weights (BF16 or FP16 activations)
 
   bool wgmma() const { return engine == W4A16Engine::kWgmma; }
+  bool nf4() const { return weight != kW4A16WeightInt4; }  // mma.sync: adds the pair table
   int threads() const { return wgmma() ? w4a16_wgmma_threads(warpgroups) : w4a16_threads(warps_m, warps_n); }
   int smem_bytes() const {
     return wgmma() ? w4a16_wgmma_smem_bytes(block_m, block_n, stages)
-                   : w4a16_smem_bytes(block_m, block_n, block_k, stages);
+                   : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
     return wgmma() ? w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages)
-                   : w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n);
+                   : w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4());
   }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {
