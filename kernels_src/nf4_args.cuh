@@ -2,11 +2,19 @@
 // C++ and NVRTC. The packed NF4 layout is described in docs/packed_layout.md ("NF4").
 #pragma once
 
+#include "w4a16_args.cuh"
+
 namespace chord {
 
 constexpr int kNF4BlockSize = 64;         // elements per absmax (along K)
 constexpr int kNF4NestedBlockSize = 256;  // 8-bit absmax values per nested FP32 scale
-constexpr unsigned int kNF4LayoutVersion = 1;
+// Version 2: INT4 layout v1's words and word order; inside a word, byte p holds the two codes of
+// MMA fragment register p (low nibble = its low element), so one byte indexes a pair table.
+constexpr unsigned int kNF4LayoutVersion = 2;
+
+// Nibble (bits 4 * nibble .. + 3) of a layout-v2 word that holds w4a16 fragment slot s
+// (w4a16_detail::frag_row / frag_col): slot p < 4 -> 2p, slot p + 4 -> 2p + 1.
+CHORD_W4A16_HD constexpr int nf4_slot_nibble(int slot) { return slot < 4 ? 2 * slot : 2 * slot - 7; }
 
 // How the checkpoint stores the per-64 absmax.
 enum NF4AbsmaxForm : int {
@@ -33,7 +41,7 @@ struct NF4PackArgs {
   const void* absmax;   // FP32 or uint8 [E*N*K/64] (NF4AbsmaxForm)
   const void* absmax2;  // nested: FP32 [ceil(E*N*K/64 / 256)]
   const void* code2;    // nested: FP32 [256]
-  void* dst;            // packed weight, E * N * K / 2 bytes (w4a16 word order)
+  void* dst;            // packed weight, E * N * K / 2 bytes (w4a16 word order, NF4 nibble order)
   void* dst_absmax;     // FP32 [E, K/64, N], rows permuted within 16
   float offset;         // nested: added after code2[q] * absmax2
   int num_experts;

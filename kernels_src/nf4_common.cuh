@@ -4,6 +4,7 @@
 #pragma once
 
 #include "nf4_args.cuh"
+#include "w4a16_common.cuh"
 
 namespace chord {
 namespace nf4_detail {
@@ -40,32 +41,79 @@ __device__ __forceinline__ unsigned int pack2(float lo, float hi) {
   return d;
 }
 
-// One packed word (w4a16 fragment order: register p takes its low element from bits 4p..4p+3
-// and its high element from bits 16+4p..16+4p+3; registers 0, 2 are row g, 1, 3 row g + 8)
-// -> the four T x2 registers of an mma.m16n8k16 A fragment. a_g / a_g8: absmax of rows g, g+8.
-// LOOKUP(code) returns the FP32 table value (a constant-bank load, or a warp shuffle).
+// One packed word (layout v2: byte p holds fragment register p, its low element in bits
+// 8p..8p+3, its high element in bits 8p+4..8p+7; registers 0, 2 are row g, 1, 3 row g + 8)
+// -> the four T x2 registers of an mma.m16n8k16 A fragment, each element T(table[c] * absmax)
+// exactly as bitsandbytes rounds it. a_g / a_g8: absmax of rows g, g+8. LOOKUP(code) returns
+// the FP32 table value of code & 15.
 template <int ELEM, typename Lookup>
 __device__ __forceinline__ void dequant_word(unsigned int q, float a_g, float a_g8, Lookup lookup,
                                              unsigned int* a) {
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     const float s = (p & 1) ? a_g8 : a_g;
-    const float lo = mul_rn(lookup(q >> (4 * p)), s);
-    const float hi = mul_rn(lookup(q >> (16 + 4 * p)), s);
+    const float lo = mul_rn(lookup(q >> (8 * p)), s);
+    const float hi = mul_rn(lookup(q >> (8 * p + 4)), s);
     a[p] = pack2<ELEM>(lo, hi);
   }
 }
 
-// GEMM lookup: lane l holds table[l % 16] (nf4_lane_table); shfl.idx with segment mask 16
-// reads lane (l & 16) | (c & 15), i.e. table[c & 15], straight from an unmasked shifted word.
-// Every lane of the warp must take part (the GEMM's dequantization is warp-uniform).
-__device__ __forceinline__ unsigned int nf4_lane_table(unsigned int lane) {
-  return __float_as_uint(nf4_table(lane & 15u));
+// ---------------------------------------------------------------------------------------
+// GEMM decode: a shared-memory pair table instead of one warp shuffle per code.
+// Entry e (a code byte of a layout-v2 word) is the T x2 register {T(table[e & 15]),
+// T(table[e >> 4])}, i.e. an unscaled A-fragment register. The 256 entries are replicated
+// 32 times so that lane l reads only bank l (entry e of lane l at word e * 32 + l): a warp's
+// lookups never conflict, whatever the codes. 32 KiB (kW4A16NF4TableBytes).
+// ---------------------------------------------------------------------------------------
+__device__ __forceinline__ void sts128(unsigned int addr, unsigned int v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(v) : "memory");
 }
-__device__ __forceinline__ float nf4_shfl_lookup(unsigned int lane_table, unsigned int code_bits) {
-  unsigned int v;
-  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x100f, 0xffffffff;" : "=r"(v) : "r"(lane_table), "r"(code_bits));
-  return __uint_as_float(v);
+
+// Fill the table at shared address `table` (16-byte aligned) with the THREADS threads of the
+// CTA; the caller's next barrier publishes it.
+template <int ELEM, int THREADS>
+__device__ __forceinline__ void nf4_fill_pair_table(unsigned int table, int tid) {
+  // 16-byte piece i holds lanes 4 (i % 8) .. + 3 of entry i / 8.
+#pragma unroll 4
+  for (int i = tid; i < 256 * 8; i += THREADS) {
+    const unsigned int e = (unsigned int)i >> 3;
+    sts128(table + i * 16, pack2<ELEM>(nf4_table(e), nf4_table(e >> 4)));
+  }
+}
+
+// Register p of the unscaled A fragment of word q: byte p -> its table entry. lane_base is the
+// table's shared address + 4 * lane. Plain (not volatile) so ptxas may schedule it freely;
+// the table is read-only after the fill.
+__device__ __forceinline__ unsigned int nf4_pair(unsigned int q, int p, unsigned int lane_base) {
+  unsigned int byte, v;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(byte) : "r"(q), "r"(0x4440u + p));
+  asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(lane_base + (byte << 7)));
+  return v;
+}
+
+// {T(a), T(a)}: an absmax splatted for the per-weight scale of nf4_scaled_word.
+template <int ELEM>
+__device__ __forceinline__ unsigned int nf4_splat(float a) {
+  return pack2<ELEM>(a, a);
+}
+
+// Word q -> the four T x2 registers of a scaled A fragment: table pair * absmax in T
+// arithmetic (one rounding of the product of the T-rounded table value and absmax; not
+// bitsandbytes' FP32 product). s_g / s_g8: nf4_splat of rows g, g+8. The fma with -0 is a
+// multiply on every arch (mul.bf16x2 needs sm_90).
+template <int ELEM>
+__device__ __forceinline__ void nf4_scaled_word(unsigned int q, unsigned int s_g, unsigned int s_g8,
+                                                unsigned int lane_base, unsigned int* a) {
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const unsigned int pair = nf4_pair(q, p, lane_base);
+    const unsigned int s = (p & 1) ? s_g8 : s_g;
+    if constexpr (ELEM == kNF4FP16) {
+      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[p]) : "r"(pair), "r"(s), "r"(0x80008000u));
+    } else {
+      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[p]) : "r"(pair), "r"(s), "r"(0x80008000u));
+    }
+  }
 }
 
 // D = A (16x16 fp16, row) * B (16x8 fp16, col) + D, fp32 accumulate (the f16 twin of
@@ -76,6 +124,57 @@ __device__ __forceinline__ void mma_f16_16816(float* d, const unsigned int* a, u
       "{%8, %9}, {%0, %1, %2, %3};\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// D = A * B + D in T (BF16 or FP16) inputs, fp32 accumulate.
+template <int ELEM>
+__device__ __forceinline__ void mma_t(float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
+  if constexpr (ELEM == kNF4FP16) {
+    mma_f16_16816(d, a, b0, b1);
+  } else {
+    w4a16_detail::mma_bf16_16816(d, a, b0, b1);
+  }
+}
+
+// One 64-k NF4 block of the decode tiles (8 tokens per warp): the absmax applied to fp32 sums
+// instead of to every weight. Per n tile, the 4 k16 steps of unscaled table pairs are summed
+// by the MMA into a zeroed group sum, then acc += absmax * sum (rows g / g + 8):
+//   sum_k T(table[c]) * x * a  ==  a * sum_k T(table[c]) * x   (fp32 products are exact).
+// The result differs from the dequantized reference by the rounding of table[c] to T
+// instead of table[c] * a. w[i][j]: word of n tile i, k16 step j; s[i]: {a[g], a[g+8]} as
+// FP32 bits; b[j]: token fragments of step j.
+template <int ELEM, int NT>
+__device__ __forceinline__ void nf4_block_mma(float (&acc)[NT][1][4], const unsigned int (&w)[NT][4],
+                                              const unsigned int (&s)[NT][2], const unsigned int (&b)[4][1][2],
+                                              unsigned int lane_base) {
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    float sum[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      unsigned int a[4];
+#pragma unroll
+      for (int p = 0; p < 4; ++p) a[p] = nf4_pair(w[i][j], p, lane_base);
+      mma_t<ELEM>(sum, a, b[j][0][0], b[j][0][1]);
+    }
+    const float a_g = __uint_as_float(s[i][0]), a_g8 = __uint_as_float(s[i][1]);
+    acc[i][0][0] = fmaf(a_g, sum[0], acc[i][0][0]);
+    acc[i][0][1] = fmaf(a_g, sum[1], acc[i][0][1]);
+    acc[i][0][2] = fmaf(a_g8, sum[2], acc[i][0][2]);
+    acc[i][0][3] = fmaf(a_g8, sum[3], acc[i][0][3]);
+  }
+}
+
+// WGMMA prefill lookup: lane l holds table[l % 16] (nf4_lane_table); shfl.idx with segment
+// mask 16 reads lane (l & 16) | (c & 15), i.e. table[c & 15], straight from an unmasked
+// shifted word. Every lane of the warp must take part (the decode is warp-uniform).
+__device__ __forceinline__ unsigned int nf4_lane_table(unsigned int lane) {
+  return __float_as_uint(nf4_table(lane & 15u));
+}
+__device__ __forceinline__ float nf4_shfl_lookup(unsigned int lane_table, unsigned int code_bits) {
+  unsigned int v;
+  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x100f, 0xffffffff;" : "=r"(v) : "r"(lane_table), "r"(code_bits));
+  return __uint_as_float(v);
 }
 
 // {a[g], a[g+8]} of one 64-k chunk: 8 bytes, read-only path (four lanes share them).

@@ -1,6 +1,7 @@
-// GPU pack (bitsandbytes NF4 QuantState -> packed NF4 layout v1) and dequantize (packed ->
+// GPU pack (bitsandbytes NF4 QuantState -> packed NF4 layout v2) and dequantize (packed ->
 // BF16 / FP16 [E, N, K]) kernels. Layout: docs/packed_layout.md ("NF4"); the words use the
-// w4a16 fragment order (w4a16_detail::frag_row / frag_col), each nibble an NF4 code, and the
+// w4a16 fragment order (w4a16_detail::frag_row / frag_col; byte p of a word = fragment
+// register p, nf4_slot_nibble), each nibble an NF4 code, and the
 // FP32 absmax is resolved here, once, with bitsandbytes' arithmetic. The C++ reference packer
 // (reference/nf4_reference.cpp, pack_nf4) produces the same bytes.
 #pragma once
@@ -56,7 +57,8 @@ __device__ __forceinline__ void nf4_pack_body(const NF4PackArgs& args) {
     const int k0 = (kc * 4 + j) * 16;
     unsigned int q = 0;
 #pragma unroll
-    for (int s = 0; s < 8; ++s) q |= nf4_src_code(src, row0 + frag_row(lane, s), K, k0 + frag_col(lane, s)) << (4 * s);
+    for (int s = 0; s < 8; ++s)
+      q |= nf4_src_code(src, row0 + frag_row(lane, s), K, k0 + frag_col(lane, s)) << (4 * nf4_slot_nibble(s));
     dst[w] = q;
   }
   const long long count = (long long)args.num_experts * N * (K / kNF4BlockSize);

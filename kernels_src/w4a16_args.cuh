@@ -114,18 +114,23 @@ CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, in
 CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n) {
   return block_m * (block_n + 8) * 2;
 }
-// Dynamic shared memory the GEMM kernel needs (the launcher opts in above 48 KiB).
-CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int block_k, int stages) {
+// NF4 weights: the decode's pair table (nf4_common.cuh), 256 entries x 32 banks x 4 bytes,
+// placed after everything else.
+constexpr int kW4A16NF4TableBytes = 256 * 32 * 4;
+// Dynamic shared memory the GEMM kernel needs (the launcher opts in above 48 KiB); nf4: NF4
+// weights (W4A16WeightKind other than INT4).
+CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int block_k, int stages, bool nf4 = false) {
   return w4a16_smem_header_bytes(block_m) +
          (w4a16_smem_stage_bytes(block_m, block_n, block_k) * stages >
                   w4a16_smem_epilogue_bytes(block_m, block_n)
               ? w4a16_smem_stage_bytes(block_m, block_n, block_k) * stages
-              : w4a16_smem_epilogue_bytes(block_m, block_n));
+              : w4a16_smem_epilogue_bytes(block_m, block_n)) +
+         (nf4 ? kW4A16NF4TableBytes : 0);
 }
 
 // Why a config is invalid, or nullptr. Rules the template static_asserts as well.
 CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n, int block_k,
-                                                        int stages, int warps_m, int warps_n) {
+                                                        int stages, int warps_m, int warps_n, bool nf4 = false) {
   return (block_m != 8 && block_m != 16 && block_m != 32 && block_m != 64 && block_m != 128)
              ? "BLOCK_M must be 8, 16, 32, 64 or 128"
          : (block_k != 64 && block_k != 128 && block_k != 256) ? "BLOCK_K must be 64, 128 or 256"
@@ -134,7 +139,7 @@ CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n
          : (warps_m < 1 || warps_n < 1 || warps_m * warps_n > 16) ? "WARPS_M * WARPS_N must be in [1, 16]"
          : (block_m % (8 * warps_m) != 0)                        ? "BLOCK_M / WARPS_M must be a multiple of 8"
          : (block_n % (16 * warps_n) != 0)                       ? "BLOCK_N / WARPS_N must be a multiple of 16"
-         : (w4a16_smem_bytes(block_m, block_n, block_k, stages) > 227 * 1024)
+         : (w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4) > 227 * 1024)
              ? "shared memory exceeds 227 KiB"
              : nullptr;
 }

@@ -238,7 +238,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // (few active experts): more CTAs keep more weight bytes in flight.
   // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with one FP32 absmax per
   // 64 k (docs/packed_layout.md, "NF4"; same word order, so every address below is shared) and
-  // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way.
+  // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way; NF4 adds
+  // the decode's pair table after the pipeline (nf4_common.cuh).
   static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
                 "unknown W4A16 weight kind");
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
@@ -257,6 +258,11 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // weights (dequant_word), bit-identical to the reference (measured on the H200: at 16 tokens
   // per warp the group sums were slower, 253.7 vs 241.6 us on masked EP8 12 tok/expert gate_up).
   constexpr bool kScaleInAcc = !kNF4 && kMT == 1;
+  // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
+  // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
+  constexpr bool kNF4Sum = kNF4 && kMT == 1;
+  static_assert(w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, kNF4) <= 227 * 1024,
+                "shared memory with the NF4 pair table exceeds 227 KiB");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -387,15 +393,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][m][r] = 0.f;
 
-  // NF4: lane l holds table[l % 16] for the shuffle lookup; the MMA takes BF16 or FP16.
-  const unsigned int nf4_lut = kNF4 ? nf4_detail::nf4_lane_table(lane) : 0u;
-  auto nf4_lookup = [nf4_lut](unsigned int bits) { return nf4_detail::nf4_shfl_lookup(nf4_lut, bits); };
-  auto mma = [](float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
-    if constexpr (kElem == kNF4FP16) {
-      nf4_detail::mma_f16_16816(d, a, b0, b1);
-    } else {
-      mma_bf16_16816(d, a, b0, b1);
-    }
+  // NF4: the pair table sits after the pipeline (and after the epilogue tile that reuses it);
+  // filled below once the first copies are issued, published by the main loop's first barrier.
+  const unsigned int nf4_tab = smem_addr(smem + w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES));
+  const unsigned int nf4_lane = nf4_tab + lane * 4;
+  // NF4 per-weight scale: {absmax, absmax} of rows g, g + 8 in T.
+  auto nf4_splats = [](const unsigned int* s2, unsigned int* sp) {
+    sp[0] = nf4_detail::nf4_splat<kElem>(__uint_as_float(s2[0]));
+    sp[1] = nf4_detail::nf4_splat<kElem>(__uint_as_float(s2[1]));
   };
 
   // Per-lane ldmatrix row/chunk selection (tokens of this warp, x4 = 16 tokens x k16).
@@ -448,6 +453,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) load_w(0, u);
+    if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, kThreads>(nf4_tab, tid);
 
     // BLOCK_M == 8: one ldmatrix.x4 gives the B fragments of two 16-k steps (matrices
     // 0,1 = k 0..15 of step j, 2,3 = step j + 1; 8 token rows each).
@@ -505,7 +511,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
             }
           }
         }
-        if constexpr (kScaleInAcc) {
+        if constexpr (kNF4Sum) {
+          nf4_detail::nf4_block_mma<kElem, kNT>(acc, cw, cs, b, nf4_lane);
+        } else if constexpr (kScaleInAcc) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             unsigned int bh[2][kMT][2], w2[kNT][2], s2[kNT];
@@ -528,13 +536,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
           for (int i = 0; i < kNT; ++i) {
             if constexpr (kNF4) {
+              unsigned int sp[2];
+              nf4_splats(cs[i], sp);
 #pragma unroll
               for (int j = 0; j < 4; ++j) {
                 unsigned int af[4];
-                nf4_detail::dequant_word<kElem>(cw[i][j], __uint_as_float(cs[i][0]), __uint_as_float(cs[i][1]),
-                                                nf4_lookup, af);
+                nf4_detail::nf4_scaled_word<kElem>(cw[i][j], sp[0], sp[1], nf4_lane, af);
 #pragma unroll
-                for (int m = 0; m < kMT; ++m) mma(acc[i][m], af, b[j][m][0], b[j][m][1]);
+                for (int m = 0; m < kMT; ++m) nf4_detail::mma_t<kElem>(acc[i][m], af, b[j][m][0], b[j][m][1]);
               }
             } else {
 #pragma unroll
@@ -562,6 +571,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     if (s < num_k) load_stage(s, s);
     cp_async_commit();
   }
+  if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, kThreads>(nf4_tab, tid);
 
   int slot = 0;
   for (int kb = 0; kb < num_k; ++kb) {
@@ -609,7 +619,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[kMT - 1][0], b[kMT - 1][1]);
         }
       };
-      if constexpr (kScaleInAcc) {
+      if constexpr (kNF4Sum) {
+        unsigned int b[4][kMT][2];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) load_b(j, b[j]);
+        nf4_detail::nf4_block_mma<kElem, kNT>(acc, wq, sc, b, nf4_lane);
+      } else if constexpr (kScaleInAcc) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           unsigned int b[2][kMT][2], w2[kNT][2], s2[kNT];
@@ -624,6 +639,11 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           int4_group_mma<kNT, kMT>(acc, w2, s2, b);
         }
       } else {
+        unsigned int sp[kNT][2];
+        if constexpr (kNF4) {
+#pragma unroll
+          for (int i = 0; i < kNT; ++i) nf4_splats(sc[i], sp[i]);
+        }
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
           unsigned int b[kMT][2];
@@ -632,13 +652,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           for (int i = 0; i < kNT; ++i) {
             unsigned int af[4];
             if constexpr (kNF4) {
-              nf4_detail::dequant_word<kElem>(wq[i][j], __uint_as_float(sc[i][0]), __uint_as_float(sc[i][1]),
-                                              nf4_lookup, af);
+              nf4_detail::nf4_scaled_word<kElem>(wq[i][j], sp[i][0], sp[i][1], nf4_lane, af);
             } else {
               dequant_word(wq[i][j], sc[i][j >> 1], af);
             }
 #pragma unroll
-            for (int m = 0; m < kMT; ++m) mma(acc[i][m], af, b[m][0], b[m][1]);
+            for (int m = 0; m < kMT; ++m) nf4_detail::mma_t<kElem>(acc[i][m], af, b[m][0], b[m][1]);
           }
         }
       }

@@ -3,7 +3,10 @@
 // bf16 output. Same arguments, modes, tile schedulers and packed layout v1 as the mma.sync
 // path of w4a16_gemm.cuh; only the inner product engine differs. Like that path, WEIGHT
 // selects NF4 instead (W = T(table[code] * absmax), one FP32 absmax per 64 k, T = BF16 or FP16
-// for activations, weights and output; same word order and per-stage scale bytes).
+// for activations, weights and output; same word order and per-stage scale bytes). The NF4
+// decode here keeps the shuffle lookup and FP32 products (bit-identical to bitsandbytes): the
+// mma.sync path's 32 KiB pair table costs this kernel its second CTA per SM (measured slower,
+// docs/performance.md, "NF4 decode through a shared-memory pair table").
 //
 // Orientation: the dequantized weight is the wgmma "A" operand, fed from registers (M = 64
 // weight rows per warpgroup: warp w of the warpgroup owns rows 16w..16w+15, whose register
@@ -299,7 +302,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // INT4: {s[g], s[g + 8]} of group 0 (group 1 is BLOCK_N * 2 bytes on), tile i at + 128 i;
   // NF4: {absmax[g], absmax[g + 8]}, tile i at + 256 i.
   unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
-  // NF4: lane l holds table[l % 16] for the shuffle lookup of the decode.
+  // NF4: lane l holds table[l % 16] for the shuffle lookup of the decode (nf4_shfl_lookup).
   unsigned int nf4_lut = kNF4 ? nf4_detail::nf4_lane_table(lane) : 0u;
 
   // Opaque to the compiler: it would otherwise recompute these from threadIdx inside the loop

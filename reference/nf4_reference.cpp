@@ -221,6 +221,24 @@ std::vector<float> nf4_dequantize_fp32(const NF4QuantState& s) {
   return out;
 }
 
+uint32_t nf4_word_from_int4_order(uint32_t q) {
+  uint32_t r = 0;
+  for (int p = 0; p < 4; ++p) {
+    r |= ((q >> (4 * p)) & 15u) << (8 * p);            // slot p: register p, low element
+    r |= ((q >> (16 + 4 * p)) & 15u) << (8 * p + 4);   // slot p + 4: its high element
+  }
+  return r;
+}
+
+uint32_t int4_order_from_nf4_word(uint32_t q) {
+  uint32_t r = 0;
+  for (int p = 0; p < 4; ++p) {
+    r |= ((q >> (8 * p)) & 15u) << (4 * p);
+    r |= ((q >> (8 * p + 4)) & 15u) << (16 + 4 * p);
+  }
+  return r;
+}
+
 NF4Packed pack_nf4(const NF4QuantState& s) {
   if (s.n % 16 != 0 || s.k % 64 != 0 || s.num_experts <= 0)
     throw std::invalid_argument("the packed NF4 layout needs N % 16 == 0 and K % 64 == 0");
@@ -231,6 +249,7 @@ NF4Packed pack_nf4(const NF4QuantState& s) {
   p.n = static_cast<int>(s.n);
   p.k = static_cast<int>(s.k);
   p.weight = pack_w4a16_words(codes.data(), p.num_experts, p.n, p.k);
+  for (uint32_t& q : p.weight) q = nf4_word_from_int4_order(q);
   const std::vector<float> absmax = nf4_resolve_absmax(s);
   const int kb = p.k / kNF4BlockSize;
   p.absmax.resize(absmax.size());
@@ -244,11 +263,13 @@ NF4Packed pack_nf4(const NF4QuantState& s) {
 
 std::vector<uint16_t> dequantize_nf4_packed(const NF4Packed& p, NF4Float type) {
   const int kb = p.k / kNF4BlockSize;
+  std::vector<uint32_t> words(p.weight.size());
+  for (size_t i = 0; i < words.size(); ++i) words[i] = int4_order_from_nf4_word(p.weight[i]);
   std::vector<uint16_t> out(static_cast<size_t>(p.num_experts) * p.n * p.k);
   for (int e = 0; e < p.num_experts; ++e)
     for (int row = 0; row < p.n; ++row)
       for (int col = 0; col < p.k; ++col) {
-        const uint32_t code = packed_code(p.weight.data(), p.n, p.k, e, row, col);
+        const uint32_t code = packed_code(words.data(), p.n, p.k, e, row, col);
         const float a = p.absmax[(static_cast<size_t>(e) * kb + col / kNF4BlockSize) * p.n + packed_scale_column(row)];
         out[(static_cast<size_t>(e) * p.n + row) * p.k + col] = nf4_dequantize_value(code, a, type);
       }

@@ -65,8 +65,10 @@ std::vector<float> nf4_dequantize_fp32(const NF4QuantState& state);
 // One element: T(kNF4Table[code] * absmax) as BF16 or FP16 bits.
 uint16_t nf4_dequantize_value(uint32_t code, float absmax, NF4Float type);
 
-// Packed NF4 layout v1 (docs/packed_layout.md, "NF4"): INT4 layout v1's word order with the
-// NF4 code in each nibble, FP32 absmax [E, K/64, N] with rows permuted within 16.
+// Packed NF4 layout v2 (docs/packed_layout.md, "NF4"): INT4 layout v1's word order with the
+// NF4 code in each nibble, byte p of a word holding fragment register p (low nibble: the
+// INT4 word's slot p, high nibble: its slot p + 4); FP32 absmax [E, K/64, N] with rows
+// permuted within 16.
 struct NF4Packed {
   std::vector<uint32_t> weight;  // E * N * K / 8 words
   std::vector<float> absmax;     // [E, K/64, N], permuted
@@ -74,6 +76,9 @@ struct NF4Packed {
 };
 // Requires N % 16 == 0 and K % 64 == 0.
 NF4Packed pack_nf4(const NF4QuantState& state);
+// One word: INT4 layout v1 nibble order <-> NF4 layout v2 nibble order.
+uint32_t nf4_word_from_int4_order(uint32_t word);
+uint32_t int4_order_from_nf4_word(uint32_t word);
 std::vector<uint16_t> dequantize_nf4_packed(const NF4Packed& packed, NF4Float type);
 
 // Host FP16 conversion, round to nearest even (subnormals and overflow to infinity included).

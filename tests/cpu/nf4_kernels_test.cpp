@@ -88,7 +88,7 @@ TEST_CASE("nf4: C API argument errors", "[nf4]") {
 
   CHECK(chord_nf4_weight_bytes(2, 32, 128) == 2 * 32 * 128 / 2);
   CHECK(chord_nf4_absmax_bytes(2, 32, 128) == 2 * 32 * 2 * 4);
-  CHECK(chord_nf4_layout_version() == 1);
+  CHECK(chord_nf4_layout_version() == 2);
 
   // Tags of the other format are rejected both ways, naming both formats.
   chord_w4a16_weight_t int4{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, chord_w4a16_layout_version(), 32, 1, 16, 64,
@@ -98,6 +98,11 @@ TEST_CASE("nf4: C API argument errors", "[nf4]") {
   chord_w4a16_weight_t nf4{CHORD_W4A16_MAGIC, CHORD_FORMAT_NF4, chord_nf4_layout_version(), 64, 1, 16, 64, p, p};
   CHECK(chord_w4a16_dequantize(&nf4, p, nullptr) == CHORD_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(chord_last_error()).find("format 2 (NF4); this operator needs INT4 group-32") != std::string::npos);
+  // NF4 buffers packed with layout v1 (the nibble order before the pair-table decode).
+  chord_w4a16_weight_t nf4_v1 = nf4;
+  nf4_v1.layout_version = 1;
+  CHECK(chord_nf4_dequantize(&nf4_v1, CHORD_DTYPE_BF16, p, nullptr) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("re-pack") != std::string::npos);
   CHECK(chord_w4a16_offsets(p, 4, &nf4, static_cast<const int32_t*>(p), p, nullptr) == CHORD_ERROR_INVALID_ARGUMENT);
   CHECK(chord_nf4_dequantize(&nf4, 7, p, nullptr) == CHORD_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(chord_last_error()).find("'dtype' = 7 is invalid") != std::string::npos);

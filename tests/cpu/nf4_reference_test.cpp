@@ -211,17 +211,28 @@ TEST_CASE("nf4: FP16 rounding", "[nf4]") {
   }
 }
 
+TEST_CASE("nf4: packed layout v2 nibble order", "[nf4]") {
+  // Byte p = fragment register p: low nibble its low element (INT4 slot p), high nibble its
+  // high element (INT4 slot p + 4).
+  CHECK(nf4_word_from_int4_order(0x76543210u) == 0x73625140u);
+  CHECK(int4_order_from_nf4_word(0x73625140u) == 0x76543210u);
+  for (uint32_t q : {0u, 0xffffffffu, 0x12345678u, 0x9abcdef0u, 0x0f0f00f0u})
+    CHECK(int4_order_from_nf4_word(nf4_word_from_int4_order(q)) == q);
+}
+
 TEST_CASE("nf4: packed layout shares INT4's word order and dequantizes like the state", "[nf4]") {
   const int64_t e = 2, n = 32, k = 192;
   const std::vector<float> x = normal_values(e * n * k, 3);
   for (bool dq : {false, true}) {
     NF4QuantState s = nf4_quantize(x.data(), e, n, k, dq);
     NF4Packed p = pack_nf4(s);
-    // Same words as the INT4 packer given the NF4 codes.
+    // Same words as the INT4 packer given the NF4 codes, in the NF4 nibble order.
     std::vector<uint8_t> codes(e * n * k);
     for (int64_t i = 0; i < e * n * k; ++i) codes[i] = (i & 1) ? s.packed[i / 2] & 15 : s.packed[i / 2] >> 4;
     std::vector<uint16_t> dummy(e * n * k / 32, 0);
-    CHECK(p.weight == pack_w4a16(codes.data(), dummy.data(), e, n, k).weight);
+    std::vector<uint32_t> int4_words = pack_w4a16(codes.data(), dummy.data(), e, n, k).weight;
+    for (uint32_t& q : int4_words) q = nf4_word_from_int4_order(q);
+    CHECK(p.weight == int4_words);
     // Absmax [E, K/64, N], row r of each 16 at 2 (r % 8) + r / 8.
     const std::vector<float> a = nf4_resolve_absmax(s);
     CHECK(p.absmax[0] == a[0]);                      // e 0, row 0, block 0

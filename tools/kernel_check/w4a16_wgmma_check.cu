@@ -37,9 +37,13 @@ __global__ void __launch_bounds__(128 * WG, MINB) wgmma_entry(const __grid_const
     chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL, WEIGHT>(args);
   }
 }
-template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN>
+template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int WEIGHT>
 __global__ void __launch_bounds__(32 * WM * WN) mma_entry(const __grid_constant__ W4A16Args args) {
-  chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN>(args);
+  if constexpr (WEIGHT == chord::kW4A16WeightInt4) {
+    chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN>(args);
+  } else {  // the JIT's NF4 text
+    chord::w4a16_gemm_body<MODE, BM, BN, BK, ST, WM, WN, chord::w4a16_default_path(BM, WM, ST), WEIGHT>(args);
+  }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -50,7 +54,7 @@ __global__ void __launch_bounds__(32 * WM * WN) mma_entry(const __grid_constant_
 // flight while the next k block is decoded, WEIGHT_ = W4A16WeightKind.
 template <int BM_, int BN_, int WG_, int ST_, int MINB_, int INFL_ = 1, int WEIGHT_ = chord::kW4A16WeightInt4>
 struct WCfg {
-  static constexpr int BM = BM_, BN = BN_, WG = WG_, ST = ST_;
+  static constexpr int BM = BM_, BN = BN_, BK = 64, WG = WG_, ST = ST_;
   static constexpr int kThreads = chord::w4a16_wgmma_threads(WG);
   static constexpr int kSmem = chord::w4a16_wgmma_smem_bytes(BM, BN, ST);
   static constexpr bool supports(int mode) {
@@ -81,24 +85,29 @@ struct WCfg {
   }
 };
 
-// mma.sync baseline config (w4a16_gemm.cuh), timed in the same run for comparison.
-template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_>
+// mma.sync config (w4a16_gemm.cuh): the INT4 prefill baseline timed in the same run for
+// comparison, and the NF4 decode / prefill tiles (WEIGHT_ = W4A16WeightKind).
+template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_, int WEIGHT_ = chord::kW4A16WeightInt4>
 struct MCfg {
-  static constexpr int BM = BM_, BN = BN_;
+  static constexpr int BM = BM_, BN = BN_, BK = BK_;
+  static constexpr bool kTab = WEIGHT_ != chord::kW4A16WeightInt4;  // NF4: the pair table
   static constexpr int kThreads = 32 * WM_ * WN_;
-  static constexpr int kSmem = chord::w4a16_smem_bytes(BM_, BN_, BK_, ST_);
+  static constexpr int kSmem = chord::w4a16_smem_bytes(BM_, BN_, BK_, ST_, kTab);
+  static constexpr bool supports(int) { return true; }
   static std::string name() {
     char b[96];
-    std::snprintf(b, sizeof b, "mma.sync BM%d_BN%d_BK%d_S%d_W%dx%d", BM_, BN_, BK_, ST_, WM_, WN_);
+    std::snprintf(b, sizeof b, "mma.sync BM%d_BN%d_BK%d_S%d_W%dx%d%s%s", BM_, BN_, BK_, ST_, WM_, WN_,
+                  chord::w4a16_default_path(BM_, WM_, ST_) == chord::kW4A16PathDirect ? "_direct" : "",
+                  WEIGHT_ == chord::kW4A16WeightNF4 ? "_nf4" : WEIGHT_ == chord::kW4A16WeightNF4Fp16 ? "_nf4f16" : "");
     return b;
   }
   template <int MODE>
   static KernelInfo prepare() {
-    return prepare_entry(mma_entry<MODE, BM_, BN_, BK_, ST_, WM_, WN_>, kThreads, kSmem);
+    return prepare_entry(mma_entry<MODE, BM_, BN_, BK_, ST_, WM_, WN_, WEIGHT_>, kThreads, kSmem);
   }
   template <int MODE>
   static void launch(const W4A16Args& a) {
-    launch_entry<mma_entry<MODE, BM_, BN_, BK_, ST_, WM_, WN_>>(a, BM_, BN_, kThreads, kSmem);
+    launch_entry<mma_entry<MODE, BM_, BN_, BK_, ST_, WM_, WN_, WEIGHT_>>(a, BM_, BN_, kThreads, kSmem);
   }
 };
 
@@ -121,6 +130,16 @@ using N4 = WCfg<256, 128, 2, 4, 1, 1, kNF4>;
 using H1 = WCfg<128, 128, 2, 5, 2, 1, kNF4F16>;
 using H3 = WCfg<64, 64, 1, 4, 1, 1, kNF4F16>;
 using H4 = WCfg<256, 128, 2, 4, 1, 1, kNF4F16>;
+// NF4 on mma.sync: the Qwen3 decode row (BM8, 8 tokens per warp: group sums), 16 and 32
+// tokens per warp (per-weight scale), the direct path at 8 and 32 tokens.
+using D1 = MCfg<8, 128, 128, 3, 1, 4, kNF4>;
+using D2 = MCfg<16, 128, 128, 3, 1, 4, kNF4>;
+using D3 = MCfg<64, 128, 64, 4, 2, 4, kNF4>;
+using D4 = MCfg<8, 64, 256, 2, 1, 4, kNF4>;
+using D5 = MCfg<32, 64, 128, 2, 1, 2, kNF4>;
+using DH1 = MCfg<8, 128, 128, 3, 1, 4, kNF4F16>;
+using DH2 = MCfg<16, 128, 128, 3, 1, 4, kNF4F16>;
+using Q1 = MCfg<8, 128, 128, 3, 1, 4>;  // the same decode row with INT4 weights
 
 // ------------------------------------------------------------------------------------------
 // Correctness
@@ -282,7 +301,7 @@ static void check_nf4_cfg(const std::vector<NF4Problem>& probs, const NF4Weights
       run_nf4<C>(q, W);
   }
   for (const auto& q : small)
-    if (q.fp16 == fp16 && C::supports(q.base->mode) && Ws.N % C::BN == 0) run_nf4<C>(q, Ws);
+    if (q.fp16 == fp16 && C::supports(q.base->mode) && Ws.N % C::BN == 0 && Ws.K % C::BK == 0) run_nf4<C>(q, Ws);
   // INDEXED with vLLM block_size == BLOCK_M.
   for (const auto& P : idx)
     if (P.args.block_size == C::BM) run_nf4<C>(nf4_problem(P, W, fp16), W);
@@ -312,6 +331,13 @@ static void correctness_nf4(const std::vector<Problem>& probs, const std::vector
   check_nf4_cfg<H1>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<H3>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<H4>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<D1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<D2>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<D3>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<D4>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<D5>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<DH1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<DH2>(nprobs, W, nsmall, Ws, idx);
 }
 
 static void correctness() {
@@ -357,6 +383,31 @@ static bool g_qwen3_only = false;  // --qwen3-timing
 // FP32 absmax, read as floats in [0.002, 0.032]; FP16 activations read the BF16 fill's bits
 // (finite values of magnitude < 2). No sampled check: the reference is INT4.
 static void timing_qwen3() {
+  // Decode: T = 1 (8 experts with one row), 8 and 64 tokens, top-8 of E = 128, on the tuning
+  // table's decode row (BM8 BN128 BK128 S3), INT4 next to NF4; the wider token tiles (per-weight
+  // scale) at T = 64 and 512.
+  {
+    std::vector<int> one(128, 0);
+    for (int e = 0; e < 8; ++e) one[e * 16 + 3] = 1;
+    const std::vector<int> counts[4] = {one, topk_counts(128, 8, 8, 77), topk_counts(128, 64, 8, 78),
+                                        topk_counts(128, 512, 8, 79)};
+    const char* tok[4] = {"1", "8", "64", "512"};
+    for (int proj = 0; proj < 2; ++proj) {
+      BigWeights W(128, proj ? 2048 : 1536, proj ? 768 : 2048, 3 + proj);
+      for (int t = 0; t < 4; ++t) {
+        const std::string l = std::string("offsets Qwen3 T=") + tok[t] + (proj ? " down N2048 K768" : " gate_up N1536 K2048");
+        if (t < 3) {
+          time_offsets<Q1>(l, W, counts[t], 7, nullptr);
+          time_offsets<D1>(l, W, counts[t], 7, nullptr);
+          time_offsets<DH1>(l, W, counts[t], 7, nullptr);
+        }
+        if (t >= 2) {
+          time_offsets<D2>(l, W, counts[t], 7, nullptr);
+          time_offsets<D3>(l, W, counts[t], 7, nullptr);
+        }
+      }
+    }
+  }
   {
     BigWeights W(128, 1536, 2048, 3);
     const char* l = "offsets Qwen3 T=4096 top8 E128 N1536 K2048 (32768 rows)";
@@ -396,6 +447,14 @@ static void timing() {
   print_info<H1, 2>("offsets");
   print_info<H3, 2>("offsets");
   print_info<H4, 2>("offsets");
+  print_info<D1, 2>("offsets");
+  print_info<D2, 2>("offsets");
+  print_info<D3, 2>("offsets");
+  print_info<D4, 2>("offsets");
+  print_info<D5, 2>("offsets");
+  print_info<DH1, 2>("offsets");
+  print_info<DH2, 2>("offsets");
+  print_info<Q1, 2>("offsets");
   if (g_qwen3_only) {
     std::printf("\n== timings (median of %d after 3 warm-up launches, L2 flushed by a 256 MB memset before each)\n",
                 g_settings.reps);
