@@ -146,14 +146,16 @@ __device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int 
 // reference only by that reference's rounding of (code - 8) * scale to bf16.
 //   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
 //   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
-template <int NT, int MT>
+//   MTU: token tiles used (the first MTU of MT; the others' accumulators are left alone).
+template <int NT, int MT, int MTU = MT>
 __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
+  static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma: 1 <= MTU <= MT");
   const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
-  float corr[MT][4];
+  float corr[MTU][4];
 #pragma unroll
-  for (int m = 0; m < MT; ++m) {
+  for (int m = 0; m < MTU; ++m) {
     mma_bf16_16816_c(corr[m], kNeg136, b[0][m][0], b[0][m][1], kZero);
     mma_bf16_16816(corr[m], kNeg136, b[1][m][0], b[1][m][1]);
   }
@@ -168,7 +170,7 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
     const float s_lo = __uint_as_float(s2[i] << 16);          // row g
     const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
 #pragma unroll
-    for (int m = 0; m < MT; ++m) {
+    for (int m = 0; m < MTU; ++m) {
       float sum[4];
       mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
       mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
@@ -209,6 +211,12 @@ __device__ __forceinline__ float ld_shared_cluster_f32(unsigned int addr) {
 #endif
   return v;
 }
+
+// A compile-time int carried by a value (to instantiate a generic lambda per constant).
+template <int V>
+struct IntTag {
+  static constexpr int value = V;
+};
 
 // Streaming weight loads straight into registers: read once per CTA, so keep them out of L1;
 // the 256-byte L2 prefetch hint matches a warp's 512-byte run per 16 x 64 chunk.

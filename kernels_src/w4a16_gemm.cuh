@@ -258,6 +258,10 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // weights (dequant_word), bit-identical to the reference (measured on the H200: at 16 tokens
   // per warp the group sums were slower, 253.7 vs 241.6 us on masked EP8 12 tok/expert gate_up).
   constexpr bool kScaleInAcc = !kNF4 && kMT == 1;
+  // INT4 staged tiles of 16 tokens (one warp along M) whose tile holds <= 8 rows take the group
+  // sums on the first token tile only: the second one is all zero-filled rows (ragged decode:
+  // an expert below the tile's 8-row midpoint). CTA-uniform branch, decided once per tile.
+  constexpr bool kNarrowPath = !kNF4 && kMT == 2 && WARPS_M == 1 && PATH == kW4A16PathStaged;
   // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
   // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
   constexpr bool kNF4Sum = kNF4 && kMT == 1;
@@ -282,6 +286,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // Every CTA of a cluster resolves the same tile, so all of them return here or none does.
   int expert = -1;
   if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
+
+  bool narrow = false;  // kNarrowPath: rows 8..15 of the tile have no source
+  if constexpr (kNarrowPath) {
+    narrow = true;
+#pragma unroll
+    for (int r = 8; r < 16; ++r) narrow = narrow && s_src[r] < 0;
+  }
 
   const int K = args.k, N = args.n;
   // This CTA's k blocks [kb0, kb0 + num_k); the pointers below start at kb0.
@@ -619,12 +630,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[kMT - 1][0], b[kMT - 1][1]);
         }
       };
-      if constexpr (kNF4Sum) {
-        unsigned int b[4][kMT][2];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) load_b(j, b[j]);
-        nf4_detail::nf4_block_mma<kElem, kNT>(acc, wq, sc, b, nf4_lane);
-      } else if constexpr (kScaleInAcc) {
+      // INT4 group sums over the first tag.value token tiles (two 32-k groups per chunk).
+      auto int4_group_sums = [&](auto tag) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           unsigned int b[2][kMT][2], w2[kNT][2], s2[kNT];
@@ -636,8 +643,18 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
             w2[i][1] = wq[i][2 * h + 1];
             s2[i] = sc[i][h];
           }
-          int4_group_mma<kNT, kMT>(acc, w2, s2, b);
+          int4_group_mma<kNT, kMT, decltype(tag)::value>(acc, w2, s2, b);
         }
+      };
+      if constexpr (kNF4Sum) {
+        unsigned int b[4][kMT][2];
+#pragma unroll
+        for (int j = 0; j < 4; ++j) load_b(j, b[j]);
+        nf4_detail::nf4_block_mma<kElem, kNT>(acc, wq, sc, b, nf4_lane);
+      } else if constexpr (kScaleInAcc) {
+        int4_group_sums(IntTag<kMT>{});
+      } else if (kNarrowPath && narrow) {
+        int4_group_sums(IntTag<1>{});
       } else {
         unsigned int sp[kNT][2];
         if constexpr (kNF4) {

@@ -297,6 +297,7 @@ static void timing() {
     time_masked<SB>(L, W, 8, 64, true);
     time_masked<SC>(L, W, 8, 64, false);
     time_masked<SI>(L, W, 8, 64, false);
+    time_masked<SH>(L, W, 8, 64, true);  // BM16 tile holding 8 rows: the narrow group-sum path
     const char* L12 = "EP8 masked 12 tok/expert gate_up E48 N4096 K7168 max_m=64";
     time_masked<S2>(L12, W, 12, 64, false);
     time_masked<SD>(L12, W, 12, 64, true);
@@ -324,6 +325,7 @@ static void timing() {
     time_masked<SB>(L, W, 8, 64, false);
     time_masked<SC>(L, W, 8, 64, false);
     time_masked<SI>(L, W, 8, 64, false);
+    time_masked<SH>(L, W, 8, 64, true);
     const char* L12 = "EP8 masked 12 tok/expert down E48 N7168 K2048 max_m=64";
     time_masked<S2>(L12, W, 12, 64, false);
     time_masked<SD>(L12, W, 12, 64, false);
