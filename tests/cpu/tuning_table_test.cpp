@@ -107,7 +107,7 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a mu
     CHECK(row[2]["block_size_m"].get<int>() % row[2]["block_m"].get<int>() == 0);
   }
   // EP8: decode rows align to their tile; the 11-42 rows per expert tiers to 64 (skew).
-  CHECK(rows[0][2]["block_size_m"] == 8);
+  CHECK(rows[0][2]["block_size_m"] == 16);
   CHECK(rows[2][2]["block_size_m"] == 64);
   CHECK(rows[2][2]["block_m"] == 32);
   // Length query with no buffer, and a shape without a table.
