@@ -9,10 +9,12 @@
 
 #include "chord/chord.h"
 #include "gpu_support.hpp"
+#include "launcher/device_context.hpp"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
 #include "reference/w4a16_gemm.hpp"
 #include "reference/w4a16_pack.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
 
 using namespace chord::test;
 using chord::ref::bf16_to_float;
@@ -277,6 +279,49 @@ TEST_CASE("gpu w4a16: CUDA Graph replay of each mode equals eager", "[gpu][w4a16
   out.fill(0xff);
   capture_and_replay(stream, call);
   CHECK(out.download<uint16_t>() == eager);
+}
+
+TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, eager and replayed",
+          "[gpu][w4a16][graph]") {
+  std::mt19937 rng(83);
+  Stream stream;
+  const int e = 16, n = 256, k = 2048;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  // 8 routed rows over 16 experts, empty experts between (the 1 token x top-8 shape): a grid
+  // of 16 CTAs, which the resolver splits over clusters on sm_90+.
+  const std::vector<int> counts = {1, 0, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0};
+  std::vector<int32_t> offsets(e);
+  std::partial_sum(counts.begin(), counts.end(), offsets.begin());
+  const int s_rows = offsets.back();
+  const chord::DeviceContext device = chord::current_device_context(stream.get());
+  if (device.arch.sm() >= 90) {
+    chord::W4A16Problem p;
+    p.mode = chord::kW4A16Offsets;
+    p.rows_per_expert = 1;
+    p.n = n;
+    p.k = k;
+    p.experts = e;
+    p.a_rows = s_rows;
+    p.arch = device.arch;
+    p.sm_count = device.sm_count;
+    CHECK(chord::resolve_w4a16_config(p).split_k > 1);
+  }
+  auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
+  std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
+  chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data());
+  DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
+  auto call = [&] {
+    REQUIRE(chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
+                                stream.get()) == CHORD_SUCCESS);
+  };
+  out.upload(std::vector<uint16_t>(want.size(), kPoison));
+  call();
+  stream.sync();
+  const auto eager = out.download<uint16_t>();
+  check_output(eager, want);
+  out.upload(std::vector<uint16_t>(want.size(), kPoison));
+  capture_and_replay(stream, call);
+  CHECK(out.download<uint16_t>() == eager);  // rank 0 adds the partials in rank order
 }
 
 TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch", "[gpu][w4a16]") {
