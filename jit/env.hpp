@@ -18,7 +18,7 @@ struct Environment {
   std::optional<int> w4a16_bn;
   std::optional<int> w4a16_bk;
   std::optional<int> w4a16_stages;
-  std::optional<int> w4a16_split_k;  // CHORD_W4A16_SPLIT_K: force the decode split-K (1, 2, 4, 8)
+  std::optional<int> w4a16_split_k;  // CHORD_W4A16_SPLIT_K: force the mma.sync split-K (1, 2, 4, 8)
 };
 
 // Reads the process environment now (throws on an invalid value).

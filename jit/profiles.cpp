@@ -34,34 +34,37 @@ std::vector<ModelShape> model_shapes(const std::string& name) {
   return {};
 }
 
-// Every config the resolver picks for a profile's shapes, modes and row counts.
+// The configs the resolver picks for a profile's shapes: every mode at the row counts of the
+// SHAPES.md suite, without routing geometry (no split-K), and the offsets mode (INT4, and NF4
+// for qwen3) at 1..4096 tokens routed top-8 on a 132-SM GPU, which adds the split-K kernels
+// of the smallest grids. Other geometries (a few rows in other modes, other SM counts) can
+// still compile a kernel at their first call.
 std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& arch) {
   std::vector<KernelDescriptor> out;
   auto add = [&out](const KernelDescriptor& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
+  const std::vector<W4A16WeightKind> weights =
+      name == "qwen3" ? std::vector<W4A16WeightKind>{kW4A16WeightInt4, kW4A16WeightNF4, kW4A16WeightNF4Fp16}
+                      : std::vector<W4A16WeightKind>{kW4A16WeightInt4};  // NF4: the offsets mode of qwen3
   for (const auto& shape : model_shapes(name)) {
     for (W4A16Mode mode : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
-      for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
-        W4A16Problem p;
-        p.mode = mode;
-        p.rows_per_expert = rows;
-        p.n = shape.n;
-        p.k = shape.k;
-        p.experts = shape.experts;
-        p.block_size = 64;
-        p.arch = arch;
-        add(resolve_w4a16_config(p).descriptor(arch));
-      }
-    }
-  }
-  add(RoutingCheckConfig{}.descriptor(arch));
-  if (name == "qwen3") {  // NF4 (bitsandbytes) is served through the offsets mode
-    for (const auto& shape : model_shapes(name)) {
-      for (W4A16WeightKind weight : {kW4A16WeightInt4, kW4A16WeightNF4, kW4A16WeightNF4Fp16}) {
-        for (int tokens : {1, 8, 64, 512, 4096}) {
-          // What w4a16_offsets_format passes for that many tokens routed top-8 (the row
-          // count also decides split-K at 1 token).
+      for (W4A16WeightKind weight : weights) {
+        if (weight != kW4A16WeightInt4 && mode != kW4A16Offsets) continue;
+        for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
+          W4A16Problem p;
+          p.mode = mode;
+          p.rows_per_expert = rows;
+          p.n = shape.n;
+          p.k = shape.k;
+          p.experts = shape.experts;
+          p.block_size = 64;
+          p.arch = arch;
+          p.weight = weight;
+          add(resolve_w4a16_config(p).descriptor(arch));
+        }
+        if (mode != kW4A16Offsets) continue;
+        for (int tokens : {1, 8, 64, 512, 4096}) {  // what w4a16_offsets_format passes
           W4A16Problem p;
           p.mode = kW4A16Offsets;
           p.a_rows = 8 * tokens;
@@ -75,6 +78,9 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
         }
       }
     }
+  }
+  add(RoutingCheckConfig{}.descriptor(arch));
+  if (name == "qwen3") {  // the NF4 (bitsandbytes) pack and dequantize kernels
     for (bool dequant : {false, true}) {
       for (int variant : {0, 1}) {
         NF4KernelConfig c;

@@ -98,9 +98,9 @@ __device__ __forceinline__ unsigned int nf4_splat(float a) {
 }
 
 // Word q -> the four T x2 registers of a scaled A fragment: table pair * absmax in T
-// arithmetic (one rounding of the product of the T-rounded table value and absmax; not
-// bitsandbytes' FP32 product). s_g / s_g8: nf4_splat of rows g, g+8. The fma with -0 is a
-// multiply on every arch (mul.bf16x2 needs sm_90).
+// arithmetic (the table value and the absmax each rounded to T, then their product rounded
+// once; not bitsandbytes' FP32 product). s_g / s_g8: nf4_splat of rows g, g+8. The fma with
+// -0 is a multiply on every arch (mul.bf16x2 needs sm_90).
 template <int ELEM>
 __device__ __forceinline__ void nf4_scaled_word(unsigned int q, unsigned int s_g, unsigned int s_g8,
                                                 unsigned int lane_base, unsigned int* a) {

@@ -225,7 +225,8 @@ struct W4A16Config {
 };
 
 // ---------------------------------------------------------------------------------------
-// The kernel body. Launch: grid = w4a16_grid(...), block = kThreads, dynamic smem = kSmemBytes.
+// The kernel body. Launch: grid = w4a16_grid(...) x SPLIT_K (clusters of SPLIT_K along x),
+// block = kThreads, dynamic smem = w4a16_smem_bytes(..., NF4 weights) (the pair table).
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
           int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,

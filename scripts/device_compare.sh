@@ -11,8 +11,9 @@ out=${OUT:-/tmp/chord-out}
 mkdir -p "$out"
 export CHORD_CACHE_DIR=/tmp/chord-cache
 (cd "$base" && scripts/setup.sh > /tmp/build_base.log 2>&1) &
+base_build=$!
 scripts/setup.sh > /tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
-wait || true
+wait "$base_build" || { echo "baseline build failed:"; tail -30 /tmp/build_base.log; exit 1; }
 export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 build/tests/chord_gpu_tests > "$out/gpu_tests.log" 2>&1
 grep -E "test cases|passed|failed" "$out/gpu_tests.log" | tail -3

@@ -129,10 +129,11 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
 // Measured on the H200 (scripts/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
 // gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
 // blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. Clusters need sm_90+.
-// CHORD_W4A16_SPLIT_K forces a value.
+// CHORD_W4A16_SPLIT_K forces a value for every mma.sync call (WGMMA calls never split).
 int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
+  if (c.wgmma()) return 1;  // a forced value applies to the mma.sync kernel only
   if (e.w4a16_split_k) return *e.w4a16_split_k;
-  if (c.wgmma() || p.arch.sm() < 90 || c.block_m > 32) return 1;
+  if (p.arch.sm() < 90 || c.block_m > 32) return 1;
   const long long ctas = w4a16_m_tiles(p.mode, c.block_m, p.a_rows, p.experts, p.num_groups, p.max_m, p.capacity) *
                          (p.n / c.block_n);
   if (ctas <= 0) return 1;  // geometry unknown (a_rows etc. not given): no split
@@ -161,6 +162,14 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   apply_override(&c.block_k, e.w4a16_bk);
   apply_override(&c.stages, e.w4a16_stages);
   if (forced && c.wgmma()) c = heuristic(p);  // the knobs tune the portable kernel
+  // NF4 takes the engine INT4 would: the WGMMA kernel decodes either (H200 kernel_check,
+  // Qwen3 T=4096 offsets BM128 BN128 WG2 S5: NF4 gate_up 479.9 us, down 281.4 us; INT4 382.6,
+  // 235.3 us). Set before any validation: NF4 mma.sync tiles add the 32 KiB pair table.
+  c.weight = p.weight;
+  if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows
+    c = heuristic(p);
+    c.weight = p.weight;
+  }
   if (forced) {
     // Keep the warp split legal for the forced tile.
     c.warps_m = c.block_m >= 64 ? 2 : 1;
@@ -179,10 +188,6 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
            p.block_size);
     }
   }
-  // NF4 takes the engine INT4 would: the WGMMA kernel decodes either (H200 kernel_check,
-  // Qwen3 T=4096 offsets BM128 BN128 WG2 S5: NF4 gate_up 479.9 us, down 281.4 us; INT4 382.6,
-  // 235.3 us).
-  c.weight = p.weight;
   // The tile schedulers give each of the BLOCK_M rows one thread: a narrow-N prefill tile
   // (e.g. BM128 x BN16, 2 x 1 warps) gets more warps along M instead of unset rows.
   while (!c.wgmma() && c.threads() < c.block_m && c.warps_m * c.warps_n < 16 && c.block_m % (16 * c.warps_m) == 0) {

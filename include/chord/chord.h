@@ -169,7 +169,9 @@ CHORD_EXPORT chord_status_t chord_nf4_dequantize(const chord_w4a16_weight_t* wei
 /* Grouped GEMM, offsets convention (torch._grouped_mm): x [S, K] in dtype sorted by expert,
  * offsets [E] int32 cumulative end rows (offsets[E-1] <= S; rows past it are not written),
  * out [S, N] in dtype: out[rows of e] = x[rows of e] @ W[e]^T with W the dequantized weight,
- * FP32 accumulation. */
+ * FP32 accumulation. Prefill tiles (sm_90a WGMMA) use W exactly as chord_nf4_dequantize gives
+ * it; the mma.sync tiles round the table value (and on wide tiles the absmax) to dtype first,
+ * a difference of a few 1e-3 relative (docs/packed_layout.md, "NF4"). */
 CHORD_EXPORT chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int64_t S,
                                               const chord_w4a16_weight_t* weight, const int32_t* offsets_dev,
                                               void* out_dev, chord_stream_t stream);

@@ -189,9 +189,14 @@ TEST_CASE("bad input child: resolve under forced env", "[.bad_input_child]") {
   p.k = 128;
   p.experts = 2;
   p.arch = chord::parse_arch("sm_90a");
+  if (std::getenv("CHILD_PREFILL")) {  // a WGMMA prefill shape
+    p.rows_per_expert = 512;
+    p.n = 4096;
+    p.k = 7168;
+  }
   try {
-    chord::resolve_w4a16_config(p);
-    std::printf("RESULT 0 accepted\n");
+    const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+    std::printf("RESULT 0 accepted wgmma=%d split_k=%d\n", c.wgmma() ? 1 : 0, c.split_k);
   } catch (const chord::Error& e) {
     std::printf("RESULT %d %s\n", static_cast<int>(e.status()), e.what());
   }
@@ -210,6 +215,7 @@ TEST_CASE("bad input: forced CHORD_W4A16_* values that make no valid config are 
       {"CHORD_W4A16_BK=256", "do not fit N = 64, K = 128", "CHORD_W4A16_BK=256 with K = 128"},
       {"CHILD_INDEXED=1 CHORD_W4A16_BM=32", "does not divide the routing block_size 16",
        "CHORD_W4A16_BM=32, indexed call with block_size 16"},
+      {"CHORD_W4A16_SPLIT_K=3", "split-K must be 1, 2, 4 or 8", "CHORD_W4A16_SPLIT_K=3"},
   };
   const std::string self = self_path();
   for (const auto& c : cases) {
@@ -223,6 +229,11 @@ TEST_CASE("bad input: forced CHORD_W4A16_* values that make no valid config are 
     CHECK(line.find(c.needle) != std::string::npos);
     report_row("environment", "resolver (any GEMM call)", c.label, CHORD_ERROR_ENVIRONMENT, line.substr(2));
   }
+  // A forced split applies to mma.sync calls; a call that runs the WGMMA engine ignores it.
+  Run forced = run("CHORD_W4A16_SPLIT_K=2 '" + self + "' '[.bad_input_child]'");
+  CHECK(forced.output.find("RESULT 0 accepted wgmma=0 split_k=2") != std::string::npos);
+  Run prefill = run("CHILD_PREFILL=1 CHORD_W4A16_SPLIT_K=2 '" + self + "' '[.bad_input_child]'");
+  CHECK(prefill.output.find("RESULT 0 accepted wgmma=1 split_k=1") != std::string::npos);
 }
 
 TEST_CASE("bad input: unsupported GPU arch is rejected with UNSUPPORTED", "[bad_input]") {

@@ -9,6 +9,7 @@
 #include "jit/cubin_info.hpp"
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
+#include "jit/families/w4a16.hpp"
 #include "jit/profiles.hpp"
 #include "jit/runtime.hpp"
 
@@ -53,6 +54,10 @@ TEST_CASE("compile: every profile kernel compiles for every supported arch", "[c
       CHECK(kernel->info.registers > 0);
       CHECK(kernel->info.registers <= 255);
       if (kernel->info.meta.threads == 256) CHECK(kernel->info.registers <= 128);
+      // Split-K kernels launch as clusters of split_k CTAs: the size comes from the cubin.
+      if (d.family == chord::KernelFamily::kW4A16Gemm) {
+        CHECK(kernel->info.meta.cluster_size == static_cast<uint32_t>(chord::W4A16GemmConfig::from(d).split_k));
+      }
     }
   }
 }

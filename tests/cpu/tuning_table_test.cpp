@@ -85,6 +85,9 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   std::string gap = good_row;
   gap.replace(gap.find("\"min_m\": 0"), 10, "\"min_m\": 5");
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(gap)), Catch::Contains("contiguous"));
+  std::string routing = good_row;  // the vLLM routing block must be a multiple of block_m
+  routing.replace(routing.find("\"measured\""), 10, "\"routing_block\": 12, \"measured\"");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(routing)), Catch::Contains("routing_block 12"));
   std::string missing = good_row;
   missing.replace(missing.find("\"block_k\": 128, "), 16, "");
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(missing)), Catch::Contains("block_k"));

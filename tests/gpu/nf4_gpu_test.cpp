@@ -149,8 +149,10 @@ TEST_CASE("gpu nf4: offsets GEMM with uneven and empty experts, BF16 and FP16, e
       for (auto [dtype, type] :
            {std::pair{CHORD_DTYPE_BF16, NF4Float::kBF16}, std::pair{CHORD_DTYPE_FP16, NF4Float::kFP16}}) {
         const std::vector<uint16_t> logical = chord::ref::nf4_dequantize(w.state, type);
+        // {1, 0, 2, 1}: a decode grid of 8-row tiles that sm_90+ splits over clusters at K = 2048
+        // (the pair-table group sums with split-K).
         std::vector<std::vector<int>> cases = {{0, 1, 0, 33, 200, 0, 5}, {0, 0, 0, 0, 0, 0, 1}, {9, 9, 9, 9, 9, 9, 9},
-                                               {3, 0, 70, 0, 1, 2, 150}};
+                                               {3, 0, 70, 0, 1, 2, 150}, {1, 0, 2, 1}};
         for (auto& counts : cases) {
           counts.resize(e, 0);
           std::vector<int32_t> offsets(e);

@@ -287,8 +287,9 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   Stream stream;
   const int e = 16, n = 256, k = 2048;
   PackedWeight w = make_weight(e, n, k, rng, stream);
-  // 8 routed rows over 16 experts, empty experts between (the 1 token x top-8 shape): a grid
-  // of 16 CTAs, which the resolver splits over clusters on sm_90+.
+  // 8 routed rows over 16 experts, empty experts between (the 1 token x top-8 shape): 8 tiles
+  // x 4 n blocks of the heuristic's BN64 tile = 32 CTAs, which the resolver splits over
+  // clusters on sm_90+.
   const std::vector<int> counts = {1, 0, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0};
   std::vector<int32_t> offsets(e);
   std::partial_sum(counts.begin(), counts.end(), offsets.begin());
