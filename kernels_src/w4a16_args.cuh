@@ -128,9 +128,12 @@ CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int bloc
          (nf4 ? kW4A16NF4TableBytes : 0);
 }
 
-// Why a config is invalid, or nullptr. Rules the template static_asserts as well.
-CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n, int block_k,
-                                                        int stages, int warps_m, int warps_n, bool nf4 = false) {
+// Why a config is invalid, or nullptr. Rules the template static_asserts as well. nf4: NF4
+// weights (the pair table); split_k: CTAs per tile, whose fp32 partial tile must fit the
+// pipeline's shared memory.
+CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n, int block_k, int stages,
+                                                        int warps_m, int warps_n, bool nf4 = false,
+                                                        int split_k = 1) {
   return (block_m != 8 && block_m != 16 && block_m != 32 && block_m != 64 && block_m != 128)
              ? "BLOCK_M must be 8, 16, 32, 64 or 128"
          : (block_k != 64 && block_k != 128 && block_k != 256) ? "BLOCK_K must be 64, 128 or 256"
@@ -141,6 +144,9 @@ CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n
          : (block_n % (16 * warps_n) != 0)                       ? "BLOCK_N / WARPS_N must be a multiple of 16"
          : (w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4) > 227 * 1024)
              ? "shared memory exceeds 227 KiB"
+         : (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) ? "split-K must be 1, 2, 4 or 8"
+         : (split_k > 1 && block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k))
+             ? "split-K needs the fp32 partial tile (BLOCK_M x BLOCK_N x 4 bytes) to fit the pipeline stages"
              : nullptr;
 }
 

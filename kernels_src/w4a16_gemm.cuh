@@ -266,8 +266,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
   // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
   constexpr bool kNF4Sum = kNF4 && kMT == 1;
-  static_assert(w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, kNF4) <= 227 * 1024,
-                "shared memory with the NF4 pair table exceeds 227 KiB");
+  static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K) == nullptr,
+                "invalid W4A16 config with NF4 weights or split-K (see w4a16_config_error)");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -275,9 +275,6 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   int* s_misc = s_dst + BLOCK_M;  // 64 ints
   unsigned char* pipe = smem + Cfg::kHeaderBytes;
 
-  static_assert(SPLIT_K == 1 || SPLIT_K == 2 || SPLIT_K == 4 || SPLIT_K == 8, "SPLIT_K must be 1, 2, 4 or 8");
-  static_assert(SPLIT_K == 1 || BLOCK_M * BLOCK_N * 4 <= STAGES * Cfg::kStageBytes,
-                "split-K keeps the fp32 partial tile in the pipeline's shared memory");
   const int n_blocks = args.n / BLOCK_N;
   const unsigned int cta = blockIdx.x / SPLIT_K;
   const int split = (int)(blockIdx.x % SPLIT_K);  // == %cluster_ctarank: clusters are SPLIT_K x 1 x 1

@@ -37,13 +37,11 @@ struct W4A16GemmConfig {
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
-    if (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) return "split-K must be 1, 2, 4 or 8";
-    if (split_k > 1 && wgmma()) return "split-K is a mma.sync schedule";
-    if (split_k > 1 && block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k)) {
-      return "split-K needs the fp32 partial tile (BLOCK_M x BLOCK_N x 4 bytes) to fit the pipeline stages";
+    if (wgmma()) {
+      return split_k != 1 ? "split-K is a mma.sync schedule"
+                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages);
     }
-    return wgmma() ? w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages)
-                   : w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4());
+    return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k);
   }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {
