@@ -62,32 +62,50 @@ __device__ __forceinline__ void dequant_word(unsigned int q, float a_g, float a_
 // GEMM decode: a shared-memory pair table instead of one warp shuffle per code.
 // Entry e (a code byte of a layout-v2 word) is the T x2 register {T(table[e & 15]),
 // T(table[e >> 4])}, i.e. an unscaled A-fragment register. The 256 entries are replicated
-// 32 times so that lane l reads only bank l (entry e of lane l at word e * 32 + l): a warp's
-// lookups never conflict, whatever the codes. 32 KiB (kW4A16NF4TableBytes).
+// REPLICAS times, entry e of lane l at word e * REPLICAS + l % REPLICAS. 32 replicas (32 KiB,
+// kW4A16NF4TableBytes): lane l reads only bank l, a warp's lookups never conflict. 16 replicas
+// (16 KiB, the WGMMA kernel's, which must keep two CTAs per SM): lanes l and l + 16 share a
+// bank, at most a two-way conflict.
 // ---------------------------------------------------------------------------------------
 __device__ __forceinline__ void sts128(unsigned int addr, unsigned int v) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(v) : "memory");
 }
 
+template <int REPLICAS>
+constexpr int nf4_pair_table_bytes() {
+  static_assert(REPLICAS == 16 || REPLICAS == 32, "the pair table has 16 or 32 replicas");
+  return 256 * REPLICAS * 4;
+}
+
 // Fill the table at shared address `table` (16-byte aligned) with the THREADS threads of the
 // CTA; the caller's next barrier publishes it.
-template <int ELEM, int THREADS>
+template <int ELEM, int THREADS, int REPLICAS = 32>
 __device__ __forceinline__ void nf4_fill_pair_table(unsigned int table, int tid) {
-  // 16-byte piece i holds lanes 4 (i % 8) .. + 3 of entry i / 8.
+  constexpr int kPieces = REPLICAS / 4;  // 16-byte pieces per entry
+  // 16-byte piece i holds replicas 4 (i % kPieces) .. + 3 of entry i / kPieces.
 #pragma unroll 4
-  for (int i = tid; i < 256 * 8; i += THREADS) {
-    const unsigned int e = (unsigned int)i >> 3;
+  for (int i = tid; i < 256 * kPieces; i += THREADS) {
+    const unsigned int e = (unsigned int)i / kPieces;
     sts128(table + i * 16, pack2<ELEM>(nf4_table(e), nf4_table(e >> 4)));
   }
 }
 
-// Register p of the unscaled A fragment of word q: byte p -> its table entry. lane_base is the
-// table's shared address + 4 * lane. Plain (not volatile) so ptxas may schedule it freely;
-// the table is read-only after the fill.
+// This lane's base address in the table: its replica.
+template <int REPLICAS = 32>
+__device__ __forceinline__ unsigned int nf4_pair_lane_base(unsigned int table, int lane) {
+  return table + (lane % REPLICAS) * 4;
+}
+
+// Register p of the unscaled A fragment of word q: byte p -> its table entry. lane_base from
+// nf4_pair_lane_base. Plain (not volatile) so ptxas may schedule it freely; the table is
+// read-only after the fill.
+template <int REPLICAS = 32>
 __device__ __forceinline__ unsigned int nf4_pair(unsigned int q, int p, unsigned int lane_base) {
+  constexpr int kEntryShift = REPLICAS == 32 ? 7 : 6;  // log2(4 * REPLICAS)
+  static_assert(4 * REPLICAS == (1 << kEntryShift), "entry stride");
   unsigned int byte, v;
   asm("prmt.b32 %0, %1, 0, %2;" : "=r"(byte) : "r"(q), "r"(0x4440u + p));
-  asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(lane_base + (byte << 7)));
+  asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(lane_base + (byte << kEntryShift)));
   return v;
 }
 
@@ -101,12 +119,12 @@ __device__ __forceinline__ unsigned int nf4_splat(float a) {
 // arithmetic (the table value and the absmax each rounded to T, then their product rounded
 // once; not bitsandbytes' FP32 product). s_g / s_g8: nf4_splat of rows g, g+8. The fma with
 // -0 is a multiply on every arch (mul.bf16x2 needs sm_90).
-template <int ELEM>
+template <int ELEM, int REPLICAS = 32>
 __device__ __forceinline__ void nf4_scaled_word(unsigned int q, unsigned int s_g, unsigned int s_g8,
                                                 unsigned int lane_base, unsigned int* a) {
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const unsigned int pair = nf4_pair(q, p, lane_base);
+    const unsigned int pair = nf4_pair<REPLICAS>(q, p, lane_base);
     const unsigned int s = (p & 1) ? s_g8 : s_g;
     if constexpr (ELEM == kNF4FP16) {
       asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[p]) : "r"(pair), "r"(s), "r"(0x80008000u));

@@ -41,17 +41,18 @@ namespace chord {
 
 // The grid is the mma.sync path's: w4a16_grid(args, BLOCK_M, BLOCK_N) (n block fastest).
 
-template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES>
+template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, bool NF4_TABLE = false>
 struct W4A16WgmmaConfig {
   static constexpr int kThreads = w4a16_threads(4, WARPGROUPS);
   static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(BLOCK_M, BLOCK_N);
   static constexpr int kPipeBytes = w4a16_wgmma_pipe_bytes(BLOCK_M, BLOCK_N, STAGES);
-  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES);
+  static constexpr int kHeaderBytes = (2 * BLOCK_M + 64) * 4;
+  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES, NF4_TABLE);
   static constexpr int kABytes = BLOCK_M * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
   static constexpr int kTiles = BLOCK_N / (64 * WARPGROUPS);  // m64 tiles per warpgroup
   static constexpr int kAcc = BLOCK_M / 2;                     // fp32 accumulators per m64 tile
-  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES) == nullptr,
+  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, NF4_TABLE) == nullptr,
                 "invalid W4A16 WGMMA config (see w4a16_wgmma_config_error)");
   static_assert(kThreads == w4a16_wgmma_threads(WARPGROUPS), "warpgroup = 4 warps");
 };
@@ -79,6 +80,16 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 __device__ __forceinline__ void opaque(unsigned int& x) { asm volatile("" : "+r"(x)); }
+
+// Four 8x8 b16 matrices from mma-fragment registers (thread l: row l / 4, columns 2 (l % 4),
+// + 1 of each) stored transposed: row i of matrix j goes to the 16 bytes at the address
+// thread 8 j + i passes, holding column i of the fragment.
+__device__ __forceinline__ void stmatrix_x4_trans(unsigned int addr, unsigned int r0, unsigned int r1, unsigned int r2,
+                                                  unsigned int r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
 // Keeps the compiler from moving accumulator reads / writes across wgmma fences and waits.
 __device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
 
@@ -199,12 +210,13 @@ struct Wgmma<256> {
 // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with BF16 or FP16
 // activations (the FP16 kind runs the f16 wgmma and writes FP16).
 template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int INFLIGHT = 1,
-          int WEIGHT = kW4A16WeightInt4>
+          int WEIGHT = kW4A16WeightInt4, bool NF4_SHUFFLE = false>
 __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
   static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
                 "unknown W4A16 weight kind");
-  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES>;
+  constexpr bool kNF4Table = WEIGHT != kW4A16WeightInt4 && !NF4_SHUFFLE;
+  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, kNF4Table>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
   using namespace w4a16_wgmma_detail;
@@ -221,6 +233,8 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   int* s_src = reinterpret_cast<int*>(pipe + Cfg::kPipeBytes);
   int* s_dst = s_src + BLOCK_M;
   int* s_misc = s_dst + BLOCK_M;  // 64 ints
+  // NF4: the pair table after the header (16 replicas, kW4A16WgmmaNF4TableBytes).
+  const unsigned int nf4_tab = smem_addr(pipe + Cfg::kPipeBytes + Cfg::kHeaderBytes);
 
   const int n_blocks = args.n / BLOCK_N;
   const int n_block = (int)(blockIdx.x % (unsigned int)n_blocks);
@@ -228,14 +242,15 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 
   int expert = -1;
   if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
-  __syncthreads();  // not every scheduler ends on a barrier after its last s_src write
+  const int tid = threadIdx.x;
+  if constexpr (kNF4Table) nf4_detail::nf4_fill_pair_table<kElem, kThreads, 16>(nf4_tab, tid);
+  __syncthreads();  // not every scheduler ends on a barrier after its last s_src write; the table
 
   const int K = args.k, N = args.n;
   const int num_k = K / kW4A16WgmmaBlockK;
-  const int tid = threadIdx.x;
 
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int g = lane >> 2, t = lane & 3;
+  const int g = lane >> 2;
   // Packed-weight chunk (16 rows x 64 k) of this warp's first m64 tile; tile i is nt0 + 4 i.
   const int nt0 = wg * kTiles * 4 + warp;
 
@@ -302,8 +317,11 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // INT4: {s[g], s[g + 8]} of group 0 (group 1 is BLOCK_N * 2 bytes on), tile i at + 128 i;
   // NF4: {absmax[g], absmax[g + 8]}, tile i at + 256 i.
   unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
-  // NF4: lane l holds table[l % 16] for the shuffle lookup of the decode (nf4_shfl_lookup).
-  unsigned int nf4_lut = kNF4 ? nf4_detail::nf4_lane_table(lane) : 0u;
+  // NF4: this lane's replica of the pair table, or (NF4_SHUFFLE) lane l holds table[l % 16] for
+  // the shuffle lookup (nf4_shfl_lookup).
+  unsigned int nf4_lut = !kNF4 ? 0u
+                         : kNF4Table ? nf4_detail::nf4_pair_lane_base<16>(nf4_tab, lane)
+                                     : nf4_detail::nf4_lane_table(lane);
 
   // Opaque to the compiler: it would otherwise recompute these from threadIdx inside the loop
   // (rematerialization under the 128-register cap) instead of keeping them in registers.
@@ -372,8 +390,14 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
         unsigned int a2[2];  // {absmax[g], absmax[g + 8]}
         nf4_detail::lds64(read_st + s_rd + i * 256, a2);
         const float a_g = __uint_as_float(a2[0]), a_g8 = __uint_as_float(a2[1]);
+        if constexpr (kNF4Table) {
+          const unsigned int s_g = nf4_detail::nf4_splat<kElem>(a_g), s_g8 = nf4_detail::nf4_splat<kElem>(a_g8);
 #pragma unroll
-        for (int j = 0; j < 4; ++j) nf4_detail::dequant_word<kElem>(q[j], a_g, a_g8, nf4_lookup, af[i][j]);
+          for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, 16>(q[j], s_g, s_g8, nf4_lut, af[i][j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < 4; ++j) nf4_detail::dequant_word<kElem>(q[j], a_g, a_g8, nf4_lookup, af[i][j]);
+        }
       } else {
         const unsigned int s0 = lds32(read_st + s_rd + i * 128);
         const unsigned int s1 = lds32(read_st + s_rd + i * 128 + BLOCK_N * 2);
@@ -426,24 +450,27 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   __syncthreads();
   constexpr int kLdc = BLOCK_N + 8;
   unsigned short* s_out = reinterpret_cast<unsigned short*>(pipe);
+  // Token chunk c (8 tokens) of m64 tile i is two 8x8 fragments per warp: weight rows g and
+  // g + 8 (registers v01 / v23, tokens 2t, 2t + 1). stmatrix.trans stores two chunks at once
+  // as 16-byte rows [token][8 weight rows]: matrix j = lane / 8 is chunk c + j / 2, rows
+  // + 8 (j % 2); lane % 8 is its token. Row stride (BLOCK_N + 8) x 2 bytes: conflict-free.
+  const unsigned int out_lane = smem_addr(s_out) +
+                                (((lane >> 4) * 8 + (lane & 7)) * kLdc + warp * 16 + ((lane >> 3) & 1) * 8) * 2;
 #pragma unroll
   for (int i = 0; i < kTiles; ++i) {
-    const int n_loc = (wg * kTiles + i) * 64 + warp * 16 + g;
 #pragma unroll
-    for (int c = 0; c < BLOCK_M / 8; ++c) {
-      const int tok = c * 8 + 2 * t;
-      unsigned int v01, v23;  // row g: tok, tok + 1; row g + 8
-      if constexpr (kNF4) {
-        v01 = nf4_detail::pack2<kElem>(acc[i][4 * c + 0], acc[i][4 * c + 1]);
-        v23 = nf4_detail::pack2<kElem>(acc[i][4 * c + 2], acc[i][4 * c + 3]);
-      } else {
-        v01 = f32x2_to_bf16x2(acc[i][4 * c + 0], acc[i][4 * c + 1]);
-        v23 = f32x2_to_bf16x2(acc[i][4 * c + 2], acc[i][4 * c + 3]);
+    for (int c = 0; c < BLOCK_M / 8; c += 2) {
+      unsigned int v[4];  // chunk c rows g / g + 8, chunk c + 1 rows g / g + 8
+#pragma unroll
+      for (int h = 0; h < 4; ++h) {
+        const float* a = &acc[i][4 * (c + h / 2) + 2 * (h % 2)];
+        if constexpr (kNF4) {
+          v[h] = nf4_detail::pack2<kElem>(a[0], a[1]);
+        } else {
+          v[h] = f32x2_to_bf16x2(a[0], a[1]);
+        }
       }
-      s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
-      s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
-      s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);
-      s_out[(tok + 1) * kLdc + n_loc + 8] = (unsigned short)(v23 >> 16);
+      stmatrix_x4_trans(out_lane + (c * 8 * kLdc + (wg * kTiles + i) * 64) * 2, v[0], v[1], v[2], v[3]);
     }
   }
   __syncthreads();

@@ -27,16 +27,20 @@ CHORD_W4A16_HD constexpr int w4a16_wgmma_pipe_bytes(int block_m, int block_n, in
              ? w4a16_wgmma_stage_bytes(block_m, block_n) * stages
              : w4a16_wgmma_epilogue_bytes(block_m, block_n);
 }
+// NF4 weights: the decode's pair table with 16 replicas (nf4_common.cuh), 16 KiB, so that the
+// 4-stage BM128 BN128 tile keeps two CTAs per SM.
+constexpr int kW4A16WgmmaNF4TableBytes = 256 * 16 * 4;
 // Dynamic shared memory: 1024 bytes of alignment slack (dynamic shared memory is only
-// guaranteed 16-byte alignment), the pipeline, then the scheduler header (src rows, dst rows,
-// 64 scratch ints).
-CHORD_W4A16_HD constexpr int w4a16_wgmma_smem_bytes(int block_m, int block_n, int stages) {
-  return 1024 + w4a16_wgmma_pipe_bytes(block_m, block_n, stages) + (2 * block_m + 64) * 4;
+// guaranteed 16-byte alignment), the pipeline, the scheduler header (src rows, dst rows,
+// 64 scratch ints), then for NF4 weights the pair table.
+CHORD_W4A16_HD constexpr int w4a16_wgmma_smem_bytes(int block_m, int block_n, int stages, bool nf4 = false) {
+  return 1024 + w4a16_wgmma_pipe_bytes(block_m, block_n, stages) + (2 * block_m + 64) * 4 +
+         (nf4 ? kW4A16WgmmaNF4TableBytes : 0);
 }
 
 // Why a config is invalid for a mode, or nullptr. The template static_asserts the same rules.
 CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int block_m, int block_n, int warpgroups,
-                                                              int stages) {
+                                                              int stages, bool nf4 = false) {
   return (block_m != 64 && block_m != 128 && block_m != 256) ? "BLOCK_M (wgmma N) must be 64, 128 or 256"
          : (warpgroups != 1 && warpgroups != 2)               ? "WARPGROUPS must be 1 or 2"
          : (block_n != 64 * warpgroups && block_n != 128 * warpgroups)
@@ -48,7 +52,7 @@ CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int bloc
              ? "CONTIGUOUS needs BLOCK_M to divide kW4A16ContiguousAlign (128)"
          : (block_m / 2 * (block_n / (64 * warpgroups)) > 128)
              ? "more than 128 fp32 accumulators per thread"
-         : (w4a16_wgmma_smem_bytes(block_m, block_n, stages) > 227 * 1024) ? "shared memory exceeds 227 KiB"
+         : (w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4) > 227 * 1024) ? "shared memory exceeds 227 KiB"
                                                                           : nullptr;
 }
 

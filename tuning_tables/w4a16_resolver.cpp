@@ -9,6 +9,10 @@
 namespace chord {
 namespace {
 
+// Shared memory of one SM on sm_90 (228 KiB) and what the driver reserves per CTA (1 KiB).
+constexpr int kSmemPerSm = 228 * 1024;
+constexpr int kSmemReservedPerCta = 1024;
+
 // Configs measured on the H200 with tools/kernel_check (docs/performance.md):
 //  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
 //    5-6 CTAs per SM keep enough weight bytes in flight; more stages or warps were 10-25%
@@ -163,13 +167,17 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   apply_override(&c.stages, e.w4a16_stages);
   if (forced && c.wgmma()) c = heuristic(p);  // the knobs tune the portable kernel
   // NF4 takes the engine INT4 would: the WGMMA kernel decodes either (H200 kernel_check,
-  // Qwen3 T=4096 offsets BM128 BN128 WG2 S5: NF4 gate_up 479.9 us, down 281.4 us; INT4 382.6,
-  // 235.3 us). Set before any validation: NF4 mma.sync tiles add the 32 KiB pair table.
+  // Qwen3 T=4096 offsets BM128 BN128 WG2: NF4 gate_up 462.9 us, down 277.9 us (S4); INT4 390.7,
+  // 235.2 us). Set before any validation: NF4 tiles add the pair table (32 KiB mma.sync,
+  // 16 KiB WGMMA).
   c.weight = p.weight;
   if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows
     c = heuristic(p);
     c.weight = p.weight;
   }
+  // The WGMMA table would cost an INT4 row's 5-stage BM128 BN128 tile its second CTA per SM;
+  // 4 stages keep it (same kernel_check: S4 462.9 us, the shuffle decode at S5 493.2 us).
+  while (c.wgmma() && c.nf4() && c.stages > 3 && 2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm) --c.stages;
   if (forced) {
     // Keep the warp split legal for the forced tile.
     c.warps_m = c.block_m >= 64 ? 2 : 1;

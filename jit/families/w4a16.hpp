@@ -29,17 +29,17 @@ struct W4A16GemmConfig {
   int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
 
   bool wgmma() const { return engine == W4A16Engine::kWgmma; }
-  bool nf4() const { return weight != kW4A16WeightInt4; }  // mma.sync: adds the pair table
+  bool nf4() const { return weight != kW4A16WeightInt4; }  // adds the pair table
   int threads() const { return wgmma() ? w4a16_wgmma_threads(warpgroups) : w4a16_threads(warps_m, warps_n); }
   int smem_bytes() const {
-    return wgmma() ? w4a16_wgmma_smem_bytes(block_m, block_n, stages)
+    return wgmma() ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4())
                    : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
     if (wgmma()) {
       return split_k != 1 ? "split-K is a mma.sync schedule"
-                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages);
+                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4());
     }
     return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k);
   }

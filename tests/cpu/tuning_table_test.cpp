@@ -139,6 +139,9 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only; a th
   CHECK(c.weight == chord::kW4A16WeightNF4);
   CHECK(c.block_m == 128);
   CHECK(c.error() == nullptr);
+  // The 16 KiB pair table must not cost the tile its second CTA per SM (228 KiB, 1 KiB each).
+  CHECK(2 * (c.smem_bytes() + 1024) <= 228 * 1024);
+  CHECK(c.smem_bytes() > chord::w4a16_wgmma_smem_bytes(c.block_m, c.block_n, c.stages));  // the table is counted
   chord::W4A16Problem nf4_a100 = nf4;
   nf4_a100.arch = chord::parse_arch("sm_80");
   CHECK_FALSE(chord::resolve_w4a16_config(nf4_a100).wgmma());
