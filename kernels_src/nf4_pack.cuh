@@ -45,14 +45,9 @@ __device__ __forceinline__ void nf4_pack_body(const NF4PackArgs& args) {
   const unsigned char* src = static_cast<const unsigned char*>(args.src);
   unsigned int* dst = static_cast<unsigned int*>(args.dst);
   for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-    // w = (((e * N/16 + nt) * K/64 + kc) * 32 + lane) * 4 + j
-    const int j = (int)(w & 3);
-    const int lane = (int)((w >> 2) & 31);
-    long long rest = w >> 7;
-    const int kc = (int)(rest % kcs);
-    rest /= kcs;
-    const int nt = (int)(rest % nts);
-    const long long e = rest / nts;
+    const PackedWordAt at = packed_word_at(w, kcs, nts);
+    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
+    const long long e = at.e;
     const long long row0 = e * N + nt * 16;
     const int k0 = (kc * 4 + j) * 16;
     unsigned int q = 0;
@@ -64,14 +59,8 @@ __device__ __forceinline__ void nf4_pack_body(const NF4PackArgs& args) {
   const long long count = (long long)args.num_experts * N * (K / kNF4BlockSize);
   float* da = static_cast<float*>(args.dst_absmax);
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
-    // dst index i = (e * K/64 + blk) * N + nt * 16 + pos
-    const int pos = (int)(i & 15);
-    const int nt = (int)((i / 16) % nts);
-    const long long eb = i / N;
-    const int blk = (int)(eb % kcs);
-    const long long e = eb / kcs;
-    const int r = (pos >> 1) + 8 * (pos & 1);  // inverse of scale_pos_in_16
-    da[i] = nf4_src_absmax<FORM>(args, (e * N + nt * 16 + r) * kcs + blk);
+    const PackedScaleAt at = packed_scale_at(i, N, nts, kcs);
+    da[i] = nf4_src_absmax<FORM>(args, (at.e * N + at.nt * 16 + at.row) * kcs + at.grp);
   }
 }
 
@@ -88,13 +77,9 @@ __device__ __forceinline__ void nf4_dequant_body(const NF4DequantArgs& args) {
   const float* absmax = static_cast<const float*>(args.absmax);
   unsigned short* out = static_cast<unsigned short*>(args.out);
   for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-    const int j = (int)(w & 3);
-    const int lane = (int)((w >> 2) & 31);
-    long long rest = w >> 7;
-    const int kc = (int)(rest % kcs);
-    rest /= kcs;
-    const int nt = (int)(rest % nts);
-    const long long e = rest / nts;
+    const PackedWordAt at = packed_word_at(w, kcs, nts);
+    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
+    const long long e = at.e;
     const int k0 = (kc * 4 + j) * 16;
     const int g = lane >> 2;
     const float* ap = absmax + (e * kcs + kc) * N + nt * 16 + scale_pos_in_16(g);  // {a[g], a[g+8]}

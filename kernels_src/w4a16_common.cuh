@@ -232,6 +232,43 @@ __device__ __forceinline__ unsigned int ldg_nc_b32(const void* p) {
   return v;
 }
 
+// Where packed word w lies in the layout (docs/packed_layout.md), for the pack / unpack
+// kernels of both formats: w = (((e * N/16 + nt) * K/64 + kc) * 32 + lane) * 4 + j, i.e.
+// expert e, 16-row n tile nt, 64-k chunk kc, lane, k16 step j. kcs = K/64, nts = N/16.
+struct PackedWordAt {
+  long long e;
+  int nt, kc, lane, j;
+};
+__device__ __forceinline__ PackedWordAt packed_word_at(long long w, int kcs, int nts) {
+  PackedWordAt at;
+  at.j = (int)(w & 3);
+  at.lane = (int)((w >> 2) & 31);
+  long long rest = w >> 7;
+  at.kc = (int)(rest % kcs);
+  rest /= kcs;
+  at.nt = (int)(rest % nts);
+  at.e = rest / nts;
+  return at;
+}
+
+// Where packed scale i lies: i = (e * groups + grp) * N + nt * 16 + pos, with `row` the row of
+// n tile nt whose scale is stored at pos (the inverse of scale_pos_in_16). groups: scale rows
+// per expert (K/32 for INT4, K/64 for NF4's absmax); nts = N/16.
+struct PackedScaleAt {
+  long long e;
+  int grp, nt, row;
+};
+__device__ __forceinline__ PackedScaleAt packed_scale_at(long long i, int n, int nts, int groups) {
+  PackedScaleAt at;
+  const int pos = (int)(i & 15);
+  at.nt = (int)((i / 16) % nts);
+  const long long eg = i / n;
+  at.grp = (int)(eg % groups);
+  at.e = eg / groups;
+  at.row = (pos >> 1) + 8 * (pos & 1);
+  return at;
+}
+
 // Position of (row r of a 16-row n tile, register-lane view) inside a 16-scale packed group:
 // row r -> 2 * (r % 8) + r / 8, so lane group g reads {s[g], s[g+8]} with one 32-bit load.
 CHORD_W4A16_HD constexpr int scale_pos_in_16(int r) { return 2 * (r & 7) + (r >> 3); }

@@ -35,13 +35,9 @@ __device__ __forceinline__ void w4a16_pack_body(const W4A16PackArgs& args) {
   const int kcs = K / 64, nts = N / 16;
   unsigned int* dst = static_cast<unsigned int*>(args.dst);
   for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-    const int j = (int)(w & 3);
-    const int lane = (int)((w >> 2) & 31);
-    long long rest = w >> 7;
-    const int kc = (int)(rest % kcs);
-    rest /= kcs;
-    const int nt = (int)(rest % nts);
-    const long long e = rest / nts;
+    const PackedWordAt at = packed_word_at(w, kcs, nts);
+    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
+    const long long e = at.e;
     const long long row0 = e * N + nt * 16;
     const int k0 = (kc * 4 + j) * 16;
     unsigned int q = 0;
@@ -54,14 +50,8 @@ __device__ __forceinline__ void w4a16_pack_body(const W4A16PackArgs& args) {
   const unsigned short* ss = static_cast<const unsigned short*>(args.src_scales);
   unsigned short* ds = static_cast<unsigned short*>(args.dst_scales);
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < scales; i += stride) {
-    // dst index i = (e * K/32 + grp) * N + nt * 16 + pos
-    const int pos = (int)(i & 15);
-    const int nt = (int)((i / 16) % nts);
-    const long long eg = i / N;
-    const int grp = (int)(eg % (K / 32));
-    const long long e = eg / (K / 32);
-    const int r = (pos >> 1) + 8 * (pos & 1);  // inverse of scale_pos_in_16
-    ds[i] = ss[(e * N + nt * 16 + r) * (K / 32) + grp];
+    const PackedScaleAt at = packed_scale_at(i, N, nts, K / 32);
+    ds[i] = ss[(at.e * N + at.nt * 16 + at.row) * (K / 32) + at.grp];
   }
 }
 
@@ -77,13 +67,9 @@ __device__ __forceinline__ void w4a16_unpack_body(const W4A16UnpackArgs& args) {
   const unsigned short* sc = static_cast<const unsigned short*>(args.scales);
   unsigned short* out = static_cast<unsigned short*>(args.out);
   for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-    const int j = (int)(w & 3);
-    const int lane = (int)((w >> 2) & 31);
-    long long rest = w >> 7;
-    const int kc = (int)(rest % kcs);
-    rest /= kcs;
-    const int nt = (int)(rest % nts);
-    const long long e = rest / nts;
+    const PackedWordAt at = packed_word_at(w, kcs, nts);
+    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
+    const long long e = at.e;
     const int k0 = (kc * 4 + j) * 16;
     const int grp = k0 / 32;
     const int g = lane >> 2;
