@@ -183,18 +183,6 @@ __device__ __forceinline__ void nf4_block_mma(float (&acc)[NT][1][4], const unsi
   }
 }
 
-// WGMMA prefill lookup: lane l holds table[l % 16] (nf4_lane_table); shfl.idx with segment
-// mask 16 reads lane (l & 16) | (c & 15), i.e. table[c & 15], straight from an unmasked
-// shifted word. Every lane of the warp must take part (the decode is warp-uniform).
-__device__ __forceinline__ unsigned int nf4_lane_table(unsigned int lane) {
-  return __float_as_uint(nf4_table(lane & 15u));
-}
-__device__ __forceinline__ float nf4_shfl_lookup(unsigned int lane_table, unsigned int code_bits) {
-  unsigned int v;
-  asm volatile("shfl.sync.idx.b32 %0, %1, %2, 0x100f, 0xffffffff;" : "=r"(v) : "r"(lane_table), "r"(code_bits));
-  return __uint_as_float(v);
-}
-
 // {a[g], a[g+8]} of one 64-k chunk: 8 bytes, read-only path (four lanes share them).
 __device__ __forceinline__ void ldg_nc_v2(const void* p, unsigned int* r) {
   asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));

@@ -4,9 +4,10 @@
 // path of w4a16_gemm.cuh; only the inner product engine differs. Like that path, WEIGHT
 // selects NF4 instead (W = T(table[code] * absmax), one FP32 absmax per 64 k, T = BF16 or FP16
 // for activations, weights and output; same word order and per-stage scale bytes). The NF4
-// decode here keeps the shuffle lookup and FP32 products (bit-identical to bitsandbytes): the
-// mma.sync path's 32 KiB pair table costs this kernel its second CTA per SM (measured slower,
-// docs/performance.md, "NF4 decode through a shared-memory pair table").
+// decode reads table pairs from a 16 KiB shared-memory pair table (16 replicas: the 32 KiB
+// conflict-free table of the mma.sync path would cost the 4-stage tile its second CTA per SM)
+// and scales them in T arithmetic (T(table) * T(absmax), one rounding): 6% faster than one warp
+// shuffle per code with FP32 products, which was bit-identical to bitsandbytes.
 //
 // Orientation: the dequantized weight is the wgmma "A" operand, fed from registers (M = 64
 // weight rows per warpgroup: warp w of the warpgroup owns rows 16w..16w+15, whose register
@@ -210,13 +211,12 @@ struct Wgmma<256> {
 // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with BF16 or FP16
 // activations (the FP16 kind runs the f16 wgmma and writes FP16).
 template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int INFLIGHT = 1,
-          int WEIGHT = kW4A16WeightInt4, bool NF4_SHUFFLE = false>
+          int WEIGHT = kW4A16WeightInt4>
 __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
   static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
                 "unknown W4A16 weight kind");
-  constexpr bool kNF4Table = WEIGHT != kW4A16WeightInt4 && !NF4_SHUFFLE;
-  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, kNF4Table>;
+  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, WEIGHT != kW4A16WeightInt4>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
   using namespace w4a16_wgmma_detail;
@@ -243,7 +243,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   int expert = -1;
   if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
   const int tid = threadIdx.x;
-  if constexpr (kNF4Table) nf4_detail::nf4_fill_pair_table<kElem, kThreads, 16>(nf4_tab, tid);
+  if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, kThreads, 16>(nf4_tab, tid);
   __syncthreads();  // not every scheduler ends on a barrier after its last s_src write; the table
 
   const int K = args.k, N = args.n;
@@ -317,19 +317,15 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // INT4: {s[g], s[g + 8]} of group 0 (group 1 is BLOCK_N * 2 bytes on), tile i at + 128 i;
   // NF4: {absmax[g], absmax[g + 8]}, tile i at + 256 i.
   unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
-  // NF4: this lane's replica of the pair table, or (NF4_SHUFFLE) lane l holds table[l % 16] for
-  // the shuffle lookup (nf4_shfl_lookup).
-  unsigned int nf4_lut = !kNF4 ? 0u
-                         : kNF4Table ? nf4_detail::nf4_pair_lane_base<16>(nf4_tab, lane)
-                                     : nf4_detail::nf4_lane_table(lane);
+  // NF4: this lane's replica of the pair table.
+  unsigned int nf4_lane = kNF4 ? nf4_detail::nf4_pair_lane_base<16>(nf4_tab, lane) : 0u;
 
   // Opaque to the compiler: it would otherwise recompute these from threadIdx inside the loop
   // (rematerialization under the 128-register cap) instead of keeping them in registers.
   opaque(w_rd);
   opaque(s_rd);
   opaque(s_dst_off);
-  if constexpr (kNF4) opaque(nf4_lut);
-  auto nf4_lookup = [nf4_lut](unsigned int bits) { return nf4_detail::nf4_shfl_lookup(nf4_lut, bits); };
+  if constexpr (kNF4) opaque(nf4_lane);
 
   // Copies the k block at the current source offsets into the stage at `st`, then steps the
   // offsets to the next block, except from the last block: past the end the last block is
@@ -387,17 +383,12 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
       unsigned int q[4];
       lds128(read_st + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
       if constexpr (kNF4) {
-        unsigned int a2[2];  // {absmax[g], absmax[g + 8]}
+        unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
         nf4_detail::lds64(read_st + s_rd + i * 256, a2);
-        const float a_g = __uint_as_float(a2[0]), a_g8 = __uint_as_float(a2[1]);
-        if constexpr (kNF4Table) {
-          const unsigned int s_g = nf4_detail::nf4_splat<kElem>(a_g), s_g8 = nf4_detail::nf4_splat<kElem>(a_g8);
+        const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
+        const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
 #pragma unroll
-          for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, 16>(q[j], s_g, s_g8, nf4_lut, af[i][j]);
-        } else {
-#pragma unroll
-          for (int j = 0; j < 4; ++j) nf4_detail::dequant_word<kElem>(q[j], a_g, a_g8, nf4_lookup, af[i][j]);
-        }
+        for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, 16>(q[j], s_g, s_g8, nf4_lane, af[i][j]);
       } else {
         const unsigned int s0 = lds32(read_st + s_rd + i * 128);
         const unsigned int s1 = lds32(read_st + s_rd + i * 128 + BLOCK_N * 2);

@@ -29,14 +29,12 @@ using namespace chord::check;
 // ------------------------------------------------------------------------------------------
 // Kernels: one-line wrappers, as the JIT would generate them.
 // ------------------------------------------------------------------------------------------
-template <int MODE, int BM, int BN, int WG, int ST, int MINB, int INFL, int WEIGHT, bool SHUF>
+template <int MODE, int BM, int BN, int WG, int ST, int MINB, int INFL, int WEIGHT>
 __global__ void __launch_bounds__(128 * WG, MINB) wgmma_entry(const __grid_constant__ W4A16Args args) {
   if constexpr (WEIGHT == chord::kW4A16WeightInt4) {
     chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL>(args);  // the JIT's INT4 text
-  } else if constexpr (!SHUF) {
-    chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL, WEIGHT>(args);  // the JIT's NF4 text
   } else {
-    chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL, WEIGHT, true>(args);
+    chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL, WEIGHT>(args);
   }
 }
 template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int WEIGHT>
@@ -53,13 +51,11 @@ __global__ void __launch_bounds__(32 * WM * WN) mma_entry(const __grid_constant_
 // ------------------------------------------------------------------------------------------
 // WGMMA config: BLOCK_M tokens (wgmma N), BLOCK_N weight rows, WG warpgroups, ST stages,
 // MINB = minimum CTAs per SM requested from ptxas (register cap), INFL = wgmma groups left in
-// flight while the next k block is decoded, WEIGHT_ = W4A16WeightKind, SHUF_ = NF4 through the
-// shuffle lookup (FP32 products) instead of the pair table.
-template <int BM_, int BN_, int WG_, int ST_, int MINB_, int INFL_ = 1, int WEIGHT_ = chord::kW4A16WeightInt4,
-          bool SHUF_ = false>
+// flight while the next k block is decoded, WEIGHT_ = W4A16WeightKind.
+template <int BM_, int BN_, int WG_, int ST_, int MINB_, int INFL_ = 1, int WEIGHT_ = chord::kW4A16WeightInt4>
 struct WCfg {
   static constexpr int BM = BM_, BN = BN_, BK = 64, WG = WG_, ST = ST_;
-  static constexpr bool kTab = WEIGHT_ != chord::kW4A16WeightInt4 && !SHUF_;
+  static constexpr bool kTab = WEIGHT_ != chord::kW4A16WeightInt4;  // NF4: the pair table
   static constexpr int kThreads = chord::w4a16_wgmma_threads(WG);
   static constexpr int kSmem = chord::w4a16_wgmma_smem_bytes(BM, BN, ST, kTab);
   static constexpr bool supports(int mode) {
@@ -67,15 +63,14 @@ struct WCfg {
   }
   static std::string name() {
     char b[96];
-    std::snprintf(b, sizeof b, "wgmma BM%d_BN%d_WG%d_S%d_MINB%d_INFL%d%s%s", BM, BN, WG, ST, MINB_, INFL_,
-                  WEIGHT_ == chord::kW4A16WeightNF4 ? "_nf4" : WEIGHT_ == chord::kW4A16WeightNF4Fp16 ? "_nf4f16" : "",
-                  SHUF_ ? "_shfl" : "");
+    std::snprintf(b, sizeof b, "wgmma BM%d_BN%d_WG%d_S%d_MINB%d_INFL%d%s", BM, BN, WG, ST, MINB_, INFL_,
+                  WEIGHT_ == chord::kW4A16WeightNF4 ? "_nf4" : WEIGHT_ == chord::kW4A16WeightNF4Fp16 ? "_nf4f16" : "");
     return b;
   }
   template <int MODE>
   static KernelInfo prepare() {
     if constexpr (supports(MODE)) {
-      return prepare_entry(wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_, WEIGHT_, SHUF_>, kThreads, kSmem);
+      return prepare_entry(wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_, WEIGHT_>, kThreads, kSmem);
     } else {
       return KernelInfo{};
     }
@@ -83,7 +78,7 @@ struct WCfg {
   template <int MODE>
   static void launch(const W4A16Args& a) {
     if constexpr (supports(MODE)) {
-      launch_entry<wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_, WEIGHT_, SHUF_>>(a, BM, BN, kThreads, kSmem);
+      launch_entry<wgmma_entry<MODE, BM, BN, WG, ST, MINB_, INFL_, WEIGHT_>>(a, BM, BN, kThreads, kSmem);
     } else {
       std::fprintf(stderr, "%s does not support mode %d\n", name().c_str(), MODE);
       std::exit(2);
@@ -130,7 +125,6 @@ using M1 = MCfg<128, 128, 64, 4, 2, 4>;  // the mma.sync prefill config of w4a16
 // smallest (wgmma n64) and 256-token tiles (n256).
 constexpr int kNF4 = chord::kW4A16WeightNF4, kNF4F16 = chord::kW4A16WeightNF4Fp16;
 using N1 = WCfg<128, 128, 2, 4, 2, 1, kNF4>;
-using N1S = WCfg<128, 128, 2, 5, 2, 1, kNF4, true>;  // the shuffle decode, as before
 using N2 = WCfg<128, 256, 2, 4, 1, 1, kNF4>;
 using N3 = WCfg<64, 64, 1, 4, 1, 1, kNF4>;
 using N4 = WCfg<256, 128, 2, 4, 1, 1, kNF4>;
@@ -332,7 +326,6 @@ static void correctness_nf4(const std::vector<Problem>& probs, const std::vector
     idx.push_back(indexed("indexed M50 top4 bs=BM nonlocal{1}", Wi, 50, 4, bm, {1}, 5, false, r, 96));
   }
   check_nf4_cfg<N1>(nprobs, W, nsmall, Ws, idx);
-  check_nf4_cfg<N1S>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N2>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N3>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N4>(nprobs, W, nsmall, Ws, idx);
@@ -422,7 +415,6 @@ static void timing_qwen3() {
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     if (g_qwen3_only) time_offsets<W1>(l, W, counts, 8, scattered_rows);  // else timed above
     time_offsets<N1>(l, W, counts, 8, nullptr);
-    time_offsets<N1S>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
     time_offsets<N4>(l, W, counts, 8, nullptr);
@@ -433,7 +425,6 @@ static void timing_qwen3() {
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     time_offsets<W1>(l, W, counts, 8, nullptr);
     time_offsets<N1>(l, W, counts, 8, nullptr);
-    time_offsets<N1S>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
   }
@@ -451,7 +442,6 @@ static void timing() {
   print_info<W8, 0>("contig");
   print_info<M1, 0>("contig");
   print_info<N1, 2>("offsets");
-  print_info<N1S, 2>("offsets");
   print_info<N2, 2>("offsets");
   print_info<N3, 2>("offsets");
   print_info<N4, 2>("offsets");
