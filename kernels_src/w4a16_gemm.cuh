@@ -27,9 +27,30 @@ namespace chord {
 template <int MODE>
 struct W4A16Tiles;
 
+// How the tile schedulers' threads synchronize: the whole CTA (every kernel but the
+// warp-specialized WGMMA one), or the THREADS threads of named barrier ID (its producer
+// warpgroup, which resolves tiles while the consumers compute).
+struct W4A16CtaSync {
+  __device__ __forceinline__ static void sync() { __syncthreads(); }
+  __device__ __forceinline__ static int sync_or(int v) { return __syncthreads_or(v); }
+};
+template <int ID, int THREADS>
+struct W4A16NamedSync {
+  __device__ __forceinline__ static void sync() { asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
+  __device__ __forceinline__ static int sync_or(int v) {
+    int r;
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.s32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.s32 %0, 1, 0, p;\n}\n"
+        : "=r"(r)
+        : "r"(v), "n"(ID), "n"(THREADS)
+        : "memory");
+    return r;
+  }
+};
+
 template <>
 struct W4A16Tiles<kW4A16Contiguous> {
-  template <int BLOCK_M, int THREADS>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int* s_misc, int& expert) {
     const int row0 = tile * BLOCK_M;
@@ -44,7 +65,7 @@ struct W4A16Tiles<kW4A16Contiguous> {
       s_dst[threadIdx.x] = valid ? r : -1;
       if (valid) s_misc[0] = e;  // all valid rows of one aligned block carry the same expert
     }
-    if (!__syncthreads_or(valid)) return false;  // whole-padding block
+    if (!Sync::sync_or(valid)) return false;  // whole-padding block
     expert = s_misc[0];
     return true;
   }
@@ -52,7 +73,7 @@ struct W4A16Tiles<kW4A16Contiguous> {
 
 template <>
 struct W4A16Tiles<kW4A16Masked> {
-  template <int BLOCK_M, int THREADS>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int*, int& expert) {
     const int tiles_per_group = (args.max_m + BLOCK_M - 1) / BLOCK_M;
@@ -69,7 +90,7 @@ struct W4A16Tiles<kW4A16Masked> {
       s_src[threadIdx.x] = idx;
       s_dst[threadIdx.x] = idx;
     }
-    __syncthreads();
+    Sync::sync();
     expert = g;
     return true;
   }
@@ -82,7 +103,7 @@ struct W4A16Tiles<kW4A16Offsets> {
   // Expert e owns rows [end(e-1), end(e)) with end(e) = clamp(max(offsets[0..e]), 0, S):
   // decreasing, negative or past-S offsets give empty or clipped segments, never two experts
   // writing the same row (the running max keeps the segments disjoint).
-  template <int BLOCK_M, int THREADS>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int* s_misc, int& expert) {
     constexpr int kWarps = THREADS / 32;
@@ -103,7 +124,7 @@ struct W4A16Tiles<kW4A16Offsets> {
         if (lane >= d) pm = pm > v ? pm : v;
       }
       if (lane == 31) s_misc[40 + warp] = pm;
-      __syncthreads();
+      Sync::sync();
       int wmax = carry_max, all_max = carry_max;
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) {
@@ -124,7 +145,7 @@ struct W4A16Tiles<kW4A16Offsets> {
         if (lane >= d) cnt += v;
       }
       if (lane == 31) s_misc[warp] = cnt;
-      __syncthreads();
+      Sync::sync();
       int before = carry, total = carry;
 #pragma unroll
       for (int w = 0; w < kWarps; ++w) {
@@ -140,10 +161,10 @@ struct W4A16Tiles<kW4A16Offsets> {
       }
       carry = total;
       carry_max = all_max;
-      __syncthreads();  // s_misc[0..kWarps), [40..) are rewritten next round; publishes s_misc[32..34]
+      Sync::sync();  // s_misc[0..kWarps), [40..) are rewritten next round; publishes s_misc[32..34]
       if (carry > tile) break;
     }
-    __syncthreads();  // also orders thread 0's s_misc[32] = -1 when the loop did not run
+    Sync::sync();  // also orders thread 0's s_misc[32] = -1 when the loop did not run
     expert = s_misc[32];
     if (expert < 0) return false;
     const int r0 = s_misc[33], r_end = s_misc[34];
@@ -152,7 +173,7 @@ struct W4A16Tiles<kW4A16Offsets> {
       s_src[threadIdx.x] = r < r_end ? r : -1;
       s_dst[threadIdx.x] = r < r_end ? r : -1;
     }
-    __syncthreads();
+    Sync::sync();
     return true;
   }
 };
@@ -161,7 +182,7 @@ template <>
 struct W4A16Tiles<kW4A16Indexed> {
   // vLLM moe_align_block_size: one expert id per block_size sorted ids; block_size is a
   // multiple of BLOCK_M, so a tile never straddles two vLLM blocks.
-  template <int BLOCK_M, int THREADS>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int*, int& expert) {
     const int p0 = tile * BLOCK_M;
@@ -179,7 +200,7 @@ struct W4A16Tiles<kW4A16Indexed> {
       s_src[threadIdx.x] = valid ? id / args.top_k : -1;
       s_dst[threadIdx.x] = valid ? id : -1;
     }
-    return __syncthreads_or(valid) != 0;  // a block of sentinels only: nothing to do
+    return Sync::sync_or(valid) != 0;  // a block of sentinels only: nothing to do
   }
 };
 

@@ -96,15 +96,17 @@ __device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x):
 
 // D[64 x N] += A[64 x 16] (registers, mma A-fragment per warp) * B[16 x N] (smem, K-major), with
 // bf16 (F16 = false) or fp16 (F16 = true) A and B. The instruction text differs only in the type.
+// accumulate = 0: D = A * B (scale-d 0: the old D is ignored, no zeroing of the registers).
 template <int N>
 struct Wgmma;
 
 #define CHORD_WGMMA_M64N64(T) \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
   "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " \
   "{" \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-  "}, {%32, %33, %34, %35}, %36, 1, 1, 1, 0;\n"
+  "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
 #define CHORD_WGMMA_D64 \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -113,11 +115,11 @@ struct Wgmma;
 template <>
 struct Wgmma<64> {
   template <bool F16>
-  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
+  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc, int accumulate = 1) {
     if constexpr (F16) {
-      asm volatile(CHORD_WGMMA_M64N64("f16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+      asm volatile(CHORD_WGMMA_M64N64("f16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
     } else {
-      asm volatile(CHORD_WGMMA_M64N64("bf16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+      asm volatile(CHORD_WGMMA_M64N64("bf16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
     }
   }
 };
@@ -125,13 +127,14 @@ struct Wgmma<64> {
 #undef CHORD_WGMMA_D64
 
 #define CHORD_WGMMA_M64N128(T) \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n" \
   "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " \
   "{" \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
   "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
   "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-  "}, {%64, %65, %66, %67}, %68, 1, 1, 1, 0;\n"
+  "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
 #define CHORD_WGMMA_D128 \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -144,11 +147,11 @@ struct Wgmma<64> {
 template <>
 struct Wgmma<128> {
   template <bool F16>
-  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
+  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc, int accumulate = 1) {
     if constexpr (F16) {
-      asm volatile(CHORD_WGMMA_M64N128("f16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+      asm volatile(CHORD_WGMMA_M64N128("f16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
     } else {
-      asm volatile(CHORD_WGMMA_M64N128("bf16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+      asm volatile(CHORD_WGMMA_M64N128("bf16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
     }
   }
 };
@@ -156,6 +159,7 @@ struct Wgmma<128> {
 #undef CHORD_WGMMA_D128
 
 #define CHORD_WGMMA_M64N256(T) \
+  "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n" \
   "wgmma.mma_async.sync.aligned.m64n256k16.f32." T "." T " " \
   "{" \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
@@ -166,7 +170,7 @@ struct Wgmma<128> {
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
   "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
   "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-  "}, {%128, %129, %130, %131}, %132, 1, 1, 1, 0;\n"
+  "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
 #define CHORD_WGMMA_D256 \
   "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
   "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
@@ -187,11 +191,11 @@ struct Wgmma<128> {
 template <>
 struct Wgmma<256> {
   template <bool F16>
-  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc) {
+  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc, int accumulate = 1) {
     if constexpr (F16) {
-      asm volatile(CHORD_WGMMA_M64N256("f16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+      asm volatile(CHORD_WGMMA_M64N256("f16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
     } else {
-      asm volatile(CHORD_WGMMA_M64N256("bf16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc));
+      asm volatile(CHORD_WGMMA_M64N256("bf16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
     }
   }
 };
@@ -199,6 +203,41 @@ struct Wgmma<256> {
 #undef CHORD_WGMMA_D256
 
 }  // namespace w4a16_wgmma_detail
+
+// One k block of a warp's weight fragments from the stage at `stage`: KTILES m64 tiles (tile i's
+// packed chunk at w_rd + 2048 i, its scales / absmax at s_rd + 128 i / 256 i; BLOCK_N: the
+// stage's weight rows, which place the second INT4 scale group row) -> af[i][k16 step][4].
+// INT4: (code - 8) * scale in BF16; NF4: a pair-table lookup (nf4_lane: this lane's replica)
+// scaled by the absmax in T.
+template <int KTILES, int BLOCK_N, int WEIGHT>
+__device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
+                                                   unsigned int nf4_lane, unsigned int (&af)[KTILES][4][4]) {
+  using namespace w4a16_detail;
+  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+#pragma unroll
+  for (int i = 0; i < KTILES; ++i) {
+    unsigned int q[4];
+    lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
+    if constexpr (WEIGHT != kW4A16WeightInt4) {
+      unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
+      nf4_detail::lds64(stage + s_rd + i * 256, a2);
+      const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
+      const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
+#pragma unroll
+      for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, 16>(q[j], s_g, s_g8, nf4_lane, af[i][j]);
+    } else {
+      (void)nf4_lane;
+      const unsigned int s0 = lds32(stage + s_rd + i * 128);
+      const unsigned int s1 = lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
+      const unsigned int s0_lo = prmt(s0, 0u, 0x1010u), s0_hi = prmt(s0, 0u, 0x3232u);
+      const unsigned int s1_lo = prmt(s1, 0u, 0x1010u), s1_hi = prmt(s1, 0u, 0x3232u);
+      dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
+      dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
+      dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
+      dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
+    }
+  }
+}
 
 // ---------------------------------------------------------------------------------------
 // The kernel body. Launch: grid = w4a16_grid(args, BLOCK_M, BLOCK_N), block = kThreads
@@ -378,28 +417,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   auto k_block = [&](unsigned int(&af)[kTiles][4][4]) {
     cp_async_wait<STAGES - 3>();
     __syncwarp();  // scales were copied by other lanes of this warp
-#pragma unroll
-    for (int i = 0; i < kTiles; ++i) {
-      unsigned int q[4];
-      lds128(read_st + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
-      if constexpr (kNF4) {
-        unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
-        nf4_detail::lds64(read_st + s_rd + i * 256, a2);
-        const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
-        const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
-#pragma unroll
-        for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, 16>(q[j], s_g, s_g8, nf4_lane, af[i][j]);
-      } else {
-        const unsigned int s0 = lds32(read_st + s_rd + i * 128);
-        const unsigned int s1 = lds32(read_st + s_rd + i * 128 + BLOCK_N * 2);
-        const unsigned int s0_lo = prmt(s0, 0u, 0x1010u), s0_hi = prmt(s0, 0u, 0x3232u);
-        const unsigned int s1_lo = prmt(s1, 0u, 0x1010u), s1_hi = prmt(s1, 0u, 0x3232u);
-        dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
-        dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
-        dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
-        dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
-      }
-    }
+    w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT>(read_st, w_rd, s_rd, nf4_lane, af);
     fence_proxy_async_shared();
     __syncthreads();
     wgmma_fence();
