@@ -208,8 +208,8 @@ struct Wgmma<256> {
 // packed chunk at w_rd + 2048 i, its scales / absmax at s_rd + 128 i / 256 i; BLOCK_N: the
 // stage's weight rows, which place the second INT4 scale group row) -> af[i][k16 step][4].
 // INT4: (code - 8) * scale in BF16; NF4: a pair-table lookup (nf4_lane: this lane's replica)
-// scaled by the absmax in T.
-template <int KTILES, int BLOCK_N, int WEIGHT>
+// scaled by the absmax in T, from a table of REPLICAS replicas.
+template <int KTILES, int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
                                                    unsigned int nf4_lane, unsigned int (&af)[KTILES][4][4]) {
   using namespace w4a16_detail;
@@ -224,7 +224,7 @@ __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned 
       const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
       const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
 #pragma unroll
-      for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, 16>(q[j], s_g, s_g8, nf4_lane, af[i][j]);
+      for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[i][j]);
     } else {
       (void)nf4_lane;
       const unsigned int s0 = lds32(stage + s_rd + i * 128);

@@ -56,6 +56,33 @@ CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int bloc
                                                                           : nullptr;
 }
 
+// Warp-specialized variant (w4a16_wgmma_ws.cuh): 128-token tiles, one producer and two consumer
+// warpgroups, one CTA per SM.
+constexpr int kW4A16WgmmaWsBlockM = 128;
+constexpr int kW4A16WgmmaWsThreads = 384;
+// Tile slots between the producer and the consumers: how many tiles the producer may resolve
+// ahead (short K: a tile's resolve must not wait for the epilogue two tiles back).
+constexpr int kW4A16WgmmaWsSlots = 4;
+// mbarriers: full and empty per stage and per tile slot (8 bytes each), 16-byte aligned.
+CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_barrier_bytes(int stages) {
+  return ((2 * stages + 2 * kW4A16WgmmaWsSlots) * 8 + 15) / 16 * 16;
+}
+// The stages, the barriers, the tile slots of 128 output rows + 4 ints, the producer's 128 source
+// rows, 64 scheduler ints, 8 consumer warps x 512 bytes of epilogue staging, the 32 KiB NF4
+// pair table; 1024 bytes of alignment slack.
+CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_smem_bytes(int block_n, int stages, bool nf4) {
+  return 1024 + w4a16_wgmma_stage_bytes(kW4A16WgmmaWsBlockM, block_n) * stages + w4a16_wgmma_ws_barrier_bytes(stages) +
+         (kW4A16WgmmaWsSlots * (kW4A16WgmmaWsBlockM + 4) + kW4A16WgmmaWsBlockM + 64) * 4 + 8 * 512 + (nf4 ? 256 * 32 * 4 : 0);
+}
+CHORD_W4A16_HD constexpr const char* w4a16_wgmma_ws_config_error(int mode, int block_n, int stages, bool nf4) {
+  return (block_n != 128 && block_n != 256) ? "BLOCK_N must be 128 or 256 (one or two m64 tiles per consumer)"
+         : (stages < 3 || stages > 12)      ? "STAGES must be in [3, 12]"
+         : (mode == kW4A16Contiguous && kW4A16ContiguousAlign % kW4A16WgmmaWsBlockM != 0)
+             ? "CONTIGUOUS needs 128-row alignment"
+         : (w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4) > 227 * 1024) ? "shared memory exceeds 227 KiB"
+                                                                          : nullptr;
+}
+
 // Shape rules: N % BLOCK_N == 0, K % 64 == 0 (the packed layout already needs K % 64 == 0).
 // INDEXED additionally needs block_size % BLOCK_M == 0 (runtime argument).
 CHORD_W4A16_HD constexpr const char* w4a16_wgmma_shape_error(int n, int k, int block_n) {

@@ -10,6 +10,7 @@
 #include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/w4a16.hpp"
+#include "jit/kernel_source.hpp"
 #include "jit/profiles.hpp"
 #include "jit/runtime.hpp"
 
@@ -59,6 +60,27 @@ TEST_CASE("compile: every profile kernel compiles for every supported arch", "[c
         CHECK(kernel->info.meta.cluster_size == static_cast<uint32_t>(chord::W4A16GemmConfig::from(d).split_k));
       }
     }
+  }
+}
+
+TEST_CASE("compile: the warp-specialized WGMMA body (kernel_check only) builds for sm_90a", "[compile]") {
+  // Not selected by the resolver (measured slower, docs/wgmma_prefill.md); compiled here so
+  // that it keeps building. The 384 threads of one CTA per SM share 168 registers each.
+  for (int weight : {static_cast<int>(chord::kW4A16WeightInt4), static_cast<int>(chord::kW4A16WeightNF4)}) {
+    const std::string text = std::string("#include \"w4a16_wgmma_ws.cuh\"\n") +
+                             "extern \"C\" __global__ void __launch_bounds__(384, 1) chord_entry(const __grid_constant__ "
+                             "chord::W4A16Args args) {\n  chord::w4a16_wgmma_ws_body<2, 128, 6, " +
+                             std::to_string(weight) + ">(args);\n}\n" +
+                             chord::kernel_meta_definition(chord::KernelMeta{
+                                 static_cast<uint32_t>(chord::kW4A16WgmmaWsThreads),
+                                 static_cast<uint32_t>(chord::w4a16_wgmma_ws_smem_bytes(128, 6, weight != 0)), 1});
+    chord::CompileRequest request{"w4a16_wgmma_ws_test", text, chord::parse_arch("sm_90a"), {}};
+    const chord::CubinInfo info = chord::read_cubin_info(chord::compile_to_cubin(request, "/tmp"));
+    CHECK(info.arch == "sm_90a");
+    CHECK(info.meta.threads == 384);
+    CHECK(info.registers > 0);
+    CHECK(info.registers > 100);  // the body, not the trap of a non-sm_90a build
+    CHECK(info.registers <= 168);
   }
 }
 

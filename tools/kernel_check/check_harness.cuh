@@ -152,16 +152,29 @@ KernelInfo prepare_entry(F fn, int threads, int smem) {
   return ki;
 }
 
+// SMs of the current device.
+inline int sm_count() {
+  static const int n = [] {
+    int d = 0, v = 0;
+    CK(cudaGetDevice(&d));
+    CK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, d));
+    return v;
+  }();
+  return n;
+}
+
 // Launches kEntry over w4a16_grid(a, bm, bn); an empty grid launches nothing. The first call
 // prepares the entry, so the warm-up launches of time_kernel take that host work out of the
 // timed reps.
 // split > 1: split-K, each tile a cluster of `split` CTAs along x (as the JIT launches it).
+// max_ctas > 0: at most that many CTAs (kernels that loop over tiles).
 template <auto kEntry>
-void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem, int split = 1) {
+void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem, int split = 1, int max_ctas = 0) {
   static const bool prepared = (prepare_entry(kEntry, threads, smem), true);
   (void)prepared;
-  const W4A16Dim3 g = w4a16_grid(a, bm, bn);
+  W4A16Dim3 g = w4a16_grid(a, bm, bn);
   if (g.x == 0) return;
+  if (max_ctas > 0 && g.x > (unsigned int)max_ctas) g.x = (unsigned int)max_ctas;
   if (split == 1) {
     kEntry<<<dim3(g.x, g.y, g.z), threads, smem>>>(a);
   } else {

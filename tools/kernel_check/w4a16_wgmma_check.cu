@@ -21,6 +21,7 @@
 #include "kernels_src/w4a16_gemm.cuh"
 #include "kernels_src/w4a16_wgmma.cuh"
 #include "reference/nf4_reference.hpp"
+#include "kernels_src/w4a16_wgmma_ws.cuh"
 #include "tools/kernel_check/check_harness.cuh"
 
 using chord::W4A16Args;
@@ -36,6 +37,10 @@ __global__ void __launch_bounds__(128 * WG, MINB) wgmma_entry(const __grid_const
   } else {
     chord::w4a16_wgmma_body<MODE, BM, BN, WG, ST, INFL, WEIGHT>(args);
   }
+}
+template <int MODE, int BN, int ST, int WEIGHT>
+__global__ void __launch_bounds__(chord::kW4A16WgmmaWsThreads, 1) ws_entry(const __grid_constant__ W4A16Args args) {
+  chord::w4a16_wgmma_ws_body<MODE, BN, ST, WEIGHT>(args);
 }
 template <int MODE, int BM, int BN, int BK, int ST, int WM, int WN, int WEIGHT>
 __global__ void __launch_bounds__(32 * WM * WN) mma_entry(const __grid_constant__ W4A16Args args) {
@@ -86,6 +91,42 @@ struct WCfg {
   }
 };
 
+// Warp-specialized WGMMA config (w4a16_wgmma_ws.cuh): 128-token tiles, BLOCK_N weight rows, ST
+// stages; persistent, launched with one CTA per SM, or g_ws_ctas CTAs when that is set (the
+// correctness pass that makes every CTA loop over many tiles).
+static int g_ws_ctas = 0;
+template <int BN_, int ST_, int WEIGHT_ = chord::kW4A16WeightInt4>
+struct WsCfg {
+  static constexpr int BM = chord::kW4A16WgmmaWsBlockM, BN = BN_, BK = 64, ST = ST_;
+  static constexpr bool kTab = WEIGHT_ != chord::kW4A16WeightInt4;
+  static constexpr int kThreads = chord::kW4A16WgmmaWsThreads;
+  static constexpr int kSmem = chord::w4a16_wgmma_ws_smem_bytes(BN, ST, kTab);
+  static constexpr bool supports(int mode) { return chord::w4a16_wgmma_ws_config_error(mode, BN, ST, kTab) == nullptr; }
+  static std::string name() {
+    char b[96];
+    std::snprintf(b, sizeof b, "wgmma_ws BM128_BN%d_S%d%s", BN, ST,
+                  WEIGHT_ == chord::kW4A16WeightNF4 ? "_nf4" : WEIGHT_ == chord::kW4A16WeightNF4Fp16 ? "_nf4f16" : "");
+    return b;
+  }
+  template <int MODE>
+  static KernelInfo prepare() {
+    if constexpr (supports(MODE)) {
+      return prepare_entry(ws_entry<MODE, BN, ST, WEIGHT_>, kThreads, kSmem);
+    } else {
+      return KernelInfo{};
+    }
+  }
+  template <int MODE>
+  static void launch(const W4A16Args& a) {
+    if constexpr (supports(MODE)) {
+      launch_entry<ws_entry<MODE, BN, ST, WEIGHT_>>(a, BM, BN, kThreads, kSmem, 1, g_ws_ctas > 0 ? g_ws_ctas : sm_count());
+    } else {
+      std::fprintf(stderr, "%s does not support mode %d\n", name().c_str(), MODE);
+      std::exit(2);
+    }
+  }
+};
+
 // mma.sync config (w4a16_gemm.cuh): the INT4 prefill baseline timed in the same run for
 // comparison, and the NF4 decode / prefill tiles (WEIGHT_ = W4A16WeightKind).
 template <int BM_, int BN_, int BK_, int ST_, int WM_, int WN_, int WEIGHT_ = chord::kW4A16WeightInt4>
@@ -120,7 +161,11 @@ using W5 = WCfg<128, 128, 1, 3, 1>;  // one warpgroup x two m64 tiles, 3 stages 
 using W6 = WCfg<128, 128, 2, 6, 1>;  // deeper pipeline, 1 CTA / SM
 using W7 = WCfg<128, 128, 2, 5, 2, 0>;  // W1 retiring every wgmma group before the next decode
 using W8 = WCfg<128, 128, 2, 4, 2>;     // W1 with 4 stages (prefetch distance 2)
-using M1 = MCfg<128, 128, 64, 4, 2, 4>;  // the mma.sync prefill config of w4a16_check.cu
+using M1 = MCfg<128, 128, 64, 4, 2, 4>;
+using S1 = WsCfg<128, 8>;  // warp-specialized, 8 stages
+using S2 = WsCfg<128, 5>;
+using SN1 = WsCfg<128, 6, chord::kW4A16WeightNF4>;
+using SH1 = WsCfg<128, 6, chord::kW4A16WeightNF4Fp16>;  // the mma.sync prefill config of w4a16_check.cu
 // NF4 with BF16 (N*) and FP16 (H*) activations: the resolver's config, two m64 tiles, the
 // smallest (wgmma n64) and 256-token tiles (n256).
 constexpr int kNF4 = chord::kW4A16WeightNF4, kNF4F16 = chord::kW4A16WeightNF4Fp16;
@@ -326,6 +371,8 @@ static void correctness_nf4(const std::vector<Problem>& probs, const std::vector
     idx.push_back(indexed("indexed M50 top4 bs=BM nonlocal{1}", Wi, 50, 4, bm, {1}, 5, false, r, 96));
   }
   check_nf4_cfg<N1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<SN1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<SH1>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N2>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N3>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N4>(nprobs, W, nsmall, Ws, idx);
@@ -369,6 +416,13 @@ static void correctness() {
   check_cfg<W6>(probs, W, small, Ws, r);
   check_cfg<W7>(probs, W, small, Ws, r);
   check_cfg<W8>(probs, W, small, Ws, r);
+  check_cfg<S1>(probs, W, small, Ws, r);
+  check_cfg<S2>(probs, W, small, Ws, r);
+  // The persistent kernel with 3 CTAs: every CTA loops over many tiles, empty ones included.
+  g_ws_ctas = 3;
+  check_cfg<S1>(probs, W, small, Ws, r);
+  check_cfg<S2>(probs, W, small, Ws, r);
+  g_ws_ctas = 0;
   correctness_nf4(probs, small);
 }
 
@@ -414,7 +468,9 @@ static void timing_qwen3() {
     const char* l = "offsets Qwen3 T=4096 top8 E128 N1536 K2048 (32768 rows)";
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     if (g_qwen3_only) time_offsets<W1>(l, W, counts, 8, scattered_rows);  // else timed above
+    if (g_qwen3_only) time_offsets<S1>(l, W, counts, 8, scattered_rows);
     time_offsets<N1>(l, W, counts, 8, nullptr);
+    time_offsets<SN1>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
     time_offsets<N4>(l, W, counts, 8, nullptr);
@@ -424,7 +480,9 @@ static void timing_qwen3() {
     const char* l = "offsets Qwen3 T=4096 top8 E128 N2048 K768 (32768 rows)";
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     time_offsets<W1>(l, W, counts, 8, nullptr);
+    time_offsets<S1>(l, W, counts, 8, scattered_rows);
     time_offsets<N1>(l, W, counts, 8, nullptr);
+    time_offsets<SN1>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
   }
@@ -441,6 +499,9 @@ static void timing() {
   print_info<W7, 0>("contig");
   print_info<W8, 0>("contig");
   print_info<M1, 0>("contig");
+  print_info<S1, 0>("contig");
+  print_info<S2, 0>("contig");
+  print_info<SN1, 2>("offsets");
   print_info<N1, 2>("offsets");
   print_info<N2, 2>("offsets");
   print_info<N3, 2>("offsets");
@@ -469,6 +530,8 @@ static void timing() {
     BigWeights W(48, 4096, 7168, 1);
     const char* l = "EP8 contiguous 512 rows/expert gate_up E48 N4096 K7168";
     time_contig<W1>(l, W, 512, true);
+    time_contig<S1>(l, W, 512, true);
+    time_contig<S2>(l, W, 512, false);
     time_contig<W2>(l, W, 512, true);
     time_contig<W3>(l, W, 512, false);
     time_contig<W5>(l, W, 512, false);
@@ -481,6 +544,7 @@ static void timing() {
     BigWeights W(48, 7168, 2048, 2);
     const char* l = "EP8 contiguous 512 rows/expert down E48 N7168 K2048";
     time_contig<W1>(l, W, 512, true);
+    time_contig<S1>(l, W, 512, true);
     time_contig<W2>(l, W, 512, true);
     time_contig<W5>(l, W, 512, false);
     time_contig<W6>(l, W, 512, false);
@@ -492,6 +556,7 @@ static void timing() {
     const char* l = "offsets Qwen3 T=4096 top8 E128 N1536 K2048 (32768 rows)";
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     time_offsets<W1>(l, W, counts, 8, scattered_rows);
+    time_offsets<S1>(l, W, counts, 8, scattered_rows);
     time_offsets<W2>(l, W, counts, 8, nullptr);
     time_offsets<W4>(l, W, counts, 8, scattered_rows);
     time_offsets<W5>(l, W, counts, 8, nullptr);
@@ -499,6 +564,15 @@ static void timing() {
     time_offsets<W7>(l, W, counts, 8, nullptr);
     time_offsets<W8>(l, W, counts, 8, nullptr);
     time_offsets<M1>(l, W, counts, 8, nullptr);
+  }
+  {
+    // TP8 down at T = 16384 (K = 256: four k blocks per tile): 131072 routed rows on 384
+    // experts, as contiguous 384-row blocks.
+    BigWeights W(384, 7168, 256, 5);
+    const char* l = "TP8-like down contiguous 384 rows/expert E384 N7168 K256";
+    time_contig<W1>(l, W, 384, true);
+    time_contig<S1>(l, W, 384, true);
+    time_contig<S2>(l, W, 384, false);
   }
   timing_qwen3();
 }

@@ -1,0 +1,330 @@
+// W4A16 grouped MoE GEMM, Hopper WGMMA prefill with warp specialization (sm_90a only): the
+// same arithmetic, weight decode, modes, tile schedulers and packed layouts as
+// w4a16_wgmma_body (w4a16_wgmma.cuh), arranged as
+//   - warpgroup 0, the producer (56 registers after setmaxnreg): resolves tiles with the mode's
+//     scheduler (named barrier 1 among its 128 threads) and copies every stage (gathered
+//     activation rows, packed weights, scales) with cp.async, each thread's copies arriving on
+//     the stage's `full` mbarrier when they land (cp.async.mbarrier.arrive.noinc);
+//   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
+//     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
+//     fragments (after a proxy fence: the copies are generic-proxy writes, wgmma reads through
+//     the async proxy), issues the wgmma with one group in flight and frees the stage of the
+//     retired group on its `empty` mbarrier; no CTA-wide barrier in the main loop.
+// Persistent: CTA b takes tiles b, b + gridDim.x, ... (n block fastest); any grid is correct,
+// the launcher runs one CTA per SM. The producer runs ahead across tiles, so the next tile's
+// copies are in flight during a tile's epilogue. Tiles reach the consumers through kW4A16WgmmaWsSlots slots
+// (output rows, n block, a "done" mark) with their own full / empty mbarriers.
+#pragma once
+
+#include "w4a16_wgmma.cuh"
+
+namespace chord {
+
+namespace w4a16_ws_detail {
+
+__device__ __forceinline__ void mbar_init(unsigned int bar, unsigned int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned int bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+// Waits until the phase of `bar` with this parity has completed.
+__device__ __forceinline__ void mbar_wait(unsigned int bar, unsigned int parity) {
+  unsigned int done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+// Arrives on `bar` once every cp.async this thread issued before has landed (the barrier's
+// count includes this arrival: .noinc).
+__device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
+}
+
+}  // namespace w4a16_ws_detail
+
+template <int MODE, int BLOCK_N, int STAGES, int WEIGHT>
+struct W4A16WgmmaWsConfig {
+  static constexpr int kBlockM = kW4A16WgmmaWsBlockM;
+  static constexpr int kThreads = kW4A16WgmmaWsThreads;
+  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N);
+  static constexpr int kABytes = kBlockM * 128;
+  static constexpr int kWBytes = BLOCK_N * 32;
+  static constexpr int kTiles = BLOCK_N / 128;  // m64 tiles per consumer warpgroup
+  static constexpr int kAcc = kBlockM / 2;
+  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, WEIGHT != kW4A16WeightInt4) == nullptr,
+                "invalid W4A16 warp-specialized WGMMA config (see w4a16_wgmma_ws_config_error)");
+};
+
+// Launch: grid = any (the launcher: min(tiles, SMs)), block = 384, dynamic smem =
+// w4a16_wgmma_ws_smem_bytes(BLOCK_N, STAGES, nf4), __launch_bounds__(384, 1).
+template <int MODE, int BLOCK_N, int STAGES, int WEIGHT = kW4A16WeightInt4>
+__device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
+  using Cfg = W4A16WgmmaWsConfig<MODE, BLOCK_N, STAGES, WEIGHT>;
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace w4a16_detail;
+  using namespace w4a16_wgmma_detail;
+  using namespace w4a16_ws_detail;
+  constexpr int BM = Cfg::kBlockM;
+  constexpr int kTiles = Cfg::kTiles;
+  constexpr int kAcc = Cfg::kAcc;
+  constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
+  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr bool kF16 = kElem == kNF4FP16;
+  constexpr int kProducers = 128;
+
+  extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
+  const unsigned int raw_base = smem_addr(w4a16_wgmma_smem);
+  unsigned char* pipe = w4a16_wgmma_smem + ((1024u - (raw_base & 1023u)) & 1023u);
+  const unsigned int pipe_base = smem_addr(pipe);
+  constexpr int kSlots = kW4A16WgmmaWsSlots;
+  // After the stages: mbarriers full[S], empty[S], slot_full[kSlots], slot_empty[kSlots]; the tile slots
+  // of BM output rows + {n block, valid}; the producer's source rows; scheduler scratch;
+  // per-warp epilogue staging; the NF4 pair table (w4a16_wgmma_ws_smem_bytes).
+  unsigned char* extra = pipe + STAGES * Cfg::kStageBytes;
+  const unsigned int bar_full = smem_addr(extra), bar_empty = bar_full + 8 * STAGES;
+  const unsigned int bar_slot_full = bar_empty + 8 * STAGES, bar_slot_empty = bar_slot_full + 8 * kSlots;
+  int* const slots = reinterpret_cast<int*>(extra + w4a16_wgmma_ws_barrier_bytes(STAGES));
+  int* const s_src = slots + kSlots * (BM + 4);
+  int* const s_misc = s_src + BM;
+  const unsigned int epi_base = smem_addr(s_misc + 64);
+  const unsigned int nf4_tab = epi_base + 8 * 512;
+
+  const int tid = threadIdx.x;
+  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  if (tid == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(bar_full + 8 * s, kProducers);
+      mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
+    }
+    for (int s = 0; s < kSlots; ++s) {
+      mbar_init(bar_slot_full + 8 * s, 1);
+      mbar_init(bar_slot_empty + 8 * s, 8);
+    }
+  }
+  if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, Cfg::kThreads, 32>(nf4_tab, tid);
+  __syncthreads();
+
+  const int K = args.k, N = args.n;
+  const int num_k = K / kW4A16WgmmaBlockK;
+
+  if (wg == 0) {
+    // ---------------------------------------------------------------- producer warpgroup
+    setmaxnreg_dec<56>();
+    using Sync = W4A16NamedSync<1, kProducers>;
+    const int n_blocks = N / BLOCK_N;
+    const int total = (int)w4a16_grid(args, BM, BLOCK_N).x;
+    constexpr int kAPieces = BM * 8 / kProducers;  // 8: rows tid / 8 + 16 i, chunk tid % 8
+    const int a_row = tid >> 3, a_ch = tid & 7;
+    const unsigned int a_dst = a_row * 128 + ((a_ch ^ (a_row & 7)) << 4);
+    constexpr int kWPieces = BLOCK_N * 2 / kProducers;  // packed chunk j * 4 + tid / 32, piece tid % 32
+    const int s_pieces = BLOCK_N / 4;                   // scale pieces of a stage (threads tid < s_pieces)
+    int stage = 0;
+    unsigned int empty_parity = 1;  // a fresh barrier's previous phase counts as complete
+    int slot = 0;
+    unsigned int slot_parity = 1;  // a fresh barrier's previous phase counts as complete
+    bool have_slot = false;        // the consumers have released `slot` to this producer
+    for (int t = (int)blockIdx.x; t < total; t += (int)gridDim.x) {
+      if (!have_slot) {
+        mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
+        have_slot = true;
+      }
+      // Resolve straight into the slot: source rows here, output rows where the consumers read.
+      int* dst = slots + slot * (BM + 4);
+      int expert = -1;
+      if (!W4A16Tiles<MODE>::template resolve<BM, kProducers, Sync>(args, t / n_blocks, s_src, dst, s_misc, expert))
+        continue;
+      const int n_block = t % n_blocks;
+      if (tid == 0) {
+        dst[BM] = n_block;
+        dst[BM + 1] = 1;
+      }
+      Sync::sync();  // the rows (not every scheduler ends on a barrier after its last write)
+      if (tid == 0) mbar_arrive(bar_slot_full + 8 * slot);
+      have_slot = false;
+      if (++slot == kSlots) {
+        slot = 0;
+        slot_parity ^= 1;
+      }
+
+      // This thread's copy sources for the tile.
+      unsigned int a_chunk[kAPieces];
+      unsigned int a_valid = 0;
+#pragma unroll
+      for (int i = 0; i < kAPieces; ++i) {
+        const int src = s_src[a_row + i * (kProducers / 8)];
+        a_chunk[i] = src >= 0 ? (unsigned int)((unsigned long long)src * (unsigned long long)args.lda / 8ull) + a_ch : 0u;
+        a_valid |= (src >= 0 ? 1u : 0u) << i;
+      }
+      const unsigned char* w_src = static_cast<const unsigned char*>(args.w) +
+                                   (unsigned long long)expert * N * (unsigned long long)(K / 2) +
+                                   ((unsigned long long)n_block * (BLOCK_N / 16) + (tid >> 5)) * num_k * 512ull +
+                                   (tid & 31) * 16;
+      // Scales: INT4 two group rows of BLOCK_N BF16 (pieces [0, BN/8) row 0, then row 1), NF4 one
+      // absmax row of BLOCK_N FP32; the same bytes per k block, (K / 64) * N * 4.
+      const int s_row = kNF4 ? 0 : tid / (BLOCK_N / 8), s_piece = kNF4 ? tid : tid % (BLOCK_N / 8);
+      const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
+                                       (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
+                                       (kNF4 ? (unsigned long long)n_block * BLOCK_N * 4ull
+                                             : (unsigned long long)s_row * N * 2ull + (unsigned long long)n_block * BLOCK_N * 2ull) +
+                                       s_piece * 16;
+      const unsigned int s_dst = Cfg::kABytes + Cfg::kWBytes + (kNF4 ? 0 : s_row * BLOCK_N * 2) + s_piece * 16;
+      Sync::sync();  // every producer thread has read s_src before the next resolve rewrites it
+
+      for (int kb = 0; kb < num_k; ++kb) {
+        mbar_wait(bar_empty + 8 * stage, empty_parity);
+        const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
+        const uint4_w* a_k = static_cast<const uint4_w*>(args.a) + kb * (kW4A16WgmmaBlockK / 8);
+#pragma unroll
+        for (int i = 0; i < kAPieces; ++i)
+          cp_async_16(st + a_dst + i * kProducers * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+#pragma unroll
+        for (int j = 0; j < kWPieces; ++j)
+          cp_async_16(st + Cfg::kABytes + (j * 4 + (tid >> 5)) * 512 + (tid & 31) * 16,
+                      w_src + (unsigned long long)j * 4 * num_k * 512 + kb * 512, 16);
+        if (tid < s_pieces) cp_async_16(st + s_dst, s_src_ptr + (unsigned long long)kb * N * 4, 16);
+        cp_async_mbar_arrive(bar_full + 8 * stage);
+        if (++stage == STAGES) {
+          stage = 0;
+          empty_parity ^= 1;
+        }
+      }
+    }
+    // No more tiles: a slot without the valid mark ends the consumers' loop.
+    if (!have_slot) mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
+    if (tid == 0) {
+      slots[slot * (BM + 4) + BM + 1] = 0;
+      mbar_arrive(bar_slot_full + 8 * slot);
+    }
+  } else {
+    // ---------------------------------------------------------------- consumer warpgroups
+    setmaxnreg_inc<224>();
+    const int cw = wg - 1;  // consumer warpgroup 0 / 1
+    const int g = lane >> 2;
+    const int nt0 = cw * kTiles * 4 + warp;  // packed chunk of this warp's m64 tile 0; tile i: + 4 i
+    const unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
+    const unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
+    const unsigned int nf4_lane = kNF4 ? nf4_detail::nf4_pair_lane_base<32>(nf4_tab, lane) : 0u;
+    const unsigned int epi_lane = epi_base + (unsigned int)((tid >> 5) - 4) * 512u + lane * 16;
+    unsigned short* const out = static_cast<unsigned short*>(args.out);
+
+    float acc[kTiles][kAcc];
+#pragma unroll
+    for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+      for (int r = 0; r < kAcc; ++r) acc[i][r] = 0.f;
+    unsigned int af_even[kTiles][4][4], af_odd[kTiles][4][4];
+    int stage = 0, prev_stage = 0;
+    unsigned int full_parity = 0;
+    int slot = 0;
+    unsigned int slot_parity = 0;
+
+    // One k block from the next stage; first: the tile's first block (scale-d 0 on its first
+    // wgmma). Frees the stage of the previous block once its group has retired.
+    auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first) {
+      mbar_wait(bar_full + 8 * stage, full_parity);
+      // The stage was written by the producer's cp.async (generic proxy); wgmma reads the
+      // activations through the async proxy.
+      fence_proxy_async_shared();
+      const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
+      w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
+      wgmma_fence();
+      const unsigned long long desc0 = smem_desc_sw128(st);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i)
+          Wgmma<BM>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
+      }
+      wgmma_commit();
+      wgmma_wait<1>();
+      if (!first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+      prev_stage = stage;
+      if (++stage == STAGES) {
+        stage = 0;
+        full_parity ^= 1;
+      }
+    };
+
+    // The previous tile's output as T pairs (chunk c: rows g, g + 8), stored while this tile's
+    // first wgmma group runs: the epilogue of a tile overlaps the tensor work of the next.
+    unsigned int packed[kTiles][BM / 8][2];
+    int pending_slot = -1;  // slot whose output rows `packed` belongs to
+    auto store_pending = [&]() {
+      const int* rows = slots + pending_slot * (BM + 4);
+      const int n_block = rows[BM];
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i) {
+        const int n_out = n_block * BLOCK_N + (cw * kTiles + i) * 64 + warp * 16 + ((lane >> 3) & 1) * 8;
+#pragma unroll
+        for (int c = 0; c < BM / 8; c += 2) {
+          // stmatrix.trans: chunks c, c + 1 as 32 16-byte rows [token][8 weight rows] (matrix
+          // j = lane / 8: chunk c + j / 2, rows + 8 (j % 2)); each lane writes its row where
+          // the token's output row is valid.
+          stmatrix_x4_trans(epi_lane, packed[i][c][0], packed[i][c][1], packed[i][c + 1][0], packed[i][c + 1][1]);
+          __syncwarp();
+          uint4_w row;
+          lds128(epi_lane, row.x, row.y, row.z, row.w);
+          const int dst = rows[(c + (lane >> 4)) * 8 + (lane & 7)];
+          if (dst >= 0) *reinterpret_cast<uint4_w*>(out + (long long)dst * args.ldc + n_out) = row;
+          __syncwarp();
+        }
+      }
+      if (lane == 0) mbar_arrive(bar_slot_empty + 8 * pending_slot);
+      pending_slot = -1;
+    };
+
+    for (;;) {
+      mbar_wait(bar_slot_full + 8 * slot, slot_parity);
+      if (slots[slot * (BM + 4) + BM + 1] == 0) break;
+      // First k block (its wgmma group stays in flight), then the previous tile's stores.
+      k_block(af_even, true);
+      if (pending_slot >= 0) store_pending();
+      int kb = 1;
+      for (; kb + 1 < num_k; kb += 2) {
+        k_block(af_odd, false);
+        k_block(af_even, false);
+      }
+      if (kb < num_k) k_block(af_odd, false);
+      wgmma_wait<0>();
+      if (lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+        for (int c = 0; c < BM / 8; ++c)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float* a = &acc[i][4 * c + 2 * h];
+            if constexpr (kNF4) {
+              packed[i][c][h] = nf4_detail::pack2<kElem>(a[0], a[1]);
+            } else {
+              packed[i][c][h] = f32x2_to_bf16x2(a[0], a[1]);
+            }
+          }
+      pending_slot = slot;
+      if (++slot == kSlots) {
+        slot = 0;
+        slot_parity ^= 1;
+      }
+    }
+    if (pending_slot >= 0) store_pending();
+  }
+#else
+  (void)args;
+  asm volatile("trap;");
+#endif
+}
+
+}  // namespace chord
