@@ -64,7 +64,7 @@ __device__ __forceinline__ void dequant_word(unsigned int q, float a_g, float a_
 // T(table[e >> 4])}, i.e. an unscaled A-fragment register. The 256 entries are replicated
 // REPLICAS times, entry e of lane l at word e * REPLICAS + l % REPLICAS. 32 replicas (32 KiB,
 // kW4A16NF4TableBytes): lane l reads only bank l, a warp's lookups never conflict. 16 replicas
-// (16 KiB, the WGMMA kernel's, which must keep two CTAs per SM): lanes l and l + 16 share a
+// (16 KiB, the one-role WGMMA kernel's, which must keep two CTAs per SM): lanes l and l + 16 share a
 // bank, at most a two-way conflict.
 // ---------------------------------------------------------------------------------------
 __device__ __forceinline__ void sts128(unsigned int addr, unsigned int v) {

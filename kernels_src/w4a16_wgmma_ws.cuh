@@ -202,7 +202,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         }
       }
     }
-    // No more tiles: a slot without the valid mark ends the consumers' loop.
+    // No more tiles: a slot without the valid mark ends the consumers' loop. The copies still in
+    // flight land before this thread exits (their mbarrier arrivals are still to come).
+    cp_async_wait<0>();
     if (!have_slot) mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
     if (tid == 0) {
       slots[slot * (BM + 4) + BM + 1] = 0;
@@ -233,6 +235,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 
     // One k block from the next stage; first: the tile's first block (scale-d 0 on its first
     // wgmma). Frees the stage of the previous block once its group has retired.
+    // One wgmma group in flight while the next block decodes (two fragment arrays) with one m64
+    // tile per consumer; with two (BN256) the 128 accumulators leave room for one array, so each
+    // block's group retires before the next decode (the other consumer's group keeps the tensor
+    // pipe busy meanwhile).
+    constexpr int kInflight = kTiles == 1 ? 1 : 0;
     auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first) {
       mbar_wait(bar_full + 8 * stage, full_parity);
       // The stage was written by the producer's cp.async (generic proxy); wgmma reads the
@@ -249,8 +256,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           Wgmma<BM>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
       }
       wgmma_commit();
-      wgmma_wait<1>();
-      if (!first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+      wgmma_wait<kInflight>();
+      if (kInflight == 0 && lane == 0) mbar_arrive(bar_empty + 8 * stage);
+      if (kInflight == 1 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
       prev_stage = stage;
       if (++stage == STAGES) {
         stage = 0;
@@ -260,8 +268,24 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 
     // The previous tile's output as T pairs (chunk c: rows g, g + 8), stored while this tile's
     // first wgmma group runs: the epilogue of a tile overlaps the tensor work of the next.
+    // With two m64 tiles per consumer (BN256) the packed tile does not fit beside the
+    // accumulators and fragments: stored right after the tile instead.
+    constexpr bool kDeferStores = kTiles == 1;
     unsigned int packed[kTiles][BM / 8][2];
     int pending_slot = -1;  // slot whose output rows `packed` belongs to
+    // T pair h (rows g, g + 8) of token chunk c of m64 tile i.
+    auto pair = [&](int i, int c, int h) {
+      if constexpr (!kDeferStores) {
+        const float* a = &acc[i][4 * c + 2 * h];
+        if constexpr (kNF4) {
+          return nf4_detail::pack2<kElem>(a[0], a[1]);
+        } else {
+          return f32x2_to_bf16x2(a[0], a[1]);
+        }
+      } else {
+        return packed[i][c][h];
+      }
+    };
     auto store_pending = [&]() {
       const int* rows = slots + pending_slot * (BM + 4);
       const int n_block = rows[BM];
@@ -273,7 +297,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           // stmatrix.trans: chunks c, c + 1 as 32 16-byte rows [token][8 weight rows] (matrix
           // j = lane / 8: chunk c + j / 2, rows + 8 (j % 2)); each lane writes its row where
           // the token's output row is valid.
-          stmatrix_x4_trans(epi_lane, packed[i][c][0], packed[i][c][1], packed[i][c + 1][0], packed[i][c + 1][1]);
+          stmatrix_x4_trans(epi_lane, pair(i, c, 0), pair(i, c, 1), pair(i, c + 1, 0), pair(i, c + 1, 1));
           __syncwarp();
           uint4_w row;
           lds128(epi_lane, row.x, row.y, row.z, row.w);
@@ -294,26 +318,30 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       if (pending_slot >= 0) store_pending();
       int kb = 1;
       for (; kb + 1 < num_k; kb += 2) {
-        k_block(af_odd, false);
+        k_block(kInflight ? af_odd : af_even, false);
         k_block(af_even, false);
       }
-      if (kb < num_k) k_block(af_odd, false);
+      if (kb < num_k) k_block(kInflight ? af_odd : af_even, false);
       wgmma_wait<0>();
-      if (lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
-#pragma unroll
-      for (int i = 0; i < kTiles; ++i)
-#pragma unroll
-        for (int c = 0; c < BM / 8; ++c)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float* a = &acc[i][4 * c + 2 * h];
-            if constexpr (kNF4) {
-              packed[i][c][h] = nf4_detail::pack2<kElem>(a[0], a[1]);
-            } else {
-              packed[i][c][h] = f32x2_to_bf16x2(a[0], a[1]);
-            }
-          }
+      if (kInflight == 1 && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
       pending_slot = slot;
+      if constexpr (kDeferStores) {
+#pragma unroll
+        for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+          for (int c = 0; c < BM / 8; ++c)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const float* a = &acc[i][4 * c + 2 * h];
+              if constexpr (kNF4) {
+                packed[i][c][h] = nf4_detail::pack2<kElem>(a[0], a[1]);
+              } else {
+                packed[i][c][h] = f32x2_to_bf16x2(a[0], a[1]);
+              }
+            }
+      } else {
+        store_pending();
+      }
       if (++slot == kSlots) {
         slot = 0;
         slot_parity ^= 1;

@@ -106,6 +106,10 @@ void launch(const Launch& l, const W4A16Args& args, CUstream stream) {
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
+  // The warp-specialized kernel loops over tiles (CTA b: b, b + grid, ...): one CTA per SM.
+  if (l.config.warp_specialized() && grid.x > static_cast<unsigned int>(l.device.sm_count)) {
+    grid.x = static_cast<unsigned int>(l.device.sm_count);
+  }
   if (env().validate_routing) enqueue_routing_check(args, stream);
   l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
 }

@@ -171,13 +171,27 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // 235.2 us). Set before any validation: NF4 tiles add the pair table (32 KiB mma.sync,
   // 16 KiB WGMMA).
   c.weight = p.weight;
+  // The WGMMA table would cost an INT4 row's 5-stage BM128 BN128 tile its second CTA per SM;
+  // 4 stages keep it (same kernel_check: S4 462.9 us, the shuffle decode at S5 493.2 us).
+  // Before validation, so that a row the table overflows loses a stage, not its engine.
+  while (c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
+         2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm)
+    --c.stages;
+  // NF4 prefill on 128-token WGMMA tiles takes the warp-specialized kernel with 256 weight rows
+  // per CTA (kernel_check, Qwen3 T=4096 NF4: gate_up 457.2 -> 429.3 us, down 273.0 -> 252.6 us
+  // against the one-role BM128 BN128 S4; INT4 measured within 2% either way, TP8's K = 256
+  // down 13% slower, so INT4 keeps the one-role kernel).
+  if (!forced && c.wgmma() && c.nf4() && c.block_m == kW4A16WgmmaWsBlockM) {
+    W4A16GemmConfig ws = c;
+    ws.engine = W4A16Engine::kWgmmaWs;
+    ws.block_n = 256;
+    ws.stages = 5;
+    if (ws.error() == nullptr && ws.shape_error(p.n, p.k) == nullptr) c = ws;
+  }
   if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows
     c = heuristic(p);
     c.weight = p.weight;
   }
-  // The WGMMA table would cost an INT4 row's 5-stage BM128 BN128 tile its second CTA per SM;
-  // 4 stages keep it (same kernel_check: S4 462.9 us, the shuffle decode at S5 493.2 us).
-  while (c.wgmma() && c.nf4() && c.stages > 3 && 2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm) --c.stages;
   if (forced) {
     // Keep the warp split legal for the forced tile.
     c.warps_m = c.block_m >= 64 ? 2 : 1;

@@ -53,6 +53,23 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
 
 KernelSource W4A16GemmConfig::source() const {
   KernelSource s;
+  if (warp_specialized()) {
+    // One CTA per SM: 384 threads share 168 registers each (setmaxnreg moves them to the
+    // consumers); docs/wgmma_prefill.md, "Warp-specialized variant".
+    s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", mode_name(mode), block_n, stages);
+    if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+    s.text = fmt::format(R"(#include "w4a16_wgmma_ws.cuh"
+
+extern "C" __global__ void __launch_bounds__({threads}, 1) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
+  chord::w4a16_wgmma_ws_body<{mode}, {bn}, {stages}, {weight}>(args);
+}}
+)",
+                         fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
+                         fmt::arg("bn", block_n), fmt::arg("stages", stages), fmt::arg("weight", static_cast<int>(weight)));
+    s.text += kernel_meta_definition(
+        KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
+    return s;
+  }
   if (wgmma()) {
     // Two CTAs per SM: 128 registers x 256 threads (measured in docs/wgmma_prefill.md).
     s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", mode_name(mode), block_m, block_n, warpgroups, stages);

@@ -13,6 +13,8 @@ namespace chord {
 enum class W4A16Engine : int {
   kMmaSync = 0,  // portable (sm_80+): kernels_src/w4a16_gemm.cuh
   kWgmma = 1,    // Hopper prefill (sm_90a): kernels_src/w4a16_wgmma.cuh; block_k fixed at 64
+  kWgmmaWs = 2,  // the same, warp-specialized and persistent: kernels_src/w4a16_wgmma_ws.cuh;
+                 // block_m 128, block_n 128 or 256, one CTA per SM (the resolver: NF4 prefill)
 };
 
 struct W4A16GemmConfig {
@@ -24,19 +26,30 @@ struct W4A16GemmConfig {
   int stages = 4;
   int warps_m = 1;
   int warps_n = 4;
-  int warpgroups = 2;  // kWgmma only
+  int warpgroups = 2;  // kWgmma only (kWgmmaWs: one producer and two consumer warpgroups)
   W4A16WeightKind weight = kW4A16WeightInt4;  // kMmaSync: NF4 weights (BF16 or FP16 activations)
   int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
 
-  bool wgmma() const { return engine == W4A16Engine::kWgmma; }
+  bool wgmma() const { return engine != W4A16Engine::kMmaSync; }  // either WGMMA kernel
+  bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
   bool nf4() const { return weight != kW4A16WeightInt4; }  // adds the pair table
-  int threads() const { return wgmma() ? w4a16_wgmma_threads(warpgroups) : w4a16_threads(warps_m, warps_n); }
+  int threads() const {
+    return warp_specialized() ? kW4A16WgmmaWsThreads
+           : wgmma()          ? w4a16_wgmma_threads(warpgroups)
+                              : w4a16_threads(warps_m, warps_n);
+  }
   int smem_bytes() const {
-    return wgmma() ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4())
-                   : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
+    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4())
+           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4())
+                              : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
+    if (warp_specialized()) {
+      return split_k != 1                     ? "split-K is a mma.sync schedule"
+             : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
+                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4());
+    }
     if (wgmma()) {
       return split_k != 1 ? "split-K is a mma.sync schedule"
                           : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4());

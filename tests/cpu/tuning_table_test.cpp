@@ -139,9 +139,26 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only; a th
   CHECK(c.weight == chord::kW4A16WeightNF4);
   CHECK(c.block_m == 128);
   CHECK(c.error() == nullptr);
-  // The 16 KiB pair table must not cost the tile its second CTA per SM (228 KiB, 1 KiB each).
-  CHECK(2 * (c.smem_bytes() + 1024) <= 228 * 1024);
-  CHECK(c.smem_bytes() > chord::w4a16_wgmma_smem_bytes(c.block_m, c.block_n, c.stages));  // the table is counted
+  // NF4 prefill runs the warp-specialized kernel, 256 weight rows per CTA, one CTA per SM.
+  CHECK(c.warp_specialized());
+  CHECK(c.block_n == 256);
+  CHECK(c.threads() == 384);
+  CHECK(c.smem_bytes() <= 227 * 1024);
+  CHECK(c.smem_bytes() > chord::w4a16_wgmma_ws_smem_bytes(c.block_n, c.stages, false));  // the table is counted
+  // INT4 prefill keeps the one-role kernel at two CTAs per SM.
+  chord::W4A16Problem int4 = nf4;
+  int4.weight = chord::kW4A16WeightInt4;
+  CHECK_FALSE(chord::resolve_w4a16_config(int4).warp_specialized());
+  // N not a multiple of 256: the one-role kernel, whose 16 KiB pair table must not cost the
+  // tile its second CTA per SM (228 KiB, 1 KiB each).
+  chord::W4A16Problem nf4_n128 = nf4;
+  nf4_n128.n = 1536 + 128;
+  const chord::W4A16GemmConfig one_role = chord::resolve_w4a16_config(nf4_n128);
+  CHECK(one_role.wgmma());
+  CHECK_FALSE(one_role.warp_specialized());
+  CHECK(2 * (one_role.smem_bytes() + 1024) <= 228 * 1024);
+  CHECK(one_role.smem_bytes() >
+        chord::w4a16_wgmma_smem_bytes(one_role.block_m, one_role.block_n, one_role.stages));  // the table
   chord::W4A16Problem nf4_a100 = nf4;
   nf4_a100.arch = chord::parse_arch("sm_80");
   CHECK_FALSE(chord::resolve_w4a16_config(nf4_a100).wgmma());

@@ -167,14 +167,16 @@ inline int sm_count() {
 // prepares the entry, so the warm-up launches of time_kernel take that host work out of the
 // timed reps.
 // split > 1: split-K, each tile a cluster of `split` CTAs along x (as the JIT launches it).
-// max_ctas > 0: at most that many CTAs (kernels that loop over tiles).
+// max_ctas > 0: at most that many CTAs (kernels that loop over tiles); exact: exactly that many,
+// more than there are tiles if so (the checks of CTAs that find no tile).
 template <auto kEntry>
-void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem, int split = 1, int max_ctas = 0) {
+void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem, int split = 1, int max_ctas = 0,
+                  bool exact = false) {
   static const bool prepared = (prepare_entry(kEntry, threads, smem), true);
   (void)prepared;
   W4A16Dim3 g = w4a16_grid(a, bm, bn);
   if (g.x == 0) return;
-  if (max_ctas > 0 && g.x > (unsigned int)max_ctas) g.x = (unsigned int)max_ctas;
+  if (max_ctas > 0 && (exact || g.x > (unsigned int)max_ctas)) g.x = (unsigned int)max_ctas;
   if (split == 1) {
     kEntry<<<dim3(g.x, g.y, g.z), threads, smem>>>(a);
   } else {

@@ -119,7 +119,8 @@ struct WsCfg {
   template <int MODE>
   static void launch(const W4A16Args& a) {
     if constexpr (supports(MODE)) {
-      launch_entry<ws_entry<MODE, BN, ST, WEIGHT_>>(a, BM, BN, kThreads, kSmem, 1, g_ws_ctas > 0 ? g_ws_ctas : sm_count());
+      const int ctas = g_ws_ctas > 0 ? g_ws_ctas : sm_count();
+      launch_entry<ws_entry<MODE, BN, ST, WEIGHT_>>(a, BM, BN, kThreads, kSmem, 1, ctas, /*exact=*/g_ws_ctas > 0);
     } else {
       std::fprintf(stderr, "%s does not support mode %d\n", name().c_str(), MODE);
       std::exit(2);
@@ -161,11 +162,13 @@ using W5 = WCfg<128, 128, 1, 3, 1>;  // one warpgroup x two m64 tiles, 3 stages 
 using W6 = WCfg<128, 128, 2, 6, 1>;  // deeper pipeline, 1 CTA / SM
 using W7 = WCfg<128, 128, 2, 5, 2, 0>;  // W1 retiring every wgmma group before the next decode
 using W8 = WCfg<128, 128, 2, 4, 2>;     // W1 with 4 stages (prefetch distance 2)
-using M1 = MCfg<128, 128, 64, 4, 2, 4>;
+using M1 = MCfg<128, 128, 64, 4, 2, 4>;  // the mma.sync prefill config of w4a16_check.cu
 using S1 = WsCfg<128, 8>;  // warp-specialized, 8 stages
 using S2 = WsCfg<128, 5>;
 using SN1 = WsCfg<128, 6, chord::kW4A16WeightNF4>;
-using SH1 = WsCfg<128, 6, chord::kW4A16WeightNF4Fp16>;  // the mma.sync prefill config of w4a16_check.cu
+using SH1 = WsCfg<128, 6, chord::kW4A16WeightNF4Fp16>;
+using S3 = WsCfg<256, 6>;  // two m64 tiles per consumer, one fragment array
+using SN3 = WsCfg<256, 5, chord::kW4A16WeightNF4>;
 // NF4 with BF16 (N*) and FP16 (H*) activations: the resolver's config, two m64 tiles, the
 // smallest (wgmma n64) and 256-token tiles (n256).
 constexpr int kNF4 = chord::kW4A16WeightNF4, kNF4F16 = chord::kW4A16WeightNF4Fp16;
@@ -373,6 +376,12 @@ static void correctness_nf4(const std::vector<Problem>& probs, const std::vector
   check_nf4_cfg<N1>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<SN1>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<SH1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<SN3>(nprobs, W, nsmall, Ws, idx);
+  g_ws_ctas = 3;
+  check_nf4_cfg<SN1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<SH1>(nprobs, W, nsmall, Ws, idx);
+  check_nf4_cfg<SN3>(nprobs, W, nsmall, Ws, idx);
+  g_ws_ctas = 0;
   check_nf4_cfg<N2>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N3>(nprobs, W, nsmall, Ws, idx);
   check_nf4_cfg<N4>(nprobs, W, nsmall, Ws, idx);
@@ -418,10 +427,15 @@ static void correctness() {
   check_cfg<W8>(probs, W, small, Ws, r);
   check_cfg<S1>(probs, W, small, Ws, r);
   check_cfg<S2>(probs, W, small, Ws, r);
-  // The persistent kernel with 3 CTAs: every CTA loops over many tiles, empty ones included.
-  g_ws_ctas = 3;
-  check_cfg<S1>(probs, W, small, Ws, r);
-  check_cfg<S2>(probs, W, small, Ws, r);
+  check_cfg<S3>(probs, W, small, Ws, r);
+  // The persistent kernel with 3 CTAs (every CTA loops over many tiles, empty ones included)
+  // and with 1000 (more CTAs than tiles: some find none).
+  for (int ctas : {3, 1000}) {
+    g_ws_ctas = ctas;
+    check_cfg<S1>(probs, W, small, Ws, r);
+    check_cfg<S2>(probs, W, small, Ws, r);
+    check_cfg<S3>(probs, W, small, Ws, r);
+  }
   g_ws_ctas = 0;
   correctness_nf4(probs, small);
 }
@@ -471,6 +485,7 @@ static void timing_qwen3() {
     if (g_qwen3_only) time_offsets<S1>(l, W, counts, 8, scattered_rows);
     time_offsets<N1>(l, W, counts, 8, nullptr);
     time_offsets<SN1>(l, W, counts, 8, nullptr);
+    time_offsets<SN3>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
     time_offsets<N4>(l, W, counts, 8, nullptr);
@@ -481,8 +496,10 @@ static void timing_qwen3() {
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     time_offsets<W1>(l, W, counts, 8, nullptr);
     time_offsets<S1>(l, W, counts, 8, scattered_rows);
+    time_offsets<S3>(l, W, counts, 8, scattered_rows);
     time_offsets<N1>(l, W, counts, 8, nullptr);
     time_offsets<SN1>(l, W, counts, 8, nullptr);
+    time_offsets<SN3>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
   }
@@ -502,6 +519,8 @@ static void timing() {
   print_info<S1, 0>("contig");
   print_info<S2, 0>("contig");
   print_info<SN1, 2>("offsets");
+  print_info<S3, 0>("contig");
+  print_info<SN3, 2>("offsets");
   print_info<N1, 2>("offsets");
   print_info<N2, 2>("offsets");
   print_info<N3, 2>("offsets");
@@ -532,6 +551,7 @@ static void timing() {
     time_contig<W1>(l, W, 512, true);
     time_contig<S1>(l, W, 512, true);
     time_contig<S2>(l, W, 512, false);
+    time_contig<S3>(l, W, 512, true);
     time_contig<W2>(l, W, 512, true);
     time_contig<W3>(l, W, 512, false);
     time_contig<W5>(l, W, 512, false);
@@ -545,6 +565,7 @@ static void timing() {
     const char* l = "EP8 contiguous 512 rows/expert down E48 N7168 K2048";
     time_contig<W1>(l, W, 512, true);
     time_contig<S1>(l, W, 512, true);
+    time_contig<S3>(l, W, 512, true);
     time_contig<W2>(l, W, 512, true);
     time_contig<W5>(l, W, 512, false);
     time_contig<W6>(l, W, 512, false);
@@ -557,6 +578,7 @@ static void timing() {
     const std::vector<int> counts = topk_counts(W.E, 4096, 8, 2024);
     time_offsets<W1>(l, W, counts, 8, scattered_rows);
     time_offsets<S1>(l, W, counts, 8, scattered_rows);
+    time_offsets<S3>(l, W, counts, 8, scattered_rows);
     time_offsets<W2>(l, W, counts, 8, nullptr);
     time_offsets<W4>(l, W, counts, 8, scattered_rows);
     time_offsets<W5>(l, W, counts, 8, nullptr);
@@ -573,6 +595,7 @@ static void timing() {
     time_contig<W1>(l, W, 384, true);
     time_contig<S1>(l, W, 384, true);
     time_contig<S2>(l, W, 384, false);
+    time_contig<S3>(l, W, 384, true);
   }
   timing_qwen3();
 }
