@@ -8,12 +8,14 @@
 //   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
 //     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
 //     fragments (after a proxy fence: the copies are generic-proxy writes, wgmma reads through
-//     the async proxy), issues the wgmma with one group in flight and frees the stage of the
-//     retired group on its `empty` mbarrier; no CTA-wide barrier in the main loop.
+//     the async proxy), issues the wgmma (one group in flight with one m64 tile; with two, the
+//     group retires before the next decode) and frees the stage of the retired group on its
+//     `empty` mbarrier; no CTA-wide barrier in the main loop.
 // Persistent: CTA b takes tiles b, b + gridDim.x, ... (n block fastest); any grid is correct,
 // the launcher runs one CTA per SM. The producer runs ahead across tiles, so the next tile's
-// copies are in flight during a tile's epilogue. Tiles reach the consumers through kW4A16WgmmaWsSlots slots
-// (output rows, n block, a "done" mark) with their own full / empty mbarriers.
+// copies are in flight during a tile's epilogue. Tiles reach the consumers through
+// kW4A16WgmmaWsSlots slots (output rows, n block, a "done" mark) with their own full / empty
+// mbarriers. The resolver runs it for NF4 prefill (docs/wgmma_prefill.md).
 #pragma once
 
 #include "w4a16_wgmma.cuh"
