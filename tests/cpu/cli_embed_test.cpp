@@ -39,7 +39,7 @@ TEST_CASE("embedded headers equal the source tree", "[embed]") {
   }
 }
 
-TEST_CASE("cli: precompile fills the cache without a GPU; a second run compiles nothing", "[cli]") {
+TEST_CASE("cli: precompile fills the cache without a GPU, and a second run compiles nothing", "[cli]") {
   TempDir dir;
   std::string prefix = "CHORD_CACHE_DIR=" + dir.path() + " " + CHORD_CLI_PATH;
   int code = -1;

@@ -119,7 +119,7 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a mu
   CHECK(std::string(chord_last_error()).find("no tuning table") != std::string::npos);
 }
 
-TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only; a thread per tile row",
+TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a thread per tile row",
           "[tuning]") {
   chord::W4A16Problem prefill = problem(4096, 7168, 512, chord::kW4A16Contiguous);
   CHECK(chord::resolve_w4a16_config(prefill).wgmma());

@@ -90,7 +90,7 @@ void check_rows(const std::vector<uint16_t>& got, const std::vector<uint16_t>& w
 
 }  // namespace
 
-TEST_CASE("gpu bad input: every rejected call launches nothing; the next valid call works", "[gpu][bad_input]") {
+TEST_CASE("gpu bad input: every rejected call launches nothing, and the next valid call works", "[gpu][bad_input]") {
   std::mt19937 rng(101);
   Stream stream;
   const int e = static_cast<int>(kCaseE), n = static_cast<int>(kCaseN), k = static_cast<int>(kCaseK);

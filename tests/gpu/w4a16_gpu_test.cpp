@@ -83,7 +83,7 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
 
 }  // namespace
 
-TEST_CASE("gpu w4a16: pack matches the reference packer; dequantize matches the logical weight", "[gpu][w4a16]") {
+TEST_CASE("gpu w4a16: pack matches the reference packer, dequantize matches the logical weight", "[gpu][w4a16]") {
   std::mt19937 rng(11);
   Stream stream;
   for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{3, 48, 192}, std::tuple{4, 512, 2048}}) {
