@@ -231,3 +231,31 @@ TEST_CASE("tuning: offsets tiles are bounded by the rows and the experts that ca
   CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 128, 32768, 128, 0, 0, 0) == 384);
   CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 0, 128, 0, 0, 0) == 0);
 }
+
+TEST_CASE("tuning: the warp-specialized WGMMA config says what is wrong with it", "[tuning]") {
+  chord::W4A16GemmConfig c;
+  c.engine = chord::W4A16Engine::kWgmmaWs;
+  c.mode = chord::kW4A16Offsets;
+  c.block_m = 128;
+  c.block_n = 256;
+  c.block_k = 64;
+  c.stages = 5;
+  c.weight = chord::kW4A16WeightNF4;
+  REQUIRE(c.error() == nullptr);
+  CHECK(c.wgmma());
+  CHECK(c.threads() == 384);
+  CHECK(c.smem_bytes() == chord::w4a16_wgmma_ws_smem_bytes(256, 5, true));
+  CHECK(c.shape_error(1536, 2048) == nullptr);
+  CHECK(std::string(c.shape_error(1536 + 128, 2048)).find("multiple of BLOCK_N") != std::string::npos);
+  auto error_of = [&](auto change) {
+    chord::W4A16GemmConfig bad = c;
+    change(bad);
+    const char* why = bad.error();
+    return std::string(why ? why : "");
+  };
+  CHECK(error_of([](auto& b) { b.block_m = 64; }).find("128-token tiles") != std::string::npos);
+  CHECK(error_of([](auto& b) { b.block_n = 192; }).find("BLOCK_N must be 128 or 256") != std::string::npos);
+  CHECK(error_of([](auto& b) { b.stages = 2; }).find("STAGES") != std::string::npos);
+  CHECK(error_of([](auto& b) { b.stages = 9; }).find("227 KiB") != std::string::npos);  // 9 x 25 KiB stages
+  CHECK(error_of([](auto& b) { b.split_k = 2; }).find("split-K") != std::string::npos);
+}
