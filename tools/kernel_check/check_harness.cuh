@@ -324,16 +324,19 @@ inline Cmp compare(const std::vector<uint16_t>& out, const std::vector<uint16_t>
   return c;
 }
 
-// Runs problem P with config C on a poisoned output; one PASS/FAIL line.
+// Runs problem P's routing with config C on a poisoned output: activations a_host, device
+// weights w and scales (INT4 scales or NF4 absmax) of E experts [N, K]; compares with ref_out
+// (FP16 output when fp16); one PASS/FAIL line named `label`.
 template <class C>
-void run_problem(const Problem& P, const Weights& W) {
-  DBuf<uint16_t> d_a(P.a);
+void run_routed(const Problem& P, const std::vector<uint16_t>& a_host, const void* w, const void* scales, int E,
+                int N, int K, const std::vector<uint16_t>& ref_out, bool fp16, const std::string& label) {
+  DBuf<uint16_t> d_a(a_host);
   DBuf<int32_t> d0(P.r0), d1(P.r1), d2(P.r2);
-  DBuf<uint16_t> d_out((size_t)P.out_rows * W.N);
+  DBuf<uint16_t> d_out((size_t)P.out_rows * N);
   if (d_out.n) fill_u16<<<256, 256>>>(d_out.p, d_out.n, kPoison);
   CK(cudaGetLastError());
   W4A16Args a = P.args;
-  a.a = d_a.p; a.w = W.d_w.p; a.scales = W.d_s.p; a.out = d_out.p;
+  a.a = d_a.p; a.w = w; a.scales = scales; a.out = d_out.p;
   a.m_indices = a.masked_m = a.offsets = a.sorted_ids = a.expert_ids = a.num_tokens_padded = nullptr;
   switch (P.mode) {
     case kW4A16Contiguous: a.m_indices = d0.p; break;
@@ -341,15 +344,21 @@ void run_problem(const Problem& P, const Weights& W) {
     case kW4A16Offsets: a.offsets = d0.p; break;
     default: a.sorted_ids = d0.p; a.expert_ids = d1.p; a.num_tokens_padded = d2.p;
   }
-  a.n = W.N; a.k = W.K; a.num_experts = W.E; a.lda = W.K; a.ldc = W.N; a.mode = P.mode;
+  a.n = N; a.k = K; a.num_experts = E; a.lda = K; a.ldc = N; a.mode = P.mode;
   const W4A16Dim3 g = w4a16_grid(a, C::BM, C::BN);
   launch_mode<C>(P.mode, a);
   CK(cudaDeviceSynchronize());
-  const Cmp c = compare(d_out.get(), P.ref_out, P.out_rows, W.N);
+  const Cmp c = compare(d_out.get(), ref_out, P.out_rows, N, fp16);
   char det[256];
   std::snprintf(det, sizeof det, "rows=%ld grid=%u rel_l2=%.2e max_rel=%.2e untouched_bad=%ld nan=%ld", c.valid_rows,
                 g.x, c.rel_l2, c.max_rel, c.bad_untouched, c.nan_valid);
-  report(P.name + " " + C::name(), c.ok, det);
+  report(label, c.ok, det);
+}
+
+// Runs problem P with config C and INT4 weights W.
+template <class C>
+void run_problem(const Problem& P, const Weights& W) {
+  run_routed<C>(P, P.a, W.d_w.p, W.d_s.p, W.E, W.N, W.K, P.ref_out, false, P.name + " " + C::name());
 }
 
 // ------------------------------------------------------------------------------------------

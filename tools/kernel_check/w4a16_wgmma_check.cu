@@ -314,29 +314,8 @@ static NF4Problem nf4_problem(const Problem& P, const NF4Weights& W, bool fp16) 
 template <class C>
 static void run_nf4(const NF4Problem& q, const NF4Weights& W) {
   const Problem& P = *q.base;
-  DBuf<uint16_t> d_a(q.a);
-  DBuf<int32_t> d0(P.r0), d1(P.r1), d2(P.r2);
-  DBuf<uint16_t> d_out((size_t)P.out_rows * W.N);
-  if (d_out.n) fill_u16<<<256, 256>>>(d_out.p, d_out.n, kPoison);
-  CK(cudaGetLastError());
-  W4A16Args a = P.args;
-  a.a = d_a.p; a.w = W.d_w.p; a.scales = W.d_absmax.p; a.out = d_out.p;
-  a.m_indices = a.masked_m = a.offsets = a.sorted_ids = a.expert_ids = a.num_tokens_padded = nullptr;
-  switch (P.mode) {
-    case chord::kW4A16Contiguous: a.m_indices = d0.p; break;
-    case chord::kW4A16Masked: a.masked_m = d0.p; break;
-    case chord::kW4A16Offsets: a.offsets = d0.p; break;
-    default: a.sorted_ids = d0.p; a.expert_ids = d1.p; a.num_tokens_padded = d2.p;
-  }
-  a.n = W.N; a.k = W.K; a.num_experts = W.E; a.lda = W.K; a.ldc = W.N; a.mode = P.mode;
-  const chord::W4A16Dim3 g = chord::w4a16_grid(a, C::BM, C::BN);
-  launch_mode<C>(P.mode, a);
-  CK(cudaDeviceSynchronize());
-  const Cmp c = compare(d_out.get(), q.ref_out, P.out_rows, W.N, q.fp16);
-  char det[256];
-  std::snprintf(det, sizeof det, "rows=%ld grid=%u rel_l2=%.2e max_rel=%.2e untouched_bad=%ld nan=%ld", c.valid_rows,
-                g.x, c.rel_l2, c.max_rel, c.bad_untouched, c.nan_valid);
-  report(P.name + (q.fp16 ? " fp16 " : " ") + C::name(), c.ok, det);
+  run_routed<C>(P, q.a, W.d_w.p, W.d_absmax.p, W.E, W.N, W.K, q.ref_out, q.fp16,
+                P.name + (q.fp16 ? " fp16 " : " ") + C::name());
 }
 
 template <class C>
