@@ -36,6 +36,9 @@ enum W4A16WeightKind : int {
   kW4A16WeightNF4Fp16 = 2,  // NF4, FP32 absmax per 64; FP16 activations
 };
 
+// The activation / output element type a weight kind runs with.
+CHORD_W4A16_HD constexpr int w4a16_element(int weight) { return weight == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16; }
+
 struct NF4PackArgs {
   const void* src;      // uint8 [E*N*K/2], bitsandbytes order: element 2i in the high nibble of byte i
   const void* absmax;   // FP32 or uint8 [E*N*K/64] (NF4AbsmaxForm)

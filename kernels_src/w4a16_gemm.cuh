@@ -267,7 +267,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
   static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
   constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
-  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr int kElem = w4a16_element(WEIGHT);
   constexpr int kGroup = kNF4 ? kNF4BlockSize : kW4A16GroupSize;  // k per scale
   constexpr int kSB = kNF4 ? 4 : 2;                                // bytes per scale
   static_assert(PATH == kW4A16PathStaged || PATH == kW4A16PathDirect, "unknown W4A16 main-loop path");

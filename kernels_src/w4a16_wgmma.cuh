@@ -213,7 +213,7 @@ template <int KTILES, int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
                                                    unsigned int nf4_lane, unsigned int (&af)[KTILES][4][4]) {
   using namespace w4a16_detail;
-  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr int kElem = w4a16_element(WEIGHT);
 #pragma unroll
   for (int i = 0; i < KTILES; ++i) {
     unsigned int q[4];
@@ -263,7 +263,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
   constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
-  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];

@@ -83,7 +83,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
   constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
-  constexpr int kElem = WEIGHT == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16;
+  constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
   constexpr int kProducers = 128;
 
