@@ -75,6 +75,7 @@ Environment read_environment() {
   e.w4a16_bn = read_positive_int("CHORD_W4A16_BN");
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");
   e.w4a16_stages = read_positive_int("CHORD_W4A16_STAGES");
+  e.w4a16_warps_n = read_positive_int("CHORD_W4A16_WARPS_N");
   e.w4a16_split_k = read_positive_int("CHORD_W4A16_SPLIT_K");
   return e;
 }

@@ -18,6 +18,7 @@ struct Environment {
   std::optional<int> w4a16_bn;
   std::optional<int> w4a16_bk;
   std::optional<int> w4a16_stages;
+  std::optional<int> w4a16_warps_n;  // CHORD_W4A16_WARPS_N: warps along N of a forced mma.sync config
   std::optional<int> w4a16_split_k;  // CHORD_W4A16_SPLIT_K: force the mma.sync split-K (1, 2, 4, 8)
 };
 

@@ -160,7 +160,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   bool from_table = false;
   W4A16GemmConfig chosen = table_or_heuristic(p, e, &from_table);
   W4A16GemmConfig c = choose_engine(p, chosen, from_table, e);
-  bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages;
+  bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
   apply_override(&c.block_m, e.w4a16_bm);
   apply_override(&c.block_n, e.w4a16_bn);
   apply_override(&c.block_k, e.w4a16_bk);
@@ -197,9 +197,11 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     c.warps_m = c.block_m >= 64 ? 2 : 1;
     c.warps_n = c.block_n >= 64 ? 4 : 1;
     while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
+    apply_override(&c.warps_n, e.w4a16_warps_n);
     if (const char* why = c.error()) {
-      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BM/BN/BK/STAGES force an invalid config (bm={} bn={} bk={} stages={}): {}",
-           c.block_m, c.block_n, c.block_k, c.stages, why);
+      fail(CHORD_ERROR_ENVIRONMENT,
+           "CHORD_W4A16_BM/BN/BK/STAGES/WARPS_N force an invalid config (bm={} bn={} bk={} stages={} warps_n={}): {}",
+           c.block_m, c.block_n, c.block_k, c.stages, c.warps_n, why);
     }
     if (const char* why = w4a16_shape_error(p.n, p.k, c.block_n, c.block_k)) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BN/BK = {}/{} do not fit N = {}, K = {}: {}", c.block_n, c.block_k,

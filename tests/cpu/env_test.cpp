@@ -33,8 +33,10 @@ TEST_CASE("env: defaults when nothing is set", "[env]") {
 TEST_CASE("env: valid values are parsed", "[env]") {
   ScopedEnv a("CHORD_CACHE_DIR", std::string("/var/tmp/c")), b("CHORD_JIT_DEBUG", std::string("1")),
       c("CHORD_W4A16_BM", std::string("64")), d("CHORD_W4A16_STAGES", std::string("4")),
-      e("CHORD_SM90_DECODE", std::string("0")), f("CHORD_W4A16_SPLIT_K", std::string("2"));
+      e("CHORD_SM90_DECODE", std::string("0")), f("CHORD_W4A16_SPLIT_K", std::string("2")),
+      g("CHORD_W4A16_WARPS_N", std::string("8"));
   chord::Environment env = chord::read_environment();
+  CHECK(env.w4a16_warps_n == 8);
   CHECK(env.w4a16_split_k == 2);
   CHECK(env.cache_dir == "/var/tmp/c");
   CHECK(env.jit_debug);
@@ -57,6 +59,7 @@ TEST_CASE("env: invalid integer values are rejected naming the variable", "[env]
   expect_rejected("CHORD_W4A16_BK", "0");
   expect_rejected("CHORD_W4A16_STAGES", "3x");
   expect_rejected("CHORD_W4A16_SPLIT_K", "0");
+  expect_rejected("CHORD_W4A16_WARPS_N", "-4");
   expect_rejected("CHORD_W4A16_BM", "99999999999");
 }
 

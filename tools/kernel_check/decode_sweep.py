@@ -5,7 +5,8 @@ config override, so configs can be compared on the same draws without the whole 
 
 A setting is a name and CHORD_W4A16_* assignments, e.g. `bk256=CHORD_W4A16_BK=256`;
 `default` (no override) always runs first. Rows: indexed EP8 decode T=20, masked EP8 8
-tokens/expert, Qwen3 offsets T=1 and T=8; each row is checked against torch as in the bench.
+tokens/expert, Qwen3 offsets T=1, 8 and 64 (INT4 and NF4); each row is checked against torch as
+in the bench. `--rows kimi|qwen3|nf4|all` limits the rows (default all).
 """
 import argparse
 import json
@@ -17,7 +18,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def child(out_path):
+def child(out_path, rows):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import torch
     import bench_w4a16 as b
@@ -27,21 +28,27 @@ def child(out_path):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
     suite = b.Suite(chord, True)
-    _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-    up = b.ExpertWeights(chord, 48, n_up, k_up, gen)
-    down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
-    local_only = torch.arange(48, dtype=torch.int32, device="cuda")
-    suite.indexed("indexed EP8 decode", 20, up, down, 20, 48, 8, local_only, 16, gen)
-    for suite.proj, w in (("gate_up", up), ("down", down)):
-        suite.masked("masked EP8", 8, w, 8, gen)
-    del up, down
-    torch.cuda.empty_cache()
+    if rows in ("all", "kimi"):
+        _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
+        up = b.ExpertWeights(chord, 48, n_up, k_up, gen)
+        down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
+        local_only = torch.arange(48, dtype=torch.int32, device="cuda")
+        suite.indexed("indexed EP8 decode", 20, up, down, 20, 48, 8, local_only, 16, gen)
+        for suite.proj, w in (("gate_up", up), ("down", down)):
+            suite.masked("masked EP8", 8, w, 8, gen)
+        del up, down
+        torch.cuda.empty_cache()
     e_q, n_up, k_up, n_down, k_down = b.MODELS["qwen3"]
-    up = b.ExpertWeights(chord, e_q, n_up, k_up, gen)
-    down = b.ExpertWeights(chord, e_q, n_down, k_down, gen)
-    for suite.proj, w in (("gate_up", up), ("down", down)):
-        for t in (1, 8):
-            suite.offsets_mode("offsets Qwen3 INT4", t, w, t, 8, gen)
+    kinds = {"all": (False, True), "qwen3": (False,), "nf4": (True,)}.get(rows, ())
+    for nf4 in kinds:
+        make = b.NF4ExpertWeights if nf4 else b.ExpertWeights
+        up = make(chord, e_q, n_up, k_up, gen)
+        down = make(chord, e_q, n_down, k_down, gen)
+        for suite.proj, w in (("gate_up", up), ("down", down)):
+            for t in (1, 8, 64):
+                suite.offsets_mode(f"offsets Qwen3 {'NF4' if nf4 else 'INT4'}", t, w, t, 8, gen, nf4=nf4)
+        del up, down
+        torch.cuda.empty_cache()
     with open(out_path, "w") as f:
         json.dump(dict(rows=suite.rows, failures=suite.failures), f, indent=1)
     return 1 if suite.failures else 0
@@ -52,9 +59,11 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--setting", action="append", default=[])
     ap.add_argument("--child", default=None)
+    ap.add_argument("--rows", default="all", choices=("all", "kimi", "qwen3", "nf4"))
     args = ap.parse_args()
     if args.child:
-        sys.exit(child(args.child))
+        sys.exit(child(args.child, args.rows))
+    os.makedirs(args.out, exist_ok=True)
     settings = [("default", {})]
     for s in args.setting:
         name, _, assigns = s.partition("=")
@@ -66,7 +75,7 @@ def main():
         e = dict(os.environ)
         e.update(env)
         print(f"== {name} {env}", flush=True)
-        r = subprocess.run([sys.executable, __file__, "--child", path], env=e)
+        r = subprocess.run([sys.executable, __file__, "--child", path, "--rows", args.rows], env=e)
         rc |= r.returncode
         if os.path.exists(path):
             results[name] = json.load(open(path))["rows"]
