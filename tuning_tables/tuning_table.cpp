@@ -90,6 +90,27 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
         fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
       }
     }
+    if (rows[i].is_object() && rows[i].contains("nf4")) {
+      const json& o = rows[i]["nf4"];
+      const std::string nf4_where = where + " nf4";
+      CHORD_REQUIRE(o.is_object() && !o.contains("block_m") && !o.contains("engine"),
+                    "tuning table {}: must be an object of block_n, block_k, stages, warps_n and measured", nf4_where);
+      W4A16GemmConfig c = row.config;
+      c.weight = kW4A16WeightNF4;
+      c.block_n = optional_field<int>(o, "block_n", c.block_n, nf4_where);
+      c.block_k = optional_field<int>(o, "block_k", c.block_k, nf4_where);
+      c.stages = optional_field<int>(o, "stages", c.stages, nf4_where);
+      c.warps_n = optional_field<int>(o, "warps_n", c.warps_n, nf4_where);
+      CHORD_REQUIRE(!field<std::string>(o, "measured", nf4_where).empty(), "tuning table {}: 'measured' is empty",
+                    nf4_where);
+      if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", nf4_where, why);
+      for (const auto& [n, k] : table.shapes) {
+        if (const char* why = c.shape_error(n, k)) {
+          fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", nf4_where, n, k, why);
+        }
+      }
+      row.nf4_config = c;
+    }
     table.rows.push_back(row);
   }
   return table;

@@ -20,6 +20,9 @@ struct TuningRow {
   // so the mean rows per expert that picks the row understates the popular experts' rows.
   int routing_block = 0;
   std::string measured;
+  // The row's config for NF4 weights where it differs ("nf4": {block_n, block_k, stages,
+  // warps_n, measured}; block_m stays, so both weight kinds align routing to one block).
+  std::optional<W4A16GemmConfig> nf4_config;
 };
 
 struct TuningTable {

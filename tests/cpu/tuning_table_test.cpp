@@ -93,6 +93,48 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(missing)), Catch::Contains("block_k"));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", R"({"arch": "sm_42", "profile": "p", "shapes": [], "rows": []})"),
                     Catch::Contains("sm_42"));
+  // The NF4 override of a row: validated as an NF4 config (pair table counted), block_m fixed.
+  auto with_nf4 = [&](const std::string& nf4) {
+    std::string row = good_row;
+    row.replace(row.find("\"measured\""), 10, "\"nf4\": " + nf4 + ", \"measured\"");
+    return doc(row);
+  };
+  const chord::TuningTable t =
+      chord::parse_tuning_table("t.json", with_nf4(R"({"block_n": 256, "warps_n": 8, "measured": "y"})"));
+  REQUIRE(t.rows[0].nf4_config.has_value());
+  CHECK(t.rows[0].nf4_config->block_n == 256);
+  CHECK(t.rows[0].nf4_config->warps_n == 8);
+  CHECK(t.rows[0].nf4_config->block_m == 8);
+  CHECK(t.rows[0].config.block_n == 128);
+  CHECK_FALSE(chord::parse_tuning_table("t.json", doc(good_row)).rows[0].nf4_config.has_value());
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"block_m": 16, "measured": "y"})")),
+                    Catch::Contains("row 0 nf4"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"block_n": 256})")), Catch::Contains("measured"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"warps_n": 3, "measured": "y"})")),
+                    Catch::Contains("BLOCK_N / WARPS_N"));
+  // 5 stages of BM8 BN256 BK256 fit without the table (200 KiB), not with it.
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", with_nf4(R"({"block_n": 256, "block_k": 256, "stages": 5, "measured": "y"})")),
+                    Catch::Contains("227 KiB"));
+}
+
+TEST_CASE("tuning: NF4 decode on Qwen3 shapes takes the row's NF4 config, INT4 the row's own", "[tuning]") {
+  for (int n : {1536, 2048}) {
+    chord::W4A16Problem p = problem(n, n == 1536 ? 2048 : 768, 1, chord::kW4A16Offsets);
+    p.experts = 128;
+    const chord::W4A16GemmConfig int4 = chord::resolve_w4a16_config(p);
+    p.weight = chord::kW4A16WeightNF4;
+    const chord::W4A16GemmConfig nf4 = chord::resolve_w4a16_config(p);
+    CHECK(int4.block_m == 8);
+    CHECK(int4.block_n == 128);
+    CHECK(int4.warps_n == 4);
+    CHECK(nf4.block_m == int4.block_m);
+    CHECK(nf4.block_n == 256);
+    CHECK(nf4.warps_n == 8);
+    CHECK(nf4.threads() == 256);
+    CHECK(nf4.weight == chord::kW4A16WeightNF4);
+    CHECK(nf4.error() == nullptr);
+  }
 }
 
 TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a multiple of block_m", "[tuning]") {
