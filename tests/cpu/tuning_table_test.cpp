@@ -119,13 +119,16 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
 }
 
 TEST_CASE("tuning: NF4 decode on Qwen3 shapes takes the row's NF4 config, INT4 the row's own", "[tuning]") {
+  // Rows per expert 1, 8 and 16: the table's BM8, BM16 and BM32 rows.
+  for (auto [rows, bm] : {std::pair<int, int>{1, 8}, {8, 16}, {16, 32}})
   for (int n : {1536, 2048}) {
-    chord::W4A16Problem p = problem(n, n == 1536 ? 2048 : 768, 1, chord::kW4A16Offsets);
+    chord::W4A16Problem p = problem(n, n == 1536 ? 2048 : 768, rows, chord::kW4A16Offsets);
     p.experts = 128;
     const chord::W4A16GemmConfig int4 = chord::resolve_w4a16_config(p);
     p.weight = chord::kW4A16WeightNF4;
     const chord::W4A16GemmConfig nf4 = chord::resolve_w4a16_config(p);
-    CHECK(int4.block_m == 8);
+    INFO("rows per expert " << rows << ", N " << n);
+    CHECK(int4.block_m == bm);
     CHECK(int4.block_n == 128);
     CHECK(int4.warps_n == 4);
     CHECK(nf4.block_m == int4.block_m);

@@ -6,7 +6,8 @@ config override, so configs can be compared on the same draws without the whole 
 A setting is a name and CHORD_W4A16_* assignments, e.g. `bk256=CHORD_W4A16_BK=256`;
 `default` (no override) always runs first. Rows: indexed EP8 decode T=20, masked EP8 8
 tokens/expert, Qwen3 offsets T=1, 8 and 64 (INT4 and NF4); each row is checked against torch as
-in the bench. `--rows kimi|qwen3|nf4|all` limits the rows (default all).
+in the bench. `--rows kimi|qwen3|nf4|all` limits the rows (default all), `--tokens 1,8,64` sets
+the Qwen3 token counts.
 """
 import argparse
 import json
@@ -18,7 +19,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def child(out_path, rows):
+def child(out_path, rows, tokens):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import torch
     import bench_w4a16 as b
@@ -45,7 +46,7 @@ def child(out_path, rows):
         up = make(chord, e_q, n_up, k_up, gen)
         down = make(chord, e_q, n_down, k_down, gen)
         for suite.proj, w in (("gate_up", up), ("down", down)):
-            for t in (1, 8, 64):
+            for t in tokens:
                 suite.offsets_mode(f"offsets Qwen3 {'NF4' if nf4 else 'INT4'}", t, w, t, 8, gen, nf4=nf4)
         del up, down
         torch.cuda.empty_cache()
@@ -60,9 +61,10 @@ def main():
     ap.add_argument("--setting", action="append", default=[])
     ap.add_argument("--child", default=None)
     ap.add_argument("--rows", default="all", choices=("all", "kimi", "qwen3", "nf4"))
+    ap.add_argument("--tokens", default="1,8,64", help="Qwen3 token counts, comma-separated")
     args = ap.parse_args()
     if args.child:
-        sys.exit(child(args.child, args.rows))
+        sys.exit(child(args.child, args.rows, [int(t) for t in args.tokens.split(",")]))
     os.makedirs(args.out, exist_ok=True)
     settings = [("default", {})]
     for s in args.setting:
@@ -75,7 +77,7 @@ def main():
         e = dict(os.environ)
         e.update(env)
         print(f"== {name} {env}", flush=True)
-        r = subprocess.run([sys.executable, __file__, "--child", path, "--rows", args.rows], env=e)
+        r = subprocess.run([sys.executable, __file__, "--child", path, "--rows", args.rows, "--tokens", args.tokens], env=e)
         rc |= r.returncode
         if os.path.exists(path):
             results[name] = json.load(open(path))["rows"]
