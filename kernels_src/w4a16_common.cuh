@@ -98,6 +98,21 @@ __device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, uns
   return d;
 }
 
+// {x.lo, x.lo} and {x.hi, x.hi} of a 16-bit pair. Written as half moves, not as a prmt, so that
+// ptxas folds the splat into the operand selector (.H0_H0 / .H1_H1) of the packed multiply
+// that consumes it: no instruction at all (SASS checked for the decode tiles and the WGMMA
+// decode; the values, and so every product, are the same as the prmt's).
+__device__ __forceinline__ unsigned int splat_lo(unsigned int x) {
+  unsigned int d;
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\nmov.b32 %0, {l, l};\n}\n" : "=r"(d) : "r"(x));
+  return d;
+}
+__device__ __forceinline__ unsigned int splat_hi(unsigned int x) {
+  unsigned int d;
+  asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\nmov.b32 %0, {h, h};\n}\n" : "=r"(d) : "r"(x));
+  return d;
+}
+
 // One packed 32-bit weight word -> the four bf16x2 registers of an mma.m16n8k16 A fragment.
 // Word layout: register p (p = 0..3) takes its low element from bits 4p..4p+3 and its high
 // element from bits 16+4p..16+4p+3, so (q >> 4p) & 0x000f000f puts both nibbles in the
@@ -107,8 +122,8 @@ __device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, uns
 // fma is used for both because mul/sub.bf16x2 do not exist on sm_80; the results are the
 // same bits on every arch. Registers 0 and 2 are row g (scale lo of s2), 1 and 3 row g + 8.
 __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, unsigned int* a) {
-  const unsigned int s_lo = prmt(s2, 0u, 0x1010u);  // {s[g], s[g]}
-  const unsigned int s_hi = prmt(s2, 0u, 0x3232u);  // {s[g+8], s[g+8]}
+  const unsigned int s_lo = splat_lo(s2);  // {s[g], s[g]}
+  const unsigned int s_hi = splat_hi(s2);  // {s[g+8], s[g+8]}
   const unsigned int kOne = 0x3f803f80u;            // {1.0, 1.0}
   const unsigned int kM136 = 0xc308c308u;           // {-136.0, -136.0}
   const unsigned int kNegZero = 0x80008000u;        // {-0.0, -0.0}

@@ -578,8 +578,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
             } else {
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                const unsigned int s_lo = prmt(cs[i][h], 0u, 0x1010u);
-                const unsigned int s_hi = prmt(cs[i][h], 0u, 0x3232u);
+                const unsigned int s_lo = splat_lo(cs[i][h]);
+                const unsigned int s_hi = splat_hi(cs[i][h]);
 #pragma unroll
                 for (int jj = 0; jj < 2; ++jj) {
                   const int j = 2 * h + jj;

@@ -229,8 +229,8 @@ __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned 
       (void)nf4_lane;
       const unsigned int s0 = lds32(stage + s_rd + i * 128);
       const unsigned int s1 = lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
-      const unsigned int s0_lo = prmt(s0, 0u, 0x1010u), s0_hi = prmt(s0, 0u, 0x3232u);
-      const unsigned int s1_lo = prmt(s1, 0u, 0x1010u), s1_hi = prmt(s1, 0u, 0x3232u);
+      const unsigned int s0_lo = splat_lo(s0), s0_hi = splat_hi(s0);
+      const unsigned int s1_lo = splat_lo(s1), s1_hi = splat_hi(s1);
       dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
       dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
       dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
