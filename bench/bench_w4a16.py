@@ -338,6 +338,21 @@ def run_tp8(suite, chord, quick, gen):
     torch.cuda.empty_cache()
 
 
+def commit_label():
+    """CHORD_BENCH_COMMIT if set, else the checkout's HEAD, marked "+modified" when tracked files
+    differ from it: a copy of a newer tree over older git metadata (as on the device machine)
+    must not be reported as the older commit."""
+    if os.environ.get("CHORD_BENCH_COMMIT"):
+        return os.environ["CHORD_BENCH_COMMIT"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    git = lambda *a: subprocess.run(["git", "-C", here, *a], capture_output=True, text=True)
+    head = git("rev-parse", "--short", "HEAD").stdout.strip()
+    if not head:
+        return "unknown"
+    changed = git("status", "--porcelain", "--untracked-files=no").stdout.strip()
+    return head + ("+modified" if changed else "")
+
+
 def run(args):
     chord = Chord(args.library)
     gen = torch.Generator(device="cuda")
@@ -416,10 +431,7 @@ def main():
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)
-    # The device copy of the tree may carry no git metadata: CHORD_BENCH_COMMIT names it then.
-    commit = os.environ.get("CHORD_BENCH_COMMIT") or subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit or "unknown",
+    meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else ""))
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
