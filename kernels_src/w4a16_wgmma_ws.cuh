@@ -275,7 +275,10 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     constexpr bool kDeferStores = kTiles == 1;
     unsigned int packed[kTiles][BM / 8][2];
     int pending_slot = -1;  // slot whose output rows `packed` belongs to
-    // T pair h (rows g, g + 8) of token chunk c of m64 tile i.
+    // T pair h (rows g, g + 8) of token chunk c of m64 tile i. The front end cannot see that
+    // `packed` is written (at the end of a tile) before store_pending reads it (pending_slot
+    // >= 0 only after that tile), so its "used before set" warning is silenced here alone.
+#pragma nv_diag_suppress 549
     auto pair = [&](int i, int c, int h) {
       if constexpr (!kDeferStores) {
         const float* a = &acc[i][4 * c + 2 * h];
@@ -288,6 +291,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         return packed[i][c][h];
       }
     };
+#pragma nv_diag_default 549
     auto store_pending = [&]() {
       const int* rows = slots + pending_slot * (BM + 4);
       const int n_block = rows[BM];
