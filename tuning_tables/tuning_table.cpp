@@ -55,6 +55,14 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   for (const json& shape : field<json>(doc, "shapes", name)) {
     table.shapes.emplace_back(field<int>(shape, "n", name), field<int>(shape, "k", name));
   }
+  // Every config a row names must fit every (N, K) the profile is recognised by.
+  auto require_fits = [&](const W4A16GemmConfig& c, const std::string& where) {
+    for (const auto& [n, k] : table.shapes) {
+      if (const char* why = c.shape_error(n, k)) {
+        fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
+      }
+    }
+  };
   int64_t next_min = 0;
   const json rows = field<json>(doc, "rows", name);
   CHORD_REQUIRE(rows.is_array() && !rows.empty(), "tuning table {}: 'rows' must be a non-empty array", name);
@@ -85,11 +93,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
                       row.routing_block <= 1024,
                   "tuning table {}: routing_block {} must be a multiple of block_m {} (at most 1024)", where,
                   row.routing_block, row.config.block_m);
-    for (const auto& [n, k] : table.shapes) {
-      if (const char* why = row.config.shape_error(n, k)) {
-        fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
-      }
-    }
+    require_fits(row.config, where);
     if (rows[i].is_object() && rows[i].contains("nf4")) {
       const json& o = rows[i]["nf4"];
       const std::string nf4_where = where + " nf4";
@@ -104,11 +108,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
       CHORD_REQUIRE(!field<std::string>(o, "measured", nf4_where).empty(), "tuning table {}: 'measured' is empty",
                     nf4_where);
       if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", nf4_where, why);
-      for (const auto& [n, k] : table.shapes) {
-        if (const char* why = c.shape_error(n, k)) {
-          fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", nf4_where, n, k, why);
-        }
-      }
+      require_fits(c, nf4_where);
       row.nf4_config = c;
     }
     table.rows.push_back(row);
