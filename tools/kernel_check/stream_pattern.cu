@@ -7,12 +7,8 @@
 //   contiguous: every CTA reads the same number of bytes as one contiguous range.
 // Same grid (one CTA per expert x 256 rows), 128 threads, 3-stage cp.async ring, the same
 // shared memory per CTA (so the same CTAs per SM) as BM16 BN256 BK128 S3.
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a tools/kernel_check/stream_pattern.cu -o /tmp/sp
-#include <cuda_runtime.h>
-
-#include <algorithm>
-#include <cstdio>
-#include <vector>
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. tools/kernel_check/stream_pattern.cu -o /tmp/sp
+#include "tools/kernel_check/check_harness.cuh"  // CK
 
 namespace {
 
@@ -24,15 +20,6 @@ constexpr int kStage = kWStage + kSStage + kAStage;
 constexpr int kNumK = kK / kBK;
 constexpr long long kWBytes = (long long)kExperts * kN * kK / 2;
 constexpr long long kSBytes = (long long)kExperts * (kK / 32) * kN * 2;
-
-#define CK(x)                                                                     \
-  do {                                                                            \
-    cudaError_t e_ = (x);                                                         \
-    if (e_ != cudaSuccess) {                                                      \
-      std::printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
 
 __device__ __forceinline__ void cp16(unsigned int dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
