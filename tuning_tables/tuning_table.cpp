@@ -111,9 +111,50 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
       require_fits(c, nf4_where);
       row.nf4_config = c;
     }
+    if (rows[i].is_object() && rows[i].contains("shape_overrides")) {
+      const json& list = rows[i]["shape_overrides"];
+      CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
+      for (size_t j = 0; j < list.size(); ++j) {
+        const json& o = list[j];
+        const std::string o_where = where + " shape_overrides " + std::to_string(j);
+        CHORD_REQUIRE(o.is_object() && !o.contains("engine") && !o.contains("warps_m") && !o.contains("nf4"),
+                      "tuning table {}: must be an object of n, k, block_m, block_n, block_k, stages, warps_n and "
+                      "measured",
+                      o_where);
+        TuningRow::ShapeOverride s;
+        s.n = field<int>(o, "n", o_where);
+        s.k = field<int>(o, "k", o_where);
+        bool known = false;
+        for (const auto& shape : table.shapes) known |= shape.first == s.n && shape.second == s.k;
+        CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", o_where, s.n, s.k);
+        s.config = row.config;
+        s.config.block_m = optional_field<int>(o, "block_m", s.config.block_m, o_where);
+        s.config.block_n = optional_field<int>(o, "block_n", s.config.block_n, o_where);
+        s.config.block_k = optional_field<int>(o, "block_k", s.config.block_k, o_where);
+        s.config.stages = optional_field<int>(o, "stages", s.config.stages, o_where);
+        s.config.warps_n = optional_field<int>(o, "warps_n", s.config.warps_n, o_where);
+        CHORD_REQUIRE(!field<std::string>(o, "measured", o_where).empty(), "tuning table {}: 'measured' is empty",
+                      o_where);
+        if (const char* why = s.config.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", o_where, why);
+        if (const char* why = s.config.shape_error(s.n, s.k)) {
+          fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", o_where, s.n, s.k, why);
+        }
+        CHORD_REQUIRE(row.routing_block % s.config.block_m == 0,
+                      "tuning table {}: block_m {} must divide the row's routing_block {}", o_where,
+                      s.config.block_m, row.routing_block);
+        row.shape_overrides.push_back(s);
+      }
+    }
     table.rows.push_back(row);
   }
   return table;
+}
+
+const W4A16GemmConfig& TuningRow::int4_config(int n, int k) const {
+  for (const auto& s : shape_overrides) {
+    if (s.n == n && s.k == k) return s.config;
+  }
+  return config;
 }
 
 const std::vector<TuningTable>& tuning_tables() {

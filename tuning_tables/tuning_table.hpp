@@ -23,6 +23,17 @@ struct TuningRow {
   // The row's config for NF4 weights where it differs ("nf4": {block_n, block_k, stages,
   // warps_n, measured}; block_m stays, so both weight kinds align routing to one block).
   std::optional<W4A16GemmConfig> nf4_config;
+  // INT4 configs for single (N, K) shapes of the profile where they differ ("shape_overrides":
+  // [{n, k, block_m, block_n, block_k, stages, warps_n, measured}], each field but n, k and
+  // measured optional; block_m must divide routing_block, so vLLM's block still serves both
+  // projections).
+  struct ShapeOverride {
+    int n = 0, k = 0;
+    W4A16GemmConfig config;
+  };
+  std::vector<ShapeOverride> shape_overrides;
+  // The INT4 config for (n, k): its override, else config.
+  const W4A16GemmConfig& int4_config(int n, int k) const;
 };
 
 struct TuningTable {

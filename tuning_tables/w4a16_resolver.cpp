@@ -77,7 +77,8 @@ W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, 
     }
     return heuristic(p);
   }
-  W4A16GemmConfig c = p.weight != kW4A16WeightInt4 && row->nf4_config ? *row->nf4_config : row->config;
+  W4A16GemmConfig c =
+      p.weight != kW4A16WeightInt4 ? (row->nf4_config ? *row->nf4_config : row->config) : row->int4_config(p.n, p.k);
   c.weight = kW4A16WeightInt4;  // set from the problem by the caller, after the engine choice
   c.mode = p.mode;
   if (!c.wgmma() && c.shape_error(p.n, p.k) != nullptr) return heuristic(p);  // explicit profile, other shape

@@ -118,6 +118,48 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
                     Catch::Contains("227 KiB"));
 }
 
+TEST_CASE("tuning: a row's shape override is validated and taken for its shape only", "[tuning]") {
+  const std::string head =
+      R"({"min_m": 0, "max_m": 99, "block_m": 16, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, )";
+  auto doc = [&](const std::string& overrides) {
+    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}, {"n": 7168, "k": 2048}], "rows": [)" +
+           head + R"("shape_overrides": )" + overrides + R"(, "measured": "x"}]})";
+  };
+  const chord::TuningTable t =
+      chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_m": 8, "measured": "y"}])"));
+  REQUIRE(t.rows[0].shape_overrides.size() == 1);
+  CHECK(t.rows[0].int4_config(7168, 2048).block_m == 8);
+  CHECK(t.rows[0].int4_config(7168, 2048).block_n == 128);  // other fields: the row's
+  CHECK(t.rows[0].int4_config(4096, 7168).block_m == 16);
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 512, "k": 2048, "measured": "y"}])")),
+                    Catch::Contains("row 0 shape_overrides 0") && Catch::Contains("not one of the table's shapes"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_m": 32, "measured": "y"}])")),
+                    Catch::Contains("must divide the row's routing_block 16"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_k": 96, "measured": "y"}])")),
+                    Catch::Contains("row 0 shape_overrides 0"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_m": 8}])")),
+                    Catch::Contains("measured"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "engine": "wgmma", "measured": "y"}])")),
+                    Catch::Contains("must be an object of n, k"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"({"n": 7168})")), Catch::Contains("must be an array"));
+
+  // The EP8 decode row at <= 4 rows per expert: down (N 7168, K 2048) on 8-token tiles,
+  // gate_up on the row's 16; both divide the routing block the vLLM export names (16).
+  for (auto mode : {chord::kW4A16Indexed, chord::kW4A16Masked}) {
+    chord::W4A16Problem down = problem(7168, 2048, 3, mode);
+    down.block_size = 16;
+    chord::W4A16Problem up = problem(4096, 7168, 3, mode);
+    up.block_size = 16;
+    CHECK(chord::resolve_w4a16_config(down).block_m == 8);
+    CHECK(chord::resolve_w4a16_config(up).block_m == 16);
+    down.rows_per_expert = 5;  // the next row: no override
+    CHECK(chord::resolve_w4a16_config(down).block_m == 16);
+    down.rows_per_expert = 3;
+    down.weight = chord::kW4A16WeightNF4;  // overrides are INT4 configs
+    CHECK(chord::resolve_w4a16_config(down).block_m == 16);
+  }
+}
+
 TEST_CASE("tuning: NF4 decode on Qwen3 shapes takes the row's NF4 config, INT4 the row's own", "[tuning]") {
   // Rows per expert 1, 8 and 16: the table's BM8, BM16 and BM32 rows.
   for (auto [rows, bm] : {std::pair<int, int>{1, 8}, {8, 16}, {16, 32}})
@@ -154,10 +196,12 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a mu
     // The kernel's BLOCK_M divides the routing block (for both projections).
     CHECK(row[2]["block_size_m"].get<int>() % row[2]["block_m"].get<int>() == 0);
   }
-  // EP8: decode rows align to their tile; the 11-42 rows per expert tiers to 64 (skew).
+  // EP8: decode rows align to their tile (the down override's 8-token tile divides it); the
+  // 11-42 rows per expert tier to 64 (skew).
   CHECK(rows[0][2]["block_size_m"] == 16);
-  CHECK(rows[2][2]["block_size_m"] == 64);
-  CHECK(rows[2][2]["block_m"] == 32);
+  CHECK(rows[0][2]["block_m"] == 16);
+  CHECK(rows[3][2]["block_size_m"] == 64);
+  CHECK(rows[3][2]["block_m"] == 32);
   // Length query with no buffer, and a shape without a table.
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 4096, 7168, 8, nullptr, 0) == length);
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 1024, 1024, 8, buffer, sizeof buffer) == -1);
