@@ -14,8 +14,9 @@
 // Persistent: CTA b takes tiles b, b + gridDim.x, ... (n block fastest); any grid is correct,
 // the launcher runs one CTA per SM. The producer runs ahead across tiles, so the next tile's
 // copies are in flight during a tile's epilogue. Tiles reach the consumers through
-// kW4A16WgmmaWsSlots slots (output rows, n block, a "done" mark) with their own full / empty
-// mbarriers. The resolver runs it for NF4 prefill (docs/wgmma_prefill.md).
+// kW4A16WgmmaWsSlots slots (output rows, n block, a "done" mark, the wgmma width) with their
+// own full / empty mbarriers; NF4 tiles whose rows fit in the first 64 tokens run the m64n64
+// wgmma. The resolver runs it for NF4 prefill (docs/wgmma_prefill.md).
 #pragma once
 
 #include "w4a16_wgmma.cuh"
@@ -86,6 +87,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
   constexpr int kProducers = 128;
+  // Tiles whose valid rows all sit in the first BM / 2 (an expert's last rows) run the
+  // half-width wgmma: NF4 weights only. With INT4 weights ptxas serializes the wgmma of some
+  // BLOCK_N 256 instantiations once the kernel holds both widths (C7511, "insufficient
+  // register resources"), and INT4 prefill runs the one-role kernel anyway.
+  constexpr bool kNarrowTiles = kNF4;
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
   const unsigned int raw_base = smem_addr(w4a16_wgmma_smem);
@@ -153,8 +159,19 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         dst[BM] = n_block;
         dst[BM + 1] = 1;
       }
-      Sync::sync();  // the rows (not every scheduler ends on a barrier after its last write)
-      if (tid == 0) mbar_arrive(bar_slot_full + 8 * slot);
+      // The barrier after the rows (not every scheduler ends on one after its last write). Every
+      // scheduler fills a tile's valid rows first: with none in its second half (an expert's
+      // last rows) the tile runs the half-width wgmma.
+      int wide = 1;
+      if constexpr (kNarrowTiles) {
+        wide = Sync::sync_or(tid >= BM / 2 && dst[tid] >= 0);
+      } else {
+        Sync::sync();
+      }
+      if (tid == 0) {
+        dst[BM + 2] = wide;
+        mbar_arrive(bar_slot_full + 8 * slot);
+      }
       have_slot = false;
       if (++slot == kSlots) {
         slot = 0;
@@ -242,7 +259,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // block's group retires before the next decode (the other consumer's group keeps the tensor
     // pipe busy meanwhile).
     constexpr int kInflight = kTiles == 1 ? 1 : 0;
-    auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first) {
+    // `wide`: Wgmma<BM>, else Wgmma<BM / 2> on the tile's first BM / 2 tokens (the other
+    // accumulators keep stale values; their rows are not stored). A constant at each call.
+    auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first, bool wide) {
       mbar_wait(bar_full + 8 * stage, full_parity);
       // The stage was written by the producer's cp.async (generic proxy); wgmma reads the
       // activations through the async proxy.
@@ -254,8 +273,13 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
 #pragma unroll
-        for (int i = 0; i < kTiles; ++i)
-          Wgmma<BM>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
+        for (int i = 0; i < kTiles; ++i) {
+          if (wide) {
+            Wgmma<BM>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
+          } else {
+            Wgmma<BM / 2>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
+          }
+        }
       }
       wgmma_commit();
       wgmma_wait<kInflight>();
@@ -319,16 +343,30 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     for (;;) {
       mbar_wait(bar_slot_full + 8 * slot, slot_parity);
       if (slots[slot * (BM + 4) + BM + 1] == 0) break;
-      // First k block (its wgmma group stays in flight), then the previous tile's stores.
-      k_block(af_even, true);
-      if (pending_slot >= 0) store_pending();
-      int kb = 1;
-      for (; kb + 1 < num_k; kb += 2) {
-        k_block(kInflight ? af_odd : af_even, false);
-        k_block(af_even, false);
+      // First k block (its wgmma group stays in flight), then the previous tile's stores. The
+      // wgmma width is chosen outside the k loop: a branch around the wgmma inside it makes
+      // ptxas serialize them (C7520).
+      auto tile_loop = [&](bool wide) {
+        int kb = 1;
+        for (; kb + 1 < num_k; kb += 2) {
+          k_block(kInflight ? af_odd : af_even, false, wide);
+          k_block(af_even, false, wide);
+        }
+        if (kb < num_k) k_block(kInflight ? af_odd : af_even, false, wide);
+        wgmma_wait<0>();
+      };
+      const bool wide = !kNarrowTiles || slots[slot * (BM + 4) + BM + 2] != 0;
+      if (wide) {
+        k_block(af_even, true, true);
+      } else {
+        k_block(af_even, true, false);
       }
-      if (kb < num_k) k_block(kInflight ? af_odd : af_even, false);
-      wgmma_wait<0>();
+      if (kDeferStores && pending_slot >= 0) store_pending();  // else stored after its tile
+      if (wide) {
+        tile_loop(true);
+      } else {
+        tile_loop(false);
+      }
       if (kInflight == 1 && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
       pending_slot = slot;
       if constexpr (kDeferStores) {
