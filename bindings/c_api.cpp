@@ -160,7 +160,8 @@ int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t 
     const std::string profile = chord::detect_profile(target, static_cast<int>(N), static_cast<int>(K));
     CHORD_REQUIRE(!profile.empty(), "no tuning table holds N={} K={} for {}: the heuristic picks configs at run time",
                   N, K, target.name());
-    text = chord::export_vllm_tuning(target, profile, static_cast<int>(E), static_cast<int>(top_k));
+    text = chord::export_vllm_tuning(target, profile, static_cast<int>(E), static_cast<int>(top_k), static_cast<int>(N),
+                                     static_cast<int>(K));
   });
   if (status != CHORD_SUCCESS) return -1;
   if (capacity > 0) {

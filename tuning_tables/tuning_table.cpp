@@ -188,7 +188,7 @@ std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& pr
   return std::nullopt;
 }
 
-std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k) {
+std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k) {
   CHORD_REQUIRE(experts > 0 && top_k > 0, "export: experts and top_k must be positive");
   for (const auto& table : tuning_tables()) {
     if (table.arch != arch.name() || table.profile != profile) continue;
@@ -199,7 +199,7 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int
       const int64_t max_tokens = row.max_m >= (int64_t{1} << 40) / experts ? (int64_t{1} << 31) - 1
                                                                              : ((row.max_m + 1) * experts - 1) / top_k;
       if (max_tokens < min_tokens) continue;
-      const auto& c = row.config;
+      const auto& c = row.int4_config(n, k);  // the shape's override where the row has one
       out.push_back({min_tokens, max_tokens,
                      {{"block_size_m", row.routing_block}, {"engine", c.wgmma() ? "wgmma" : "mma_sync"},
                       {"block_m", c.block_m}, {"block_n", c.block_n},

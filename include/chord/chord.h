@@ -180,7 +180,8 @@ CHORD_EXPORT chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int6
  * config) form vLLM's Humming backend reads, M in tokens, as JSON:
  *   [[min_m, max_m, {"block_size_m": .., "block_m": .., "block_n": .., ...}], ...]
  * block_size_m is the routing alignment to pass to moe_align_block_size; the kernel uses a
- * BLOCK_M dividing it for both projections. arch: "sm_90a" etc. (NULL = "sm_90a").
+ * BLOCK_M dividing it for both projections (the other fields: the INT4 tile it runs for this
+ * N, K). arch: "sm_90a" etc. (NULL = "sm_90a").
  * Writes at most `capacity` bytes including the NUL; returns the full length (excluding
  * the NUL), or -1 with chord_last_error() set (e.g. no table for this shape). */
 CHORD_EXPORT int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k,

@@ -202,6 +202,15 @@ TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a mu
   CHECK(rows[0][2]["block_m"] == 16);
   CHECK(rows[3][2]["block_size_m"] == 64);
   CHECK(rows[3][2]["block_m"] == 32);
+  // The down shape's export names its own tile (the override), with the same routing block.
+  char down_buffer[4096];
+  const int64_t down_length = chord_w4a16_tuning_json("sm_90a", 48, 7168, 2048, 8, down_buffer, sizeof down_buffer);
+  REQUIRE(down_length > 0);
+  auto down_rows = nlohmann::json::parse(std::string(down_buffer, static_cast<size_t>(down_length)));
+  REQUIRE(down_rows.size() == rows.size());
+  CHECK(down_rows[0][2]["block_m"] == 8);
+  CHECK(down_rows[0][2]["block_size_m"] == rows[0][2]["block_size_m"]);
+  CHECK(down_rows[1][2]["block_m"] == 16);
   // Length query with no buffer, and a shape without a table.
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 4096, 7168, 8, nullptr, 0) == length);
   CHECK(chord_w4a16_tuning_json("sm_90a", 48, 1024, 1024, 8, buffer, sizeof buffer) == -1);
