@@ -58,7 +58,7 @@ std::string nvrtc_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
-std::vector<char> compile_to_cubin(const CompileRequest& request, const std::string& dump_dir) {
+std::vector<char> compile_to_cubin(const CompileRequest& request, const std::string& dump_dir, std::string* log_out) {
   const auto& headers = embedded_headers();
   std::vector<std::string> header_names, header_contents;
   for (const auto& h : headers) {
@@ -101,6 +101,7 @@ std::vector<char> compile_to_cubin(const CompileRequest& request, const std::str
                  request.name.c_str(), request.arch.name().c_str(), ms, cubin_size,
                  cuda_headers().origin.c_str(), log.c_str());
   }
+  if (log_out != nullptr) *log_out = log;
   return cubin;
 }
 

@@ -63,6 +63,53 @@ TEST_CASE("compile: every profile kernel compiles for every supported arch", "[c
   }
 }
 
+TEST_CASE("compile: ptxas serializes no wgmma of the sm_90a kernels the tuning tables run", "[compile]") {
+  // A serialized wgmma (ptxas C7510-C7520, e.g. too few registers for the wgmma pipeline)
+  // still runs correctly, only much slower: nothing but the compile log shows it. Compiled
+  // here without the cache, so that the log exists.
+  int checked = 0;
+  for (const auto& d : chord::profile_descriptors("all", chord::parse_arch("sm_90a"))) {
+    if (d.family != chord::KernelFamily::kW4A16Gemm || !chord::W4A16GemmConfig::from(d).wgmma()) continue;
+    const chord::KernelSource source = chord::generate_kernel_source(d);
+    chord::CompileRequest request{source.name, source.text, chord::parse_arch("sm_90a"), source.options};
+    std::string log;
+    chord::compile_to_cubin(request, "/tmp", &log);
+    INFO(source.name << ": " << log);
+    CHECK(log.find("are serialized") == std::string::npos);
+    ++checked;
+  }
+  CHECK(checked >= 4);  // one-role INT4 / NF4 tiles, the warp-specialized NF4 tiles
+
+  // Control: NVRTC's log carries the note (an accumulator touched while its wgmma group is in
+  // flight is serialized, C7515), so the check above can fail.
+  const std::string control = R"(#include "w4a16_wgmma.cuh"
+extern "C" __global__ void __launch_bounds__(128, 1) chord_entry(float* out, const unsigned int* in, int n) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using namespace chord::w4a16_wgmma_detail;
+  __shared__ __align__(1024) unsigned char tile[128 * 128];
+  float acc[64];
+  for (int r = 0; r < 64; ++r) acc[r] = 0.f;
+  const unsigned int a[4] = {in[threadIdx.x], in[threadIdx.x + 128], in[threadIdx.x + 256], in[threadIdx.x + 384]};
+  const unsigned long long desc = smem_desc_sw128(chord::w4a16_detail::smem_addr(tile));
+  for (int i = 0; i < n; ++i) {
+    wgmma_fence();
+    Wgmma<128>::mma<false>(acc, a, desc);
+    wgmma_commit();
+    asm volatile("" : "+f"(acc[0]));
+    wgmma_wait<1>();
+  }
+  wgmma_wait<0>();
+  for (int r = 0; r < 64; ++r) out[threadIdx.x * 64 + r] = acc[r];
+#endif
+}
+)";
+  chord::CompileRequest request{"wgmma_serialized_control", control, chord::parse_arch("sm_90a"), {}};
+  std::string log;
+  chord::compile_to_cubin(request, "/tmp", &log);
+  INFO(log);
+  CHECK(log.find("are serialized") != std::string::npos);
+}
+
 TEST_CASE("compile: the warp-specialized WGMMA body builds its BN128 tiles for sm_90a", "[compile]") {
   // The resolver runs the BN256 NF4 kernels (compiled with the profiles above); the BN128 tiles
   // are kernel_check's. 384 threads, one CTA per SM: the entry's register count is 168.
@@ -75,7 +122,10 @@ TEST_CASE("compile: the warp-specialized WGMMA body builds its BN128 tiles for s
                                  static_cast<uint32_t>(chord::kW4A16WgmmaWsThreads),
                                  static_cast<uint32_t>(chord::w4a16_wgmma_ws_smem_bytes(128, 6, weight != 0)), 1});
     chord::CompileRequest request{"w4a16_wgmma_ws_test", text, chord::parse_arch("sm_90a"), {}};
-    const chord::CubinInfo info = chord::read_cubin_info(chord::compile_to_cubin(request, "/tmp"));
+    std::string log;
+    const chord::CubinInfo info = chord::read_cubin_info(chord::compile_to_cubin(request, "/tmp", &log));
+    INFO(log);
+    CHECK(log.find("are serialized") == std::string::npos);
     CHECK(info.arch == "sm_90a");
     CHECK(info.meta.threads == 384);
     CHECK(info.registers > 100);  // the Hopper body, not the trap other arches compile
