@@ -113,20 +113,21 @@ __device__ __forceinline__ unsigned int splat_hi(unsigned int x) {
   return d;
 }
 
-// One packed 32-bit weight word -> the four bf16x2 registers of an mma.m16n8k16 A fragment.
+// One packed 32-bit weight word -> the four bf16x2 registers of an mma.m16n8k16 A fragment,
+// with the scales splatted: s_lo = {s[g], s[g]} for registers 0 and 2 (row g), s_hi =
+// {s[g+8], s[g+8]} for 1 and 3 (row g + 8).
 // Word layout: register p (p = 0..3) takes its low element from bits 4p..4p+3 and its high
 // element from bits 16+4p..16+4p+3, so (q >> 4p) & 0x000f000f puts both nibbles in the
 // mantissa LSBs of a bf16 pair; OR 0x4300 (128.0) gives 128 + code exactly.
 //   x = (128 + code) * 1 - 136      exact (|code - 8| <= 8 fits the 8-bit significand)
 //   w = x * scale + (-0)            one rounding of the exact product == bf16 multiply
 // fma is used for both because mul/sub.bf16x2 do not exist on sm_80; the results are the
-// same bits on every arch. Registers 0 and 2 are row g (scale lo of s2), 1 and 3 row g + 8.
-__device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, unsigned int* a) {
-  const unsigned int s_lo = splat_lo(s2);  // {s[g], s[g]}
-  const unsigned int s_hi = splat_hi(s2);  // {s[g+8], s[g+8]}
-  const unsigned int kOne = 0x3f803f80u;            // {1.0, 1.0}
-  const unsigned int kM136 = 0xc308c308u;           // {-136.0, -136.0}
-  const unsigned int kNegZero = 0x80008000u;        // {-0.0, -0.0}
+// same bits on every arch. Callers that decode both 16-k words of a group splat once.
+__device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
+                                                   unsigned int* a) {
+  const unsigned int kOne = 0x3f803f80u;      // {1.0, 1.0}
+  const unsigned int kM136 = 0xc308c308u;     // {-136.0, -136.0}
+  const unsigned int kNegZero = 0x80008000u;  // {-0.0, -0.0}
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     const unsigned int x = nibble_pair_bf16(q >> (4 * p));
@@ -135,20 +136,9 @@ __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, un
   }
 }
 
-// dequant_word with the scales already splatted: s_lo = {s[g], s[g]} for registers 0 and 2,
-// s_hi = {s[g+8], s[g+8]} for 1 and 3. Same two fmas, same bits; the splat is done once per
-// (n tile, group) and shared by the two 16-k words of the group.
-__device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
-                                                   unsigned int* a) {
-  const unsigned int kOne = 0x3f803f80u;
-  const unsigned int kM136 = 0xc308c308u;
-  const unsigned int kNegZero = 0x80008000u;
-#pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    const unsigned int x = nibble_pair_bf16(q >> (4 * p));
-    const unsigned int v = bf16x2_fma(x, kOne, kM136);
-    a[p] = bf16x2_fma(v, (p & 1) ? s_hi : s_lo, kNegZero);
-  }
+// The same from the scale word s2 = {s[g], s[g+8]}.
+__device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, unsigned int* a) {
+  dequant_word_splat(q, splat_lo(s2), splat_hi(s2), a);
 }
 
 // One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
