@@ -484,6 +484,12 @@ static void timing_qwen3() {
   }
 }
 
+// Ragged prefill rows as offsets: the one-role and the warp-specialized INT4 kernels side by side.
+static void time_ragged(const char* label, BigWeights& W, const std::vector<int>& counts) {
+  time_offsets<W1>(label, W, counts, 8, scattered_rows);
+  time_offsets<S3>(label, W, counts, 8, scattered_rows);
+}
+
 static void timing() {
   std::printf("\n== kernel resources\n");
   print_info<W1, 0>("contig");
@@ -539,10 +545,7 @@ static void timing() {
     time_contig<W8>(l, W, 512, false);
     time_contig<M1>(l, W, 512, false);
     // EP8 T=16384 prefill rows as offsets: 21392 rows over 48 experts, ragged tails.
-    const std::vector<int> t16k = topk_counts(W.E, 2674, 8, 16384);
-    const char* lo = "EP8 T=16384-like offsets gate_up E48 N4096 K7168 (21392 rows)";
-    time_offsets<W1>(lo, W, t16k, 8, scattered_rows);
-    time_offsets<S3>(lo, W, t16k, 8, scattered_rows);
+    time_ragged("EP8 T=16384-like offsets gate_up E48 N4096 K7168 (21392 rows)", W, topk_counts(W.E, 2674, 8, 16384));
   }
   {
     BigWeights W(48, 7168, 2048, 2);
@@ -555,18 +558,12 @@ static void timing() {
     time_contig<W6>(l, W, 512, false);
     time_contig<W8>(l, W, 512, false);
     time_contig<M1>(l, W, 512, false);
-    const std::vector<int> t16k = topk_counts(W.E, 2674, 8, 16384);
-    const char* lo = "EP8 T=16384-like offsets down E48 N7168 K2048 (21392 rows)";
-    time_offsets<W1>(lo, W, t16k, 8, scattered_rows);
-    time_offsets<S3>(lo, W, t16k, 8, scattered_rows);
+    time_ragged("EP8 T=16384-like offsets down E48 N7168 K2048 (21392 rows)", W, topk_counts(W.E, 2674, 8, 16384));
   }
   {
     // TP8 T=16384 gate_up as offsets: 131072 rows over 384 experts (N = 512: BN256 fits).
     BigWeights W(384, 512, 7168, 7);
-    const std::vector<int> t16k = topk_counts(W.E, 16384, 8, 16385);
-    const char* lo = "TP8 T=16384-like offsets gate_up E384 N512 K7168 (131072 rows)";
-    time_offsets<W1>(lo, W, t16k, 8, scattered_rows);
-    time_offsets<S3>(lo, W, t16k, 8, scattered_rows);
+    time_ragged("TP8 T=16384-like offsets gate_up E384 N512 K7168 (131072 rows)", W, topk_counts(W.E, 16384, 8, 16385));
   }
   {
     BigWeights W(128, 1536, 2048, 3);
