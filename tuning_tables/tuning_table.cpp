@@ -55,13 +55,26 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   for (const json& shape : field<json>(doc, "shapes", name)) {
     table.shapes.emplace_back(field<int>(shape, "n", name), field<int>(shape, "k", name));
   }
-  // Every config a row names must fit every (N, K) the profile is recognised by.
-  auto require_fits = [&](const W4A16GemmConfig& c, const std::string& where) {
-    for (const auto& [n, k] : table.shapes) {
-      if (const char* why = c.shape_error(n, k)) {
-        fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
-      }
+  // Every config a row names must fit every (N, K) the profile is recognised by (a shape
+  // override: its own shape).
+  auto require_fits_shape = [&](const W4A16GemmConfig& c, int n, int k, const std::string& where) {
+    if (const char* why = c.shape_error(n, k)) {
+      fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
     }
+  };
+  auto require_fits = [&](const W4A16GemmConfig& c, const std::string& where) {
+    for (const auto& [n, k] : table.shapes) require_fits_shape(c, n, k, where);
+  };
+  // A row's override object (nf4, shape_overrides): `c` with the object's block_n, block_k,
+  // stages and warps_n where it names them, its own non-empty `measured`, a valid config.
+  auto overridden = [&](W4A16GemmConfig c, const json& o, const std::string& where) {
+    c.block_n = optional_field<int>(o, "block_n", c.block_n, where);
+    c.block_k = optional_field<int>(o, "block_k", c.block_k, where);
+    c.stages = optional_field<int>(o, "stages", c.stages, where);
+    c.warps_n = optional_field<int>(o, "warps_n", c.warps_n, where);
+    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+    if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
+    return c;
   };
   int64_t next_min = 0;
   const json rows = field<json>(doc, "rows", name);
@@ -101,13 +114,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
                     "tuning table {}: must be an object of block_n, block_k, stages, warps_n and measured", nf4_where);
       W4A16GemmConfig c = row.config;
       c.weight = kW4A16WeightNF4;
-      c.block_n = optional_field<int>(o, "block_n", c.block_n, nf4_where);
-      c.block_k = optional_field<int>(o, "block_k", c.block_k, nf4_where);
-      c.stages = optional_field<int>(o, "stages", c.stages, nf4_where);
-      c.warps_n = optional_field<int>(o, "warps_n", c.warps_n, nf4_where);
-      CHORD_REQUIRE(!field<std::string>(o, "measured", nf4_where).empty(), "tuning table {}: 'measured' is empty",
-                    nf4_where);
-      if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", nf4_where, why);
+      c = overridden(c, o, nf4_where);
       require_fits(c, nf4_where);
       row.nf4_config = c;
     }
@@ -129,16 +136,8 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
         CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", o_where, s.n, s.k);
         s.config = row.config;
         s.config.block_m = optional_field<int>(o, "block_m", s.config.block_m, o_where);
-        s.config.block_n = optional_field<int>(o, "block_n", s.config.block_n, o_where);
-        s.config.block_k = optional_field<int>(o, "block_k", s.config.block_k, o_where);
-        s.config.stages = optional_field<int>(o, "stages", s.config.stages, o_where);
-        s.config.warps_n = optional_field<int>(o, "warps_n", s.config.warps_n, o_where);
-        CHORD_REQUIRE(!field<std::string>(o, "measured", o_where).empty(), "tuning table {}: 'measured' is empty",
-                      o_where);
-        if (const char* why = s.config.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", o_where, why);
-        if (const char* why = s.config.shape_error(s.n, s.k)) {
-          fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", o_where, s.n, s.k, why);
-        }
+        s.config = overridden(s.config, o, o_where);
+        require_fits_shape(s.config, s.n, s.k, o_where);
         CHORD_REQUIRE(row.routing_block % s.config.block_m == 0,
                       "tuning table {}: block_m {} must divide the row's routing_block {}", o_where,
                       s.config.block_m, row.routing_block);
