@@ -131,10 +131,13 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
 
 // Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
 // 8 tiles x 12 n blocks = 96 CTAs on 132 SMs): double the split while the grid stays within
-// two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 4 k blocks.
+// two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 8 k blocks.
 // Measured on the H200 (scripts/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
 // gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
-// blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. Clusters need sm_90+.
+// blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. Four k blocks per split lose to
+// eight where the grid would allow both: NF4's 256-row tile (48 CTAs at 1 token) measured
+// 14.3 us with split 4 against 13.6 with split 2 (decode_sweep, four runs each). Clusters
+// need sm_90+.
 // CHORD_W4A16_SPLIT_K forces a value for every mma.sync call (WGMMA calls never split).
 int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
   if (c.wgmma()) return 1;  // a forced value applies to the mma.sync kernel only
@@ -145,7 +148,7 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
   if (ctas <= 0) return 1;  // geometry unknown (a_rows etc. not given): no split
   const int num_k = p.k / c.block_k;
   int split = 1;
-  while (split < 8 && ctas * split * 2 <= 2LL * p.sm_count && num_k / (split * 2) >= 4) split *= 2;
+  while (split < 8 && ctas * split * 2 <= 2LL * p.sm_count && num_k / (split * 2) >= 8) split *= 2;
   W4A16GemmConfig with = c;
   with.split_k = split;
   return with.error() == nullptr ? split : 1;

@@ -286,7 +286,13 @@ TEST_CASE("tuning: split-K only where the decode grid leaves SMs idle, only with
   const long long ctas = chord::w4a16_m_tiles(one.mode, c.block_m, one.a_rows, one.experts, 0, 0, 0) *
                          (one.n / c.block_n) * c.split_k;
   CHECK(ctas <= 2LL * one.sm_count);  // the split never makes more than two CTAs per SM
-  CHECK((one.k / c.block_k) / c.split_k >= 4);
+  CHECK((one.k / c.block_k) / c.split_k >= 8);
+  // NF4's 256-row tile leaves half the CTAs: the grid would allow split 4, the k blocks stop it
+  // at 2 (eight k blocks per split; four measured slower).
+  chord::W4A16Problem one_nf4 = one;
+  one_nf4.weight = chord::kW4A16WeightNF4;
+  CHECK(chord::resolve_w4a16_config(one_nf4).block_n == 256);
+  CHECK(chord::resolve_w4a16_config(one_nf4).split_k == 2);
   // Down at 1 token (K 768: 6 k blocks of 128) stays whole.
   chord::W4A16Problem down = one;
   down.n = 2048;
