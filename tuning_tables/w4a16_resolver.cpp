@@ -131,13 +131,13 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
 
 // Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
 // 8 tiles x 12 n blocks = 96 CTAs on 132 SMs): double the split while the grid stays within
-// two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 8 k blocks.
+// two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 1024 of K.
 // Measured on the H200 (scripts/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
 // gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
-// blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. Four k blocks per split lose to
-// eight where the grid would allow both: NF4's 256-row tile (48 CTAs at 1 token) measured
-// 14.3 us with split 4 against 13.6 with split 2 (decode_sweep, four runs each). Clusters
-// need sm_90+.
+// blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. 512 of K per split loses to
+// 1024 where the grid would allow both: NF4's 256-row tile (48 CTAs at 1 token, BK 128)
+// measured 14.3 us with split 4 against 13.6 with split 2 (decode_sweep, four runs each).
+// Clusters need sm_90+.
 // CHORD_W4A16_SPLIT_K forces a value for every mma.sync call (WGMMA calls never split).
 int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
   if (c.wgmma()) return 1;  // a forced value applies to the mma.sync kernel only
@@ -146,15 +146,21 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
   const long long ctas = w4a16_m_tiles(p.mode, c.block_m, p.a_rows, p.experts, p.num_groups, p.max_m, p.capacity) *
                          (p.n / c.block_n);
   if (ctas <= 0) return 1;  // geometry unknown (a_rows etc. not given): no split
-  const int num_k = p.k / c.block_k;
+  constexpr int kMinSplitK = 1024;  // K per split
   int split = 1;
-  while (split < 8 && ctas * split * 2 <= 2LL * p.sm_count && num_k / (split * 2) >= 8) split *= 2;
+  while (split < 8 && ctas * split * 2 <= 2LL * p.sm_count && p.k / (split * 2) >= kMinSplitK) split *= 2;
   W4A16GemmConfig with = c;
   with.split_k = split;
   return with.error() == nullptr ? split : 1;
 }
 
 }  // namespace
+
+// INT4 prefill runs the warp-specialized kernel from this K and these expected rows per expert
+// on (resolve_w4a16_config).
+constexpr int kW4A16WsMinInt4K = 768;
+constexpr int kW4A16WsMinInt4Rows = 512;
+constexpr int kW4A16WsMinInt4RowsIndexed = 2048;
 
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   CHORD_REQUIRE(p.n > 0 && p.n % kW4A16PackN == 0, "N = {} is unsupported: N must be a positive multiple of {}", p.n,
@@ -182,15 +188,21 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   while (c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
          2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm)
     --c.stages;
-  // NF4 prefill on 128-token WGMMA tiles takes the warp-specialized kernel with 256 weight rows
-  // per CTA (kernel_check, Qwen3 T=4096 NF4: gate_up 457.2 -> 429.3 us, down 273.0 -> 252.6 us
-  // against the one-role BM128 BN128 S4; INT4 measured within 2% either way, TP8's K = 256
-  // down 13% slower, so INT4 keeps the one-role kernel).
-  if (!forced && c.wgmma() && c.nf4() && c.block_m == kW4A16WgmmaWsBlockM) {
+  // Prefill on 128-token WGMMA tiles takes the warp-specialized kernel with 256 weight rows per
+  // CTA: NF4 always (kernel_check, Qwen3 T=4096 NF4: gate_up 457.2 -> 429.3 us, down 273.0 ->
+  // 252.6 us against the one-role BM128 BN128 S4), INT4 where it measured faster (bench,
+  // one-role BM128 BN128 S5 -> BN256 S6, three runs each, docs/performance.md): contiguous 512
+  // rows/expert gate_up 2379 -> 2294 us, down 1245 -> 1236; indexed EP8 T=16384 gate_up
+  // 2348 -> 2247, down 1195 -> 1127. Not at EP8 T=4096 (gate_up 380 -> 409 us), whose hint
+  // (683) is 10x its real rows per expert: the indexed hint counts the routes to other ranks'
+  // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower.
+  const bool int4_ws = p.k >= kW4A16WsMinInt4K &&
+                       p.rows_per_expert >= (p.mode == kW4A16Indexed ? kW4A16WsMinInt4RowsIndexed : kW4A16WsMinInt4Rows);
+  if (!forced && c.wgmma() && (c.nf4() || int4_ws) && c.block_m == kW4A16WgmmaWsBlockM) {
     W4A16GemmConfig ws = c;
     ws.engine = W4A16Engine::kWgmmaWs;
     ws.block_n = 256;
-    ws.stages = 5;
+    ws.stages = c.nf4() ? 5 : 6;
     if (ws.error() == nullptr && ws.shape_error(p.n, p.k) == nullptr) c = ws;
   }
   if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows

@@ -243,10 +243,34 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   CHECK(c.threads() == 384);
   CHECK(c.smem_bytes() <= 227 * 1024);
   CHECK(c.smem_bytes() > chord::w4a16_wgmma_ws_smem_bytes(c.block_n, c.stages, false));  // the table is counted
-  // INT4 prefill keeps the one-role kernel at two CTAs per SM.
+  // INT4 prefill too from K = 768 on (6 stages: no pair table); at K = 256 (TP8 down) the
+  // one-role kernel at two CTAs per SM.
   chord::W4A16Problem int4 = nf4;
   int4.weight = chord::kW4A16WeightInt4;
-  CHECK_FALSE(chord::resolve_w4a16_config(int4).warp_specialized());
+  const chord::W4A16GemmConfig int4_ws = chord::resolve_w4a16_config(int4);
+  CHECK(int4_ws.warp_specialized());
+  CHECK(int4_ws.block_n == 256);
+  CHECK(int4_ws.stages == 6);
+  CHECK(int4_ws.error() == nullptr);
+  chord::W4A16Problem int4_short_k = problem(7168, 256, 384, chord::kW4A16Contiguous);
+  const chord::W4A16GemmConfig short_k = chord::resolve_w4a16_config(int4_short_k);
+  CHECK(short_k.wgmma());
+  CHECK_FALSE(short_k.warp_specialized());
+  chord::W4A16Problem int4_k512 = int4;
+  int4_k512.k = 512;
+  CHECK_FALSE(chord::resolve_w4a16_config(int4_k512).warp_specialized());
+  // ... and only from 512 expected rows per expert, 2048 for the indexed hint (it counts the
+  // routes to other ranks' experts too).
+  chord::W4A16Problem int4_256 = int4;
+  int4_256.rows_per_expert = 256;
+  CHECK(chord::resolve_w4a16_config(int4_256).wgmma());
+  CHECK_FALSE(chord::resolve_w4a16_config(int4_256).warp_specialized());
+  chord::W4A16Problem indexed = problem(4096, 7168, 683, chord::kW4A16Indexed);
+  indexed.block_size = 128;
+  CHECK(chord::resolve_w4a16_config(indexed).wgmma());
+  CHECK_FALSE(chord::resolve_w4a16_config(indexed).warp_specialized());
+  indexed.rows_per_expert = 2731;
+  CHECK(chord::resolve_w4a16_config(indexed).warp_specialized());
   // N not a multiple of 256: the one-role kernel, whose 16 KiB pair table must not cost the
   // tile its second CTA per SM (228 KiB, 1 KiB each).
   chord::W4A16Problem nf4_n128 = nf4;
@@ -286,9 +310,9 @@ TEST_CASE("tuning: split-K only where the decode grid leaves SMs idle, only with
   const long long ctas = chord::w4a16_m_tiles(one.mode, c.block_m, one.a_rows, one.experts, 0, 0, 0) *
                          (one.n / c.block_n) * c.split_k;
   CHECK(ctas <= 2LL * one.sm_count);  // the split never makes more than two CTAs per SM
-  CHECK((one.k / c.block_k) / c.split_k >= 8);
-  // NF4's 256-row tile leaves half the CTAs: the grid would allow split 4, the k blocks stop it
-  // at 2 (eight k blocks per split; four measured slower).
+  CHECK(one.k / c.split_k >= 1024);
+  // NF4's 256-row tile leaves half the CTAs: the grid would allow split 4, K stops it at 2
+  // (1024 of K per split; 512 measured slower).
   chord::W4A16Problem one_nf4 = one;
   one_nf4.weight = chord::kW4A16WeightNF4;
   CHECK(chord::resolve_w4a16_config(one_nf4).block_n == 256);
