@@ -1,6 +1,7 @@
 // The W4A16 operators through the C API on random inputs against the CPU reference:
 // pack (both checkpoint forms), dequantize, and the four GEMM modes with ragged routing,
-// empty experts, single rows, partial tiles, -1 experts and over-allocated buffers.
+// empty experts, single rows, partial tiles, -1 experts and over-allocated buffers, and large
+// prefill on the warp-specialized WGMMA kernel (sm_90a).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -257,6 +258,99 @@ TEST_CASE("gpu w4a16: indexed mode (vLLM routing) for gate_up and down, EP subse
       stream.sync();
       check_output(out.download<uint16_t>(), want);
     }
+  }
+}
+
+TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode, with tail tiles",
+          "[gpu][w4a16]") {
+  // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
+  // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
+  // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty.
+  std::mt19937 rng(61);
+  Stream stream;
+  const int e = 8, n = 256, k = 768;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  const chord::DeviceContext device = chord::current_device_context(stream.get());
+  auto expect_ws = [&](chord::W4A16Mode mode, int64_t rows_per_expert, int block_size = 0) {
+    if (device.arch.sm() != 90) return;  // the WGMMA engines are sm_90a only
+    chord::W4A16Problem p;
+    p.mode = mode;
+    p.rows_per_expert = rows_per_expert;
+    p.block_size = block_size;
+    p.n = n;
+    p.k = k;
+    p.experts = e;
+    p.arch = device.arch;
+    p.sm_count = device.sm_count;
+    CHECK(chord::resolve_w4a16_config(p).warp_specialized());
+  };
+  const std::vector<int> rows = {700, 0, 900, 3, 640, 577, 1024, 130};
+
+  {  // contiguous
+    const int align = static_cast<int>(chord_w4a16_contiguous_alignment());
+    std::vector<int32_t> m_indices;
+    for (int x = 0; x < e; ++x) {
+      const int padded = (rows[x] + align - 1) / align * align;
+      for (int r = 0; r < padded; ++r) m_indices.push_back(r < rows[x] ? x : -1);
+    }
+    const int m = static_cast<int>(m_indices.size());
+    expect_ws(chord::kW4A16Contiguous, m / e);
+    auto a = random_activations(static_cast<size_t>(m) * k, rng);
+    std::vector<uint16_t> want(static_cast<size_t>(m) * n, kPoison);
+    chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), e, n, k, want.data());
+    DeviceBuffer d_a(a), d_idx(m_indices), out(want.size() * 2);
+    out.upload(std::vector<uint16_t>(want.size(), kPoison));
+    REQUIRE(chord_w4a16_contiguous(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_idx.get()), out.get(),
+                                   stream.get()) == CHORD_SUCCESS);
+    stream.sync();
+    check_output(out.download<uint16_t>(), want);
+  }
+  {  // masked
+    const int max_m = 1024;
+    const std::vector<int32_t> masked_m(rows.begin(), rows.end());
+    expect_ws(chord::kW4A16Masked, 600);
+    auto a = random_activations(static_cast<size_t>(e) * max_m * k, rng);
+    std::vector<uint16_t> want(static_cast<size_t>(e) * max_m * n, kPoison);
+    chord::ref::w4a16_gemm_masked(a.data(), e, max_m, masked_m.data(), w.logical.data(), n, k, want.data());
+    DeviceBuffer d_a(a), d_mask(masked_m), out(want.size() * 2);
+    out.upload(std::vector<uint16_t>(want.size(), kPoison));
+    REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), 600, out.get(),
+                               stream.get()) == CHORD_SUCCESS);
+    stream.sync();
+    check_output(out.download<uint16_t>(), want);
+  }
+  {  // offsets
+    std::vector<int32_t> offsets(e);
+    std::partial_sum(rows.begin(), rows.end(), offsets.begin());
+    const int s_rows = offsets.back();
+    expect_ws(chord::kW4A16Offsets, s_rows / e);
+    auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
+    std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
+    chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data());
+    DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
+    out.upload(std::vector<uint16_t>(want.size(), kPoison));
+    REQUIRE(chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
+                                stream.get()) == CHORD_SUCCESS);
+    stream.sync();
+    check_output(out.download<uint16_t>(), want);
+  }
+  {  // indexed gate_up (4096 tokens x top-4 over 8 experts, one of them on another rank)
+    const int m = 4096, top_k = 4, block_size = 128;
+    std::vector<bool> local(e, true);
+    local[5] = false;
+    Routing r = align_routing(m, top_k, e, block_size, local, block_size, rng);
+    expect_ws(chord::kW4A16Indexed, m * top_k / e, block_size);
+    auto a = random_activations(static_cast<size_t>(m) * k, rng);
+    std::vector<uint16_t> want(static_cast<size_t>(m) * top_k * n, kPoison);
+    chord::ref::w4a16_gemm_indexed(a.data(), m, top_k, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
+                                   block_size, r.num_tokens_padded[0], w.logical.data(), e, n, k, want.data());
+    DeviceBuffer d_a(a), d_ids(r.sorted_ids), d_exp(r.expert_ids), d_ntp(r.num_tokens_padded), out(want.size() * 2);
+    out.upload(std::vector<uint16_t>(want.size(), kPoison));
+    REQUIRE(chord_w4a16_indexed(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_ids.get()), r.capacity,
+                                static_cast<const int32_t*>(d_exp.get()), static_cast<const int32_t*>(d_ntp.get()),
+                                top_k, block_size, out.get(), stream.get()) == CHORD_SUCCESS);
+    stream.sync();
+    check_output(out.download<uint16_t>(), want);
   }
 }
 
