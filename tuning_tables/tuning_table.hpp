@@ -59,7 +59,8 @@ std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& pr
 
 // The table of (arch, profile) in the (min_m, max_m, config) form vLLM's Humming backend
 // reads, with M in tokens: rows per expert = M * top_k / experts. The config fields are the
-// INT4 tile the library runs for (n, k) (a row's shape override where it has one); block_size_m
+// INT4 tile the table gives for (n, k) (a row's shape override where it has one; the resolver
+// may still pick the warp-specialized engine at large row counts, same block_m); block_size_m
 // is the row's routing block, the same for every shape of the profile.
 std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k);
 
