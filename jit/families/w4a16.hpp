@@ -14,7 +14,8 @@ enum class W4A16Engine : int {
   kMmaSync = 0,  // portable (sm_80+): kernels_src/w4a16_gemm.cuh
   kWgmma = 1,    // Hopper prefill (sm_90a): kernels_src/w4a16_wgmma.cuh; block_k fixed at 64
   kWgmmaWs = 2,  // the same, warp-specialized and persistent: kernels_src/w4a16_wgmma_ws.cuh;
-                 // block_m 128, block_n 128 or 256, one CTA per SM (the resolver: NF4 prefill)
+                 // block_m 128, block_n 128 or 256, one CTA per SM (the resolver: NF4 prefill,
+                 // large long-K INT4 prefill)
 };
 
 struct W4A16GemmConfig {

@@ -110,6 +110,39 @@ extern "C" __global__ void __launch_bounds__(128, 1) chord_entry(float* out, con
   CHECK(log.find("are serialized") != std::string::npos);
 }
 
+TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (weight x mode x BLOCK_N x stages)",
+          "[compile]") {
+  // The warp-specialized consumers sit at the edge of ptxas's wgmma register allocation: small
+  // code moves have serialized some (weight, mode, BLOCK_N, stages) builds and not others
+  // (C7511). The tables run only a few of them; kernel_check and forced configs reach the rest.
+  int checked = 0;
+  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16}) {
+    for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+      for (int block_n : {128, 256}) {
+        for (int stages : {5, 6}) {
+          chord::W4A16GemmConfig c;
+          c.engine = chord::W4A16Engine::kWgmmaWs;
+          c.mode = mode;
+          c.block_m = chord::kW4A16WgmmaWsBlockM;
+          c.block_n = block_n;
+          c.block_k = 64;
+          c.stages = stages;
+          c.weight = weight;
+          REQUIRE(c.error() == nullptr);
+          const chord::KernelSource source = c.source();
+          chord::CompileRequest request{source.name, source.text, chord::parse_arch("sm_90a"), source.options};
+          std::string log;
+          chord::compile_to_cubin(request, "/tmp", &log);
+          INFO(source.name << ": " << log);
+          CHECK(log.find("are serialized") == std::string::npos);
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 48);
+}
+
 TEST_CASE("compile: the warp-specialized WGMMA body builds its BN128 tiles for sm_90a", "[compile]") {
   // The resolver runs the BN256 NF4 kernels (compiled with the profiles above); the BN128 tiles
   // are kernel_check's. 384 threads, one CTA per SM: the entry's register count is 168.
