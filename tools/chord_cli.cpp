@@ -1,4 +1,5 @@
-// The `chord` command line: precompile kernels into the disk cache, describe the install.
+// The `chord` command line: precompile kernels into the disk cache, describe the install, show
+// the config the resolver picks for a GEMM shape.
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -17,13 +18,21 @@
 #include "jit/profiles.hpp"
 #include "jit/runtime.hpp"
 #include "launcher/driver_api.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
 
 namespace {
 
 int usage() {
   std::fprintf(stderr,
                "usage: chord precompile --arch ARCH --profile NAME   compile a profile's kernels into the cache\n"
-               "       chord info                                    versions, cache, visible GPUs\n");
+               "       chord info                                    versions, cache, visible GPUs\n"
+               "       chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [--weight W]\n"
+               "                    [--a-rows S] [--groups G --max-m M] [--capacity C] [--block-size B] [--sms SMS]\n"
+               "                                                     the W4A16 config and kernel the resolver picks\n"
+               "         MODE: contiguous | masked | offsets | indexed; W: int4 (default) | nf4 | nf4-fp16\n"
+               "         R: expected rows per expert as the operator derives it (contiguous m / E, offsets\n"
+               "            S / E, masked expected_m or max_m, indexed M * top_k / E); S, G / M, C: the\n"
+               "            call's rows (split-K needs them), B: indexed routing block, SMS: default 132\n");
   return 2;
 }
 
@@ -65,6 +74,67 @@ int precompile(int argc, char** argv) {
               static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
               static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
               runtime.disk_cache().memory_only() ? " (memory only: the cache dir is unusable)" : "");
+  return 0;
+}
+
+// The W4A16 config for a shape, as the operators would resolve it (CHORD_W4A16_* included).
+int config(int argc, char** argv) {
+  chord::W4A16Problem p;
+  std::string arch_name, mode, weight = "int4";
+  p.sm_count = 132;
+  auto number = [&](int& i) -> long long {
+    if (i + 1 >= argc) throw chord::Error(CHORD_ERROR_INVALID_ARGUMENT, std::string(argv[i]) + " needs a value");
+    char* end = nullptr;
+    const long long v = std::strtoll(argv[++i], &end, 10);
+    if (end == argv[i] || *end != '\0' || v < 0 || v > (1LL << 40)) {
+      throw chord::Error(CHORD_ERROR_INVALID_ARGUMENT,
+                         std::string(argv[i - 1]) + " needs a non-negative integer, not '" + argv[i] + "'");
+    }
+    return v;
+  };
+  for (int i = 0; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--arch" && i + 1 < argc) arch_name = argv[++i];
+    else if (a == "--mode" && i + 1 < argc) mode = argv[++i];
+    else if (a == "--weight" && i + 1 < argc) weight = argv[++i];
+    else if (a == "--n") p.n = static_cast<int>(number(i));
+    else if (a == "--k") p.k = static_cast<int>(number(i));
+    else if (a == "--experts") p.experts = static_cast<int>(number(i));
+    else if (a == "--rows") p.rows_per_expert = number(i);
+    else if (a == "--a-rows") p.a_rows = static_cast<int>(number(i));
+    else if (a == "--groups") p.num_groups = static_cast<int>(number(i));
+    else if (a == "--max-m") p.max_m = static_cast<int>(number(i));
+    else if (a == "--capacity") p.capacity = static_cast<int>(number(i));
+    else if (a == "--block-size") p.block_size = static_cast<int>(number(i));
+    else if (a == "--sms") p.sm_count = static_cast<int>(number(i));
+    else {
+      std::fprintf(stderr, "chord config: unexpected argument '%s'\n", argv[i]);
+      return usage();
+    }
+  }
+  const std::pair<const char*, chord::W4A16Mode> modes[] = {{"contiguous", chord::kW4A16Contiguous},
+                                                            {"masked", chord::kW4A16Masked},
+                                                            {"offsets", chord::kW4A16Offsets},
+                                                            {"indexed", chord::kW4A16Indexed}};
+  const std::pair<const char*, chord::W4A16WeightKind> weights[] = {{"int4", chord::kW4A16WeightInt4},
+                                                                    {"nf4", chord::kW4A16WeightNF4},
+                                                                    {"nf4-fp16", chord::kW4A16WeightNF4Fp16}};
+  bool mode_ok = false, weight_ok = false;
+  for (const auto& [name, m] : modes) mode_ok = mode == name ? (p.mode = m, true) : mode_ok;
+  for (const auto& [name, w] : weights) weight_ok = weight == name ? (p.weight = w, true) : weight_ok;
+  if (arch_name.empty() || !mode_ok || !weight_ok || p.experts <= 0) {
+    std::fprintf(stderr, "chord config: needs --arch, --mode (contiguous, masked, offsets, indexed), --n, --k, --experts "
+                         "> 0, --rows; --weight is int4, nf4 or nf4-fp16\n");
+    return usage();
+  }
+  if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;
+  p.arch = chord::parse_arch(arch_name);
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+  const char* engine = c.warp_specialized() ? "wgmma_ws" : c.wgmma() ? "wgmma" : "mma_sync";
+  std::printf("engine=%s block_m=%d block_n=%d block_k=%d stages=%d warps_m=%d warps_n=%d warpgroups=%d split_k=%d "
+              "threads=%d smem=%d kernel=%s\n",
+              engine, c.block_m, c.block_n, c.block_k, c.stages, c.warps_m, c.warps_n, c.warpgroups, c.split_k,
+              c.threads(), c.smem_bytes(), c.source().name.c_str());
   return 0;
 }
 
@@ -127,6 +197,7 @@ int main(int argc, char** argv) {
     std::string command = argv[1];
     if (command == "precompile") return precompile(argc - 2, argv + 2);
     if (command == "info") return info();
+    if (command == "config") return config(argc - 2, argv + 2);
     std::fprintf(stderr, "chord: unknown command '%s'\n", command.c_str());
     return usage();
   } catch (const chord::Error& e) {

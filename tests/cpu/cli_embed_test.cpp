@@ -78,3 +78,35 @@ TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
   CHECK(out.find("cache: " + dir.path()) != std::string::npos);
   CHECK(out.find("GPUs:") != std::string::npos);
 }
+
+TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides included", "[cli]") {
+  const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
+  int code = -1;
+  // Qwen3 NF4 gate_up at 1 token: the table's 256-row decode tile, split 2 (1024 of K each).
+  std::string out = run(cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8 --weight nf4", &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=mma_sync block_m=8 block_n=256") != std::string::npos);
+  CHECK(out.find("split_k=2") != std::string::npos);
+  CHECK(out.find("kernel=w4a16_offsets_m8n256k128s3w1x8_nf4_sk2") != std::string::npos);
+  // EP8 contiguous 512 rows per expert: INT4 on the warp-specialized kernel; the indexed hint
+  // of EP8 T=4096 (683) stays on the one-role WGMMA kernel.
+  out = run(cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512", &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6") != std::string::npos);
+  out = run(cli + "--mode indexed --n 4096 --k 7168 --experts 48 --rows 683 --block-size 128", &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=wgmma block_m=128") != std::string::npos);
+  out = run("CHORD_W4A16_SPLIT_K=4 " + cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8", &code);
+  CHECK(code == 0);
+  CHECK(out.find("split_k=4") != std::string::npos);
+  // Bad input: a usage error, or the resolver's message.
+  out = run(cli + "--mode bogus --n 1536 --k 2048 --experts 128 --rows 1", &code);
+  CHECK(code == 2);
+  CHECK(out.find("--mode (contiguous, masked, offsets, indexed)") != std::string::npos);
+  out = run(cli + "--mode masked --n 100 --k 7168 --experts 48 --rows 8", &code);
+  CHECK(code == 1);
+  CHECK(out.find("N = 100 is unsupported") != std::string::npos);
+  out = run(cli + "--mode masked --n x --k 7168 --experts 48 --rows 8", &code);
+  CHECK(code == 1);
+  CHECK(out.find("--n needs a non-negative integer") != std::string::npos);
+}
