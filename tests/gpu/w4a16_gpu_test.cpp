@@ -82,108 +82,6 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
   if (valid) CHECK(std::sqrt(err_sq / valid) / rms < 1e-2);
 }
 
-}  // namespace
-
-TEST_CASE("gpu w4a16: pack matches the reference packer, dequantize matches the logical weight", "[gpu][w4a16]") {
-  std::mt19937 rng(11);
-  Stream stream;
-  for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{3, 48, 192}, std::tuple{4, 512, 2048}}) {
-    auto codes = random_codes(static_cast<size_t>(e) * n * k, rng);
-    auto scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
-    auto expected = chord::ref::pack_w4a16(codes.data(), scales.data(), e, n, k);
-    auto compressed = chord::ref::codes_to_compressed(codes, static_cast<int64_t>(e) * n, k);
-    DeviceBuffer d_codes(codes), d_compressed(compressed), d_scales(scales);
-    for (int format : {0, 1}) {
-      DeviceBuffer w(chord_w4a16_weight_bytes(e, n, k)), s(chord_w4a16_scale_bytes(e, n, k));
-      chord_w4a16_weight_t tag{};
-      REQUIRE(chord_w4a16_pack(format == 0 ? d_codes.get() : d_compressed.get(), format, d_scales.get(), e, n, k,
-                               w.get(), s.get(), &tag, stream.get()) == CHORD_SUCCESS);
-      stream.sync();
-      CHECK(w.download<uint32_t>() == expected.weight);
-      CHECK(s.download<uint16_t>() == expected.scales);
-      DeviceBuffer out(static_cast<size_t>(e) * n * k * 2);
-      out.fill(0xff);
-      REQUIRE(chord_w4a16_dequantize(&tag, out.get(), stream.get()) == CHORD_SUCCESS);
-      stream.sync();
-      CHECK(out.download<uint16_t>() == chord::ref::dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k));
-    }
-  }
-}
-
-TEST_CASE("gpu w4a16: contiguous mode with empty experts and padding rows", "[gpu][w4a16]") {
-  std::mt19937 rng(21);
-  Stream stream;
-  const int align = static_cast<int>(chord_w4a16_contiguous_alignment());
-  for (auto [e, n, k] : {std::tuple{6, 256, 512}, std::tuple{3, 64, 128}}) {
-    PackedWeight w = make_weight(e, n, k, rng, stream);
-    for (std::vector<int> rows : {std::vector<int>{1, 0, 130, 7, 0, 256}, std::vector<int>{300, 0, 1}}) {
-      rows.resize(e, 0);
-      std::vector<int32_t> m_indices;
-      for (int x = 0; x < e; ++x) {
-        int padded = (rows[x] + align - 1) / align * align;
-        for (int r = 0; r < padded; ++r) m_indices.push_back(r < rows[x] ? x : -1);
-      }
-      const int m = static_cast<int>(m_indices.size());
-      auto a = random_activations(static_cast<size_t>(m) * k, rng);
-      std::vector<uint16_t> want(static_cast<size_t>(m) * n, kPoison);
-      chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), e, n, k, want.data());
-      DeviceBuffer d_a(a), d_idx(m_indices), out(want.size() * 2);
-      std::vector<uint16_t> poison(want.size(), kPoison);
-      out.upload(poison);
-      REQUIRE(chord_w4a16_contiguous(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_idx.get()), out.get(),
-                                     stream.get()) == CHORD_SUCCESS);
-      stream.sync();
-      check_output(out.download<uint16_t>(), want);
-    }
-  }
-}
-
-TEST_CASE("gpu w4a16: masked mode with zero, full and partial groups", "[gpu][w4a16]") {
-  std::mt19937 rng(31);
-  Stream stream;
-  const int e = 5, n = 128, k = 256;
-  PackedWeight w = make_weight(e, n, k, rng, stream);
-  for (int max_m : {1, 13, 72}) {
-    for (int64_t expected_m : {int64_t{0}, int64_t{8}, int64_t{64}}) {
-      std::vector<int32_t> masked_m(e);
-      for (int g = 0; g < e; ++g) masked_m[g] = g == 0 ? 0 : (g == 1 ? max_m : static_cast<int>(rng() % (max_m + 1)));
-      auto a = random_activations(static_cast<size_t>(e) * max_m * k, rng);
-      std::vector<uint16_t> want(static_cast<size_t>(e) * max_m * n, kPoison);
-      chord::ref::w4a16_gemm_masked(a.data(), e, max_m, masked_m.data(), w.logical.data(), n, k, want.data());
-      DeviceBuffer d_a(a), d_mask(masked_m), out(want.size() * 2);
-      out.upload(std::vector<uint16_t>(want.size(), kPoison));
-      REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), expected_m,
-                                 out.get(), stream.get()) == CHORD_SUCCESS);
-      stream.sync();
-      check_output(out.download<uint16_t>(), want);
-    }
-  }
-}
-
-TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]") {
-  std::mt19937 rng(41);
-  Stream stream;
-  const int e = 7, n = 192, k = 384;
-  PackedWeight w = make_weight(e, n, k, rng, stream);
-  for (std::vector<int> counts : {std::vector<int>{0, 1, 0, 33, 200, 0, 5}, std::vector<int>{0, 0, 0, 0, 0, 0, 1},
-                                  std::vector<int>{9, 9, 9, 9, 9, 9, 9}}) {
-    std::vector<int32_t> offsets(e);
-    std::partial_sum(counts.begin(), counts.end(), offsets.begin());
-    const int s_rows = offsets.back();
-    auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
-    std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
-    chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data());
-    DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
-    out.upload(std::vector<uint16_t>(want.size(), kPoison));
-    REQUIRE(chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
-                                stream.get()) == CHORD_SUCCESS);
-    stream.sync();
-    check_output(out.download<uint16_t>(), want);
-  }
-}
-
-namespace {
-
 // vLLM's moe_align_block_size on the host: skewed top-k routing, segments padded to
 // block_size with the sentinel M*top_k, -1 for experts not on this rank.
 struct Routing {
@@ -219,7 +117,147 @@ Routing align_routing(int m, int top_k, int experts, int block_size, const std::
   return r;
 }
 
+
+// Each mode's GEMM through the C API on fresh random activations, against the CPU reference:
+// output poisoned first, so rows the reference leaves untouched must stay poison.
+template <typename Call>
+void run_and_check(const std::vector<uint16_t>& want, DeviceBuffer& out, const Stream& stream, Call call) {
+  out.upload(std::vector<uint16_t>(want.size(), kPoison));
+  REQUIRE(call() == CHORD_SUCCESS);
+  stream.sync();
+  check_output(out.download<uint16_t>(), want);
+}
+
+// Experts' rows padded to the contiguous alignment (-1 on padding rows); returns m.
+int check_contiguous(const PackedWeight& w, const std::vector<int>& rows, std::mt19937& rng, const Stream& stream) {
+  const int align = static_cast<int>(chord_w4a16_contiguous_alignment());
+  std::vector<int32_t> m_indices;
+  for (int x = 0; x < w.e; ++x) {
+    const int padded = (rows[x] + align - 1) / align * align;
+    for (int r = 0; r < padded; ++r) m_indices.push_back(r < rows[x] ? x : -1);
+  }
+  const int m = static_cast<int>(m_indices.size());
+  auto a = random_activations(static_cast<size_t>(m) * w.k, rng);
+  std::vector<uint16_t> want(static_cast<size_t>(m) * w.n, kPoison);
+  chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), w.e, w.n, w.k, want.data());
+  DeviceBuffer d_a(a), d_idx(m_indices), out(want.size() * 2);
+  run_and_check(want, out, stream, [&] {
+    return chord_w4a16_contiguous(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_idx.get()), out.get(),
+                                  stream.get());
+  });
+  return m;
+}
+
+void check_masked(const PackedWeight& w, const std::vector<int32_t>& masked_m, int max_m, int64_t expected_m,
+                  std::mt19937& rng, const Stream& stream) {
+  auto a = random_activations(static_cast<size_t>(w.e) * max_m * w.k, rng);
+  std::vector<uint16_t> want(static_cast<size_t>(w.e) * max_m * w.n, kPoison);
+  chord::ref::w4a16_gemm_masked(a.data(), w.e, max_m, masked_m.data(), w.logical.data(), w.n, w.k, want.data());
+  DeviceBuffer d_a(a), d_mask(masked_m), out(want.size() * 2);
+  run_and_check(want, out, stream, [&] {
+    return chord_w4a16_masked(d_a.get(), w.e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), expected_m,
+                              out.get(), stream.get());
+  });
+}
+
+// Cumulative end rows of `counts`; returns the routed rows S.
+int check_offsets(const PackedWeight& w, const std::vector<int>& counts, std::mt19937& rng, const Stream& stream) {
+  std::vector<int32_t> offsets(w.e);
+  std::partial_sum(counts.begin(), counts.end(), offsets.begin());
+  const int s_rows = offsets.back();
+  auto a = random_activations(static_cast<size_t>(s_rows) * w.k, rng);
+  std::vector<uint16_t> want(static_cast<size_t>(s_rows) * w.n, kPoison);
+  chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), w.e, w.n, w.k, want.data());
+  DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
+  run_and_check(want, out, stream, [&] {
+    return chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
+                               stream.get());
+  });
+  return s_rows;
+}
+
+// gate_up reads row id / top_k of an [M, K] input (a_rows = M, kernel_top_k = top_k); down
+// reads row id of [M*top_k, K] (a_rows = M*top_k, kernel_top_k = 1). The reference sees the
+// same (a_rows, kernel_top_k) and route ids.
+void check_indexed(const PackedWeight& w, const Routing& r, int a_rows, int kernel_top_k, int block_size,
+                   std::mt19937& rng, const Stream& stream) {
+  auto a = random_activations(static_cast<size_t>(a_rows) * w.k, rng);
+  std::vector<uint16_t> want(static_cast<size_t>(a_rows) * kernel_top_k * w.n, kPoison);
+  chord::ref::w4a16_gemm_indexed(a.data(), a_rows, kernel_top_k, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
+                                 block_size, r.num_tokens_padded[0], w.logical.data(), w.e, w.n, w.k, want.data());
+  DeviceBuffer d_a(a), d_ids(r.sorted_ids), d_exp(r.expert_ids), d_ntp(r.num_tokens_padded), out(want.size() * 2);
+  run_and_check(want, out, stream, [&] {
+    return chord_w4a16_indexed(d_a.get(), a_rows, &w.tag, static_cast<const int32_t*>(d_ids.get()), r.capacity,
+                               static_cast<const int32_t*>(d_exp.get()), static_cast<const int32_t*>(d_ntp.get()),
+                               kernel_top_k, block_size, out.get(), stream.get());
+  });
+}
+
 }  // namespace
+
+
+TEST_CASE("gpu w4a16: pack matches the reference packer, dequantize matches the logical weight", "[gpu][w4a16]") {
+  std::mt19937 rng(11);
+  Stream stream;
+  for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{3, 48, 192}, std::tuple{4, 512, 2048}}) {
+    auto codes = random_codes(static_cast<size_t>(e) * n * k, rng);
+    auto scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
+    auto expected = chord::ref::pack_w4a16(codes.data(), scales.data(), e, n, k);
+    auto compressed = chord::ref::codes_to_compressed(codes, static_cast<int64_t>(e) * n, k);
+    DeviceBuffer d_codes(codes), d_compressed(compressed), d_scales(scales);
+    for (int format : {0, 1}) {
+      DeviceBuffer w(chord_w4a16_weight_bytes(e, n, k)), s(chord_w4a16_scale_bytes(e, n, k));
+      chord_w4a16_weight_t tag{};
+      REQUIRE(chord_w4a16_pack(format == 0 ? d_codes.get() : d_compressed.get(), format, d_scales.get(), e, n, k,
+                               w.get(), s.get(), &tag, stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      CHECK(w.download<uint32_t>() == expected.weight);
+      CHECK(s.download<uint16_t>() == expected.scales);
+      DeviceBuffer out(static_cast<size_t>(e) * n * k * 2);
+      out.fill(0xff);
+      REQUIRE(chord_w4a16_dequantize(&tag, out.get(), stream.get()) == CHORD_SUCCESS);
+      stream.sync();
+      CHECK(out.download<uint16_t>() == chord::ref::dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k));
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: contiguous mode with empty experts and padding rows", "[gpu][w4a16]") {
+  std::mt19937 rng(21);
+  Stream stream;
+  for (auto [e, n, k] : {std::tuple{6, 256, 512}, std::tuple{3, 64, 128}}) {
+    PackedWeight w = make_weight(e, n, k, rng, stream);
+    for (std::vector<int> rows : {std::vector<int>{1, 0, 130, 7, 0, 256}, std::vector<int>{300, 0, 1}}) {
+      rows.resize(e, 0);
+      check_contiguous(w, rows, rng, stream);
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: masked mode with zero, full and partial groups", "[gpu][w4a16]") {
+  std::mt19937 rng(31);
+  Stream stream;
+  const int e = 5, n = 128, k = 256;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  for (int max_m : {1, 13, 72}) {
+    for (int64_t expected_m : {int64_t{0}, int64_t{8}, int64_t{64}}) {
+      std::vector<int32_t> masked_m(e);
+      for (int g = 0; g < e; ++g) masked_m[g] = g == 0 ? 0 : (g == 1 ? max_m : static_cast<int>(rng() % (max_m + 1)));
+      check_masked(w, masked_m, max_m, expected_m, rng, stream);
+    }
+  }
+}
+
+TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]") {
+  std::mt19937 rng(41);
+  Stream stream;
+  const int e = 7, n = 192, k = 384;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  for (const std::vector<int>& counts : {std::vector<int>{0, 1, 0, 33, 200, 0, 5}, std::vector<int>{0, 0, 0, 0, 0, 0, 1},
+                                         std::vector<int>{9, 9, 9, 9, 9, 9, 9}}) {
+    check_offsets(w, counts, rng, stream);
+  }
+}
 
 TEST_CASE("gpu w4a16: indexed mode (vLLM routing) for gate_up and down, EP subsets, M = 1", "[gpu][w4a16]") {
   std::mt19937 rng(51);
@@ -234,30 +272,8 @@ TEST_CASE("gpu w4a16: indexed mode (vLLM routing) for gate_up and down, EP subse
       for (int x = 0; x < e; x += 3) local[x] = false;
     }
     Routing r = align_routing(m, top_k, e, block_size, local, 3 * block_size, rng);
-    // gate_up reads row id / top_k of a [M, K]; down reads row id of [M*top_k, K] with top_k 1.
-    for (bool down : {false, true}) {
-      const int a_rows = down ? m * top_k : m;
-      const int kernel_top_k = down ? 1 : top_k;
-      auto a = random_activations(static_cast<size_t>(a_rows) * k, rng);
-      std::vector<uint16_t> want(static_cast<size_t>(m) * top_k * n, kPoison);
-      if (down) {
-        // With top_k = 1 the reference sees M*top_k tokens and the same route ids.
-        chord::ref::w4a16_gemm_indexed(a.data(), a_rows, 1, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
-                                       block_size, r.num_tokens_padded[0], w.logical.data(), e, n, k, want.data());
-      } else {
-        chord::ref::w4a16_gemm_indexed(a.data(), m, top_k, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
-                                       block_size, r.num_tokens_padded[0], w.logical.data(), e, n, k, want.data());
-      }
-      DeviceBuffer d_a(a), d_ids(r.sorted_ids), d_exp(r.expert_ids), d_ntp(r.num_tokens_padded),
-          out(want.size() * 2);
-      out.upload(std::vector<uint16_t>(want.size(), kPoison));
-      REQUIRE(chord_w4a16_indexed(d_a.get(), a_rows, &w.tag, static_cast<const int32_t*>(d_ids.get()), r.capacity,
-                                  static_cast<const int32_t*>(d_exp.get()),
-                                  static_cast<const int32_t*>(d_ntp.get()), kernel_top_k, block_size, out.get(),
-                                  stream.get()) == CHORD_SUCCESS);
-      stream.sync();
-      check_output(out.download<uint16_t>(), want);
-    }
+    check_indexed(w, r, m, top_k, block_size, rng, stream);      // gate_up
+    check_indexed(w, r, m * top_k, 1, block_size, rng, stream);  // down
   }
 }
 
@@ -285,74 +301,19 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     CHECK(chord::resolve_w4a16_config(p).warp_specialized());
   };
   const std::vector<int> rows = {700, 0, 900, 3, 640, 577, 1024, 300};
-
-  {  // contiguous
-    const int align = static_cast<int>(chord_w4a16_contiguous_alignment());
-    std::vector<int32_t> m_indices;
-    for (int x = 0; x < e; ++x) {
-      const int padded = (rows[x] + align - 1) / align * align;
-      for (int r = 0; r < padded; ++r) m_indices.push_back(r < rows[x] ? x : -1);
-    }
-    const int m = static_cast<int>(m_indices.size());
-    expect_ws(chord::kW4A16Contiguous, m / e);
-    auto a = random_activations(static_cast<size_t>(m) * k, rng);
-    std::vector<uint16_t> want(static_cast<size_t>(m) * n, kPoison);
-    chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), e, n, k, want.data());
-    DeviceBuffer d_a(a), d_idx(m_indices), out(want.size() * 2);
-    out.upload(std::vector<uint16_t>(want.size(), kPoison));
-    REQUIRE(chord_w4a16_contiguous(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_idx.get()), out.get(),
-                                   stream.get()) == CHORD_SUCCESS);
-    stream.sync();
-    check_output(out.download<uint16_t>(), want);
-  }
-  {  // masked
-    const int max_m = 1024;
-    const std::vector<int32_t> masked_m(rows.begin(), rows.end());
-    expect_ws(chord::kW4A16Masked, 600);
-    auto a = random_activations(static_cast<size_t>(e) * max_m * k, rng);
-    std::vector<uint16_t> want(static_cast<size_t>(e) * max_m * n, kPoison);
-    chord::ref::w4a16_gemm_masked(a.data(), e, max_m, masked_m.data(), w.logical.data(), n, k, want.data());
-    DeviceBuffer d_a(a), d_mask(masked_m), out(want.size() * 2);
-    out.upload(std::vector<uint16_t>(want.size(), kPoison));
-    REQUIRE(chord_w4a16_masked(d_a.get(), e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), 600, out.get(),
-                               stream.get()) == CHORD_SUCCESS);
-    stream.sync();
-    check_output(out.download<uint16_t>(), want);
-  }
-  {  // offsets
-    std::vector<int32_t> offsets(e);
-    std::partial_sum(rows.begin(), rows.end(), offsets.begin());
-    const int s_rows = offsets.back();
-    expect_ws(chord::kW4A16Offsets, s_rows / e);
-    auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
-    std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
-    chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data());
-    DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
-    out.upload(std::vector<uint16_t>(want.size(), kPoison));
-    REQUIRE(chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
-                                stream.get()) == CHORD_SUCCESS);
-    stream.sync();
-    check_output(out.download<uint16_t>(), want);
-  }
-  {  // indexed gate_up (4096 tokens x top-4 over 8 experts, one of them on another rank)
-    const int m = 4096, top_k = 4, block_size = 128;
-    std::vector<bool> local(e, true);
-    local[5] = false;
-    Routing r = align_routing(m, top_k, e, block_size, local, block_size, rng);
-    expect_ws(chord::kW4A16Indexed, m * top_k / e, block_size);
-    auto a = random_activations(static_cast<size_t>(m) * k, rng);
-    std::vector<uint16_t> want(static_cast<size_t>(m) * top_k * n, kPoison);
-    chord::ref::w4a16_gemm_indexed(a.data(), m, top_k, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
-                                   block_size, r.num_tokens_padded[0], w.logical.data(), e, n, k, want.data());
-    DeviceBuffer d_a(a), d_ids(r.sorted_ids), d_exp(r.expert_ids), d_ntp(r.num_tokens_padded), out(want.size() * 2);
-    out.upload(std::vector<uint16_t>(want.size(), kPoison));
-    REQUIRE(chord_w4a16_indexed(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_ids.get()), r.capacity,
-                                static_cast<const int32_t*>(d_exp.get()), static_cast<const int32_t*>(d_ntp.get()),
-                                top_k, block_size, out.get(), stream.get()) == CHORD_SUCCESS);
-    stream.sync();
-    check_output(out.download<uint16_t>(), want);
-  }
+  expect_ws(chord::kW4A16Contiguous, check_contiguous(w, rows, rng, stream) / e);
+  expect_ws(chord::kW4A16Masked, 600);
+  check_masked(w, std::vector<int32_t>(rows.begin(), rows.end()), 1024, 600, rng, stream);
+  expect_ws(chord::kW4A16Offsets, check_offsets(w, rows, rng, stream) / e);
+  // Indexed gate_up: 4096 tokens x top-4 over 8 experts, one of them on another rank.
+  const int m = 4096, top_k = 4, block_size = 128;
+  std::vector<bool> local(e, true);
+  local[5] = false;
+  Routing r = align_routing(m, top_k, e, block_size, local, block_size, rng);
+  expect_ws(chord::kW4A16Indexed, m * top_k / e, block_size);
+  check_indexed(w, r, m, top_k, block_size, rng, stream);
 }
+
 
 TEST_CASE("gpu w4a16: CUDA Graph replay of each mode equals eager", "[gpu][w4a16][graph]") {
   std::mt19937 rng(61);
