@@ -22,6 +22,19 @@ chord::CompiledKernel compile_dequant(const std::string& arch_name, chord::Int4S
   return *chord::JitRuntime::global().compile(config.descriptor(chord::parse_arch(arch_name)));
 }
 
+// Compiles for sm_90a without the cache, so that the NVRTC log exists, and fails the test if
+// ptxas serialized the wgmma (C7510-C7520: correct, only much slower; nothing but the log
+// shows it). Returns the cubin.
+std::vector<char> compile_sm90a_unserialized(const std::string& name, const std::string& text,
+                                             const std::vector<std::string>& options) {
+  chord::CompileRequest request{name, text, chord::parse_arch("sm_90a"), options};
+  std::string log;
+  std::vector<char> cubin = chord::compile_to_cubin(request, "/tmp", &log);
+  INFO(name << ": " << log);
+  CHECK(log.find("are serialized") == std::string::npos);
+  return cubin;
+}
+
 void check_arch(const std::string& arch_name) {
   for (auto format : {chord::kInt4Codes, chord::kInt4Compressed}) {
     auto kernel = compile_dequant(arch_name, format);
@@ -64,18 +77,11 @@ TEST_CASE("compile: every profile kernel compiles for every supported arch", "[c
 }
 
 TEST_CASE("compile: ptxas serializes no wgmma of the sm_90a kernels the tuning tables run", "[compile]") {
-  // A serialized wgmma (ptxas C7510-C7520, e.g. too few registers for the wgmma pipeline)
-  // still runs correctly, only much slower: nothing but the compile log shows it. Compiled
-  // here without the cache, so that the log exists.
   int checked = 0;
   for (const auto& d : chord::profile_descriptors("all", chord::parse_arch("sm_90a"))) {
     if (d.family != chord::KernelFamily::kW4A16Gemm || !chord::W4A16GemmConfig::from(d).wgmma()) continue;
     const chord::KernelSource source = chord::generate_kernel_source(d);
-    chord::CompileRequest request{source.name, source.text, chord::parse_arch("sm_90a"), source.options};
-    std::string log;
-    chord::compile_to_cubin(request, "/tmp", &log);
-    INFO(source.name << ": " << log);
-    CHECK(log.find("are serialized") == std::string::npos);
+    compile_sm90a_unserialized(source.name, source.text, source.options);
     ++checked;
   }
   CHECK(checked >= 4);  // one-role INT4 / NF4 tiles, the warp-specialized NF4 tiles
@@ -130,11 +136,7 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
           c.weight = weight;
           REQUIRE(c.error() == nullptr);
           const chord::KernelSource source = c.source();
-          chord::CompileRequest request{source.name, source.text, chord::parse_arch("sm_90a"), source.options};
-          std::string log;
-          chord::compile_to_cubin(request, "/tmp", &log);
-          INFO(source.name << ": " << log);
-          CHECK(log.find("are serialized") == std::string::npos);
+          compile_sm90a_unserialized(source.name, source.text, source.options);
           ++checked;
         }
       }
@@ -154,11 +156,7 @@ TEST_CASE("compile: the warp-specialized WGMMA body builds its BN128 tiles for s
                              chord::kernel_meta_definition(chord::KernelMeta{
                                  static_cast<uint32_t>(chord::kW4A16WgmmaWsThreads),
                                  static_cast<uint32_t>(chord::w4a16_wgmma_ws_smem_bytes(128, 6, weight != 0)), 1});
-    chord::CompileRequest request{"w4a16_wgmma_ws_test", text, chord::parse_arch("sm_90a"), {}};
-    std::string log;
-    const chord::CubinInfo info = chord::read_cubin_info(chord::compile_to_cubin(request, "/tmp", &log));
-    INFO(log);
-    CHECK(log.find("are serialized") == std::string::npos);
+    const chord::CubinInfo info = chord::read_cubin_info(compile_sm90a_unserialized("w4a16_wgmma_ws_test", text, {}));
     CHECK(info.arch == "sm_90a");
     CHECK(info.meta.threads == 384);
     CHECK(info.registers > 100);  // the Hopper body, not the trap other arches compile
