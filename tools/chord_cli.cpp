@@ -120,8 +120,18 @@ int config(int argc, char** argv) {
                                                                     {"nf4", chord::kW4A16WeightNF4},
                                                                     {"nf4-fp16", chord::kW4A16WeightNF4Fp16}};
   bool mode_ok = false, weight_ok = false;
-  for (const auto& [name, m] : modes) mode_ok = mode == name ? (p.mode = m, true) : mode_ok;
-  for (const auto& [name, w] : weights) weight_ok = weight == name ? (p.weight = w, true) : weight_ok;
+  for (const auto& [name, m] : modes) {
+    if (mode == name) {
+      p.mode = m;
+      mode_ok = true;
+    }
+  }
+  for (const auto& [name, w] : weights) {
+    if (weight == name) {
+      p.weight = w;
+      weight_ok = true;
+    }
+  }
   if (arch_name.empty() || !mode_ok || !weight_ok || p.experts <= 0) {
     std::fprintf(stderr, "chord config: needs --arch, --mode (contiguous, masked, offsets, indexed), --n, --k, --experts "
                          "> 0, --rows; --weight is int4, nf4 or nf4-fp16\n");
