@@ -204,39 +204,45 @@ struct Wgmma<256> {
 
 }  // namespace w4a16_wgmma_detail
 
-// One k block of a warp's weight fragments from the stage at `stage`: KTILES m64 tiles (tile i's
+// One k block of m64 tile i of a warp's weight fragments from the stage at `stage` (tile i's
 // packed chunk at w_rd + 2048 i, its scales / absmax at s_rd + 128 i / 256 i; BLOCK_N: the
-// stage's weight rows, which place the second INT4 scale group row) -> af[i][k16 step][4].
+// stage's weight rows, which place the second INT4 scale group row) -> af[k16 step][4].
 // INT4: (code - 8) * scale in BF16; NF4: a pair-table lookup (nf4_lane: this lane's replica)
 // scaled by the absmax in T, from a table of REPLICAS replicas.
+template <int BLOCK_N, int WEIGHT, int REPLICAS = 16>
+__device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
+                                                        unsigned int nf4_lane, int i, unsigned int (&af)[4][4]) {
+  using namespace w4a16_detail;
+  constexpr int kElem = w4a16_element(WEIGHT);
+  unsigned int q[4];
+  lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
+  if constexpr (WEIGHT != kW4A16WeightInt4) {
+    unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
+    nf4_detail::lds64(stage + s_rd + i * 256, a2);
+    const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
+    const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[j]);
+  } else {
+    (void)nf4_lane;
+    const unsigned int s0 = lds32(stage + s_rd + i * 128);
+    const unsigned int s1 = lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
+    const unsigned int s0_lo = splat_lo(s0), s0_hi = splat_hi(s0);
+    const unsigned int s1_lo = splat_lo(s1), s1_hi = splat_hi(s1);
+    dequant_word_splat(q[0], s0_lo, s0_hi, af[0]);
+    dequant_word_splat(q[1], s0_lo, s0_hi, af[1]);
+    dequant_word_splat(q[2], s1_lo, s1_hi, af[2]);
+    dequant_word_splat(q[3], s1_lo, s1_hi, af[3]);
+  }
+}
+
+// The same for KTILES m64 tiles -> af[i][k16 step][4].
 template <int KTILES, int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
                                                    unsigned int nf4_lane, unsigned int (&af)[KTILES][4][4]) {
-  using namespace w4a16_detail;
-  constexpr int kElem = w4a16_element(WEIGHT);
 #pragma unroll
-  for (int i = 0; i < KTILES; ++i) {
-    unsigned int q[4];
-    lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
-    if constexpr (WEIGHT != kW4A16WeightInt4) {
-      unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
-      nf4_detail::lds64(stage + s_rd + i * 256, a2);
-      const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
-      const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
-#pragma unroll
-      for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[i][j]);
-    } else {
-      (void)nf4_lane;
-      const unsigned int s0 = lds32(stage + s_rd + i * 128);
-      const unsigned int s1 = lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
-      const unsigned int s0_lo = splat_lo(s0), s0_hi = splat_hi(s0);
-      const unsigned int s1_lo = splat_lo(s1), s1_hi = splat_hi(s1);
-      dequant_word_splat(q[0], s0_lo, s0_hi, af[i][0]);
-      dequant_word_splat(q[1], s0_lo, s0_hi, af[i][1]);
-      dequant_word_splat(q[2], s1_lo, s1_hi, af[i][2]);
-      dequant_word_splat(q[3], s1_lo, s1_hi, af[i][3]);
-    }
-  }
+  for (int i = 0; i < KTILES; ++i)
+    w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, REPLICAS>(stage, w_rd, s_rd, nf4_lane, i, af[i]);
 }
 
 // ---------------------------------------------------------------------------------------

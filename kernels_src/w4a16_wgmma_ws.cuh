@@ -253,38 +253,57 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     unsigned int slot_parity = 0;
 
     // One k block from the next stage; first: the tile's first block (scale-d 0 on its first
-    // wgmma). Frees the stage of the previous block once its group has retired.
-    // One wgmma group in flight while the next block decodes (two fragment arrays) with one m64
-    // tile per consumer; with two (BN256) the 128 accumulators leave room for one array, so each
-    // block's group retires before the next decode (the other consumer's group keeps the tensor
-    // pipe busy meanwhile).
-    constexpr int kInflight = kTiles == 1 ? 1 : 0;
+    // wgmma). Two forms:
+    //   - one wgmma group per m64 tile, one left in flight while the next decodes, each stage
+    //     freed once its last group has retired (in the next block, or after the tile's
+    //     wgmma_wait<0>): BN128 (the next block decodes into the other fragment array), and
+    //     NF4 BN256 full-width tiles (tile i decodes while tile 1 - i's group runs);
+    //   - one group per block, retired before the next decode, its stage freed at once (the
+    //     other consumer's group keeps the tensor pipe busy meanwhile): INT4 BN256 (the
+    //     per-tile form measured 4% slower on EP8 contiguous 512 down, equal elsewhere) and
+    //     NF4 BN256 half-width tiles (a group in flight there too makes ptxas serialize, C7511).
+    auto per_tile_groups = [&](bool wide) { return kTiles == 1 || (kNF4 && wide); };
     // `wide`: Wgmma<BM>, else Wgmma<BM / 2> on the tile's first BM / 2 tokens (the other
     // accumulators keep stale values; their rows are not stored). A constant at each call.
+    auto mma_step = [&](int i, int j, const unsigned int(&a)[4], unsigned long long desc0, bool first, bool wide) {
+      if (wide) {
+        Wgmma<BM>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
+      } else {
+        Wgmma<BM / 2>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
+      }
+    };
     auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first, bool wide) {
       mbar_wait(bar_full + 8 * stage, full_parity);
       // The stage was written by the producer's cp.async (generic proxy); wgmma reads the
       // activations through the async proxy.
       fence_proxy_async_shared();
       const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
-      w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
-      wgmma_fence();
       const unsigned long long desc0 = smem_desc_sw128(st);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
+      if (per_tile_groups(wide)) {
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
-          if (wide) {
-            Wgmma<BM>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
-          } else {
-            Wgmma<BM / 2>::template mma<kF16>(acc[i], af[i][j], desc0 + 2 * j, j > 0 || !first);
-          }
+          w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, i, af[i]);
+          wgmma_fence();
+#pragma unroll
+          for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
+          wgmma_commit();
+          wgmma_wait<1>();
+          // After tile 0's commit the previous block's last group has retired, its stage too.
+          if (i == 0 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
         }
+      } else {
+        w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
+        wgmma_fence();
+        // k16 step outer: consecutive wgmma alternate accumulators.
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+#pragma unroll
+          for (int i = 0; i < kTiles; ++i) mma_step(i, j, af[i][j], desc0, first, wide);
+        }
+        wgmma_commit();
+        wgmma_wait<0>();
+        if (lane == 0) mbar_arrive(bar_empty + 8 * stage);
       }
-      wgmma_commit();
-      wgmma_wait<kInflight>();
-      if (kInflight == 0 && lane == 0) mbar_arrive(bar_empty + 8 * stage);
-      if (kInflight == 1 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
       prev_stage = stage;
       if (++stage == STAGES) {
         stage = 0;
@@ -349,10 +368,10 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       auto tile_loop = [&](bool wide) {
         int kb = 1;
         for (; kb + 1 < num_k; kb += 2) {
-          k_block(kInflight ? af_odd : af_even, false, wide);
+          k_block(kTiles == 1 ? af_odd : af_even, false, wide);
           k_block(af_even, false, wide);
         }
-        if (kb < num_k) k_block(kInflight ? af_odd : af_even, false, wide);
+        if (kb < num_k) k_block(kTiles == 1 ? af_odd : af_even, false, wide);
         wgmma_wait<0>();
       };
       const bool wide = !kNarrowTiles || slots[slot * (BM + 4) + BM + 2] != 0;
@@ -367,7 +386,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       } else {
         tile_loop(false);
       }
-      if (kInflight == 1 && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+      if (per_tile_groups(wide) && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
       pending_slot = slot;
       if constexpr (kDeferStores) {
 #pragma unroll
