@@ -169,6 +169,7 @@ using SN1 = WsCfg<128, 6, chord::kW4A16WeightNF4>;
 using SH1 = WsCfg<128, 6, chord::kW4A16WeightNF4Fp16>;
 using S3 = WsCfg<256, 6>;  // two m64 tiles per consumer, one fragment array
 using SN3 = WsCfg<256, 5, chord::kW4A16WeightNF4>;
+using SN4 = WsCfg<256, 6, chord::kW4A16WeightNF4>;  // one more stage: a stage is held one block longer
 // NF4 with BF16 (N*) and FP16 (H*) activations: the resolver's config, two m64 tiles, the
 // smallest (wgmma n64) and 256-token tiles (n256).
 constexpr int kNF4 = chord::kW4A16WeightNF4, kNF4F16 = chord::kW4A16WeightNF4Fp16;
@@ -465,6 +466,7 @@ static void timing_qwen3() {
     time_offsets<N1>(l, W, counts, 8, nullptr);
     time_offsets<SN1>(l, W, counts, 8, nullptr);
     time_offsets<SN3>(l, W, counts, 8, nullptr);
+    time_offsets<SN4>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
     time_offsets<N4>(l, W, counts, 8, nullptr);
@@ -479,6 +481,7 @@ static void timing_qwen3() {
     time_offsets<N1>(l, W, counts, 8, nullptr);
     time_offsets<SN1>(l, W, counts, 8, nullptr);
     time_offsets<SN3>(l, W, counts, 8, nullptr);
+    time_offsets<SN4>(l, W, counts, 8, nullptr);
     time_offsets<H1>(l, W, counts, 8, nullptr);
     time_offsets<N2>(l, W, counts, 8, nullptr);
   }
