@@ -8,9 +8,9 @@
 //   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
 //     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
 //     fragments (after a proxy fence: the copies are generic-proxy writes, wgmma reads through
-//     the async proxy), issues the wgmma (one group in flight with one m64 tile; with two, the
-//     group retires before the next decode) and frees the stage of the retired group on its
-//     `empty` mbarrier; no CTA-wide barrier in the main loop.
+//     the async proxy), issues the wgmma (one group in flight while the next fragments decode,
+//     except INT4 BN256 and NF4 half-width tiles: see k_block) and frees the stage of the
+//     retired group on its `empty` mbarrier; no CTA-wide barrier in the main loop.
 // Persistent: CTA b takes tiles b, b + gridDim.x, ... (n block fastest); any grid is correct,
 // the launcher runs one CTA per SM. The producer runs ahead across tiles, so the next tile's
 // copies are in flight during a tile's epilogue. Tiles reach the consumers through
