@@ -292,13 +292,24 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           if (i == 0 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
         }
       } else {
-        w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
-        wgmma_fence();
-        // k16 step outer: consecutive wgmma alternate accumulators.
+        if constexpr (!kNF4) {
+          // Tile 1 decodes while tile 0's wgmma (issued, not yet committed) run.
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+          for (int i = 0; i < kTiles; ++i) {
+            w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, i, af[i]);
+            wgmma_fence();
 #pragma unroll
-          for (int i = 0; i < kTiles; ++i) mma_step(i, j, af[i][j], desc0, first, wide);
+            for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
+          }
+        } else {
+          w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
+          wgmma_fence();
+          // k16 step outer: consecutive wgmma alternate accumulators.
+#pragma unroll
+          for (int j = 0; j < 4; ++j) {
+#pragma unroll
+            for (int i = 0; i < kTiles; ++i) mma_step(i, j, af[i][j], desc0, first, wide);
+          }
         }
         wgmma_commit();
         wgmma_wait<0>();
