@@ -260,8 +260,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     //     NF4 BN256 full-width tiles (tile i decodes while tile 1 - i's group runs);
     //   - one group per block, retired before the next decode, its stage freed at once (the
     //     other consumer's group keeps the tensor pipe busy meanwhile): INT4 BN256 (the
-    //     per-tile form measured 4% slower on EP8 contiguous 512 down, equal elsewhere) and
-    //     NF4 BN256 half-width tiles (a group in flight there too makes ptxas serialize, C7511).
+    //     per-tile form measured 4% slower on EP8 contiguous 512 down, equal elsewhere; its
+    //     tile 1 still decodes while tile 0's wgmma run: ~1% faster) and NF4 BN256 half-width
+    //     tiles (a group in flight there too makes ptxas serialize, C7511).
     auto per_tile_groups = [&](bool wide) { return kTiles == 1 || (kNF4 && wide); };
     // `wide`: Wgmma<BM>, else Wgmma<BM / 2> on the tile's first BM / 2 tokens (the other
     // accumulators keep stale values; their rows are not stored). A constant at each call.
@@ -279,27 +280,34 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       fence_proxy_async_shared();
       const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
       const unsigned long long desc0 = smem_desc_sw128(st);
-      if (per_tile_groups(wide)) {
+      const bool groups = per_tile_groups(wide);
+      if (groups || !kNF4) {
+        // Tile i decodes right before its wgmma, so tile 1 decodes while tile 0's run.
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
           w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, i, af[i]);
           wgmma_fence();
 #pragma unroll
           for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
-          wgmma_commit();
-          wgmma_wait<1>();
-          // After tile 0's commit the previous block's last group has retired, its stage too.
-          if (i == 0 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+          if (groups) {
+            wgmma_commit();
+            wgmma_wait<1>();
+            // After tile 0's commit the previous block's last group has retired, its stage too.
+            if (i == 0 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+          }
         }
       } else {
+        // NF4 half-width tiles: both tiles decode first (interleaving them with the wgmma makes
+        // ptxas serialize the NF4 BN256 builds, C7511).
         w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
         wgmma_fence();
-        // k16 step outer: consecutive wgmma alternate accumulators.
 #pragma unroll
         for (int j = 0; j < 4; ++j) {
 #pragma unroll
           for (int i = 0; i < kTiles; ++i) mma_step(i, j, af[i][j], desc0, first, wide);
         }
+      }
+      if (!groups) {
         wgmma_commit();
         wgmma_wait<0>();
         if (lane == 0) mbar_arrive(bar_empty + 8 * stage);
