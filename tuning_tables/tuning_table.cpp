@@ -146,6 +146,15 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     }
     table.rows.push_back(row);
   }
+  if (doc.contains("int4_warp_specialized")) {
+    const json& o = doc["int4_warp_specialized"];
+    const std::string where = name + " int4_warp_specialized";
+    CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of min_rows_indexed and measured", where);
+    const int64_t rows = field<int64_t>(o, "min_rows_indexed", where);
+    CHORD_REQUIRE(rows >= 1, "tuning table {}: min_rows_indexed {} must be positive", where, rows);
+    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+    table.ws_int4_min_rows_indexed = rows;
+  }
   return table;
 }
 
@@ -177,10 +186,16 @@ std::string detect_profile(const Arch& arch, int n, int k) {
   return "";
 }
 
-std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
+const TuningTable* find_tuning_table(const Arch& arch, const std::string& profile) {
   for (const auto& table : tuning_tables()) {
-    if (table.arch != arch.name() || table.profile != profile) continue;
-    for (const auto& row : table.rows) {
+    if (table.arch == arch.name() && table.profile == profile) return &table;
+  }
+  return nullptr;
+}
+
+std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
+  if (const TuningTable* table = find_tuning_table(arch, profile)) {
+    for (const auto& row : table->rows) {
       if (rows_per_expert >= row.min_m && rows_per_expert <= row.max_m) return row;
     }
   }

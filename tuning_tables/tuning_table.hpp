@@ -42,6 +42,11 @@ struct TuningTable {
   std::string profile;
   std::vector<std::pair<int, int>> shapes;  // (N, K) the profile is recognised by
   std::vector<TuningRow> rows;
+  // Expected rows per expert from which the indexed mode's INT4 128-token WGMMA tiles take the
+  // warp-specialized kernel, where the profile's indexed hint is exact ("int4_warp_specialized":
+  // {"min_rows_indexed", "measured"}); unset: the resolver's default, set high because under
+  // expert parallelism the hint also counts the routes to other ranks' experts.
+  std::optional<int64_t> ws_int4_min_rows_indexed;
 };
 
 // Parses JSON text; throws Error(CHORD_ERROR_INVALID_ARGUMENT) naming the table and row
@@ -50,6 +55,9 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
 
 // Every embedded table, parsed once.
 const std::vector<TuningTable>& tuning_tables();
+
+// The (arch, profile) table, or nullptr.
+const TuningTable* find_tuning_table(const Arch& arch, const std::string& profile);
 
 // The profile whose shapes hold (N, K), or "" (generic: the heuristic decides).
 std::string detect_profile(const Arch& arch, int n, int k);

@@ -65,9 +65,13 @@ void apply_override(int* field, const std::optional<int>& value) {
 
 // The tuning table of the problem's profile (detected from N, K unless CHORD_W4A16_PROFILE
 // names one), else the heuristic; *from_table says which.
+std::string problem_profile(const W4A16Problem& p, const Environment& e) {
+  return e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
+}
+
 W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, bool* from_table) {
   *from_table = false;
-  std::string profile = e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
+  const std::string profile = problem_profile(p, e);
   if (profile.empty() || profile == "heuristic") return heuristic(p);
   auto row = find_tuning_row(p.arch, profile, p.rows_per_expert);
   if (!row) {
@@ -196,8 +200,15 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // 2348 -> 2247, down 1195 -> 1127. Not at EP8 T=4096 (gate_up 380 -> 409 us), whose hint
   // (683) is 10x its real rows per expert: the indexed hint counts the routes to other ranks'
   // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower.
-  const bool int4_ws = p.k >= kW4A16WsMinInt4K &&
-                       p.rows_per_expert >= (p.mode == kW4A16Indexed ? kW4A16WsMinInt4RowsIndexed : kW4A16WsMinInt4Rows);
+  // A table whose indexed hint is exact (all experts local: TP8) sets its own indexed bar
+  // ("int4_warp_specialized" in the table, with its measurement).
+  int64_t int4_ws_rows = kW4A16WsMinInt4Rows;
+  if (p.mode == kW4A16Indexed) {
+    const TuningTable* table = find_tuning_table(p.arch, problem_profile(p, e));
+    int4_ws_rows = table && table->ws_int4_min_rows_indexed ? *table->ws_int4_min_rows_indexed
+                                                            : kW4A16WsMinInt4RowsIndexed;
+  }
+  const bool int4_ws = p.k >= kW4A16WsMinInt4K && p.rows_per_expert >= int4_ws_rows;
   if (!forced && c.wgmma() && (c.nf4() || int4_ws) && c.block_m == kW4A16WgmmaWsBlockM) {
     W4A16GemmConfig ws = c;
     ws.engine = W4A16Engine::kWgmmaWs;

@@ -112,6 +112,23 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"block_n": 256})")), Catch::Contains("measured"));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"warps_n": 3, "measured": "y"})")),
                     Catch::Contains("BLOCK_N / WARPS_N"));
+  // The table's own indexed bar for INT4 on the warp-specialized kernel: a positive row count
+  // with its measurement.
+  auto with_ws = [&](const std::string& ws) {
+    std::string d = doc(good_row);
+    d.replace(d.find("\"rows\""), 6, "\"int4_warp_specialized\": " + ws + ", \"rows\"");
+    return d;
+  };
+  const chord::TuningTable ws =
+      chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 170, "measured": "z"})"));
+  REQUIRE(ws.ws_int4_min_rows_indexed.has_value());
+  CHECK(*ws.ws_int4_min_rows_indexed == 170);
+  CHECK_FALSE(chord::parse_tuning_table("t.json", doc(good_row)).ws_int4_min_rows_indexed.has_value());
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 0, "measured": "z"})")),
+                    Catch::Contains("int4_warp_specialized"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 170})")),
+                    Catch::Contains("measured"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws("170")), Catch::Contains("must be an object"));
   // 5 stages of BM8 BN256 BK256 fit without the table (200 KiB), not with it.
   CHECK_THROWS_WITH(chord::parse_tuning_table(
                         "t.json", with_nf4(R"({"block_n": 256, "block_k": 256, "stages": 5, "measured": "y"})")),
@@ -271,6 +288,23 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   CHECK_FALSE(chord::resolve_w4a16_config(indexed).warp_specialized());
   indexed.rows_per_expert = 2731;
   CHECK(chord::resolve_w4a16_config(indexed).warp_specialized());
+  // TP8 (every expert local, so the indexed hint is the real mean): its table's own bar, 170
+  // rows (T=8192); the down shape (K 256) stays on the one-role kernel at any row count.
+  chord::W4A16Problem tp8 = problem(512, 7168, 170, chord::kW4A16Indexed);
+  tp8.experts = 384;
+  tp8.block_size = 128;
+  REQUIRE(chord::find_tuning_table(kSm90a, "tp8") != nullptr);
+  CHECK(chord::find_tuning_table(kSm90a, "tp8")->ws_int4_min_rows_indexed == 170);
+  CHECK(chord::resolve_w4a16_config(tp8).warp_specialized());
+  tp8.rows_per_expert = 169;
+  CHECK(chord::resolve_w4a16_config(tp8).wgmma());
+  CHECK_FALSE(chord::resolve_w4a16_config(tp8).warp_specialized());
+  chord::W4A16Problem tp8_down = problem(7168, 256, 341, chord::kW4A16Indexed);
+  tp8_down.experts = 384;
+  tp8_down.block_size = 128;
+  CHECK(chord::resolve_w4a16_config(tp8_down).wgmma());
+  CHECK_FALSE(chord::resolve_w4a16_config(tp8_down).warp_specialized());
+  CHECK_FALSE(chord::find_tuning_table(kSm90a, "ep8")->ws_int4_min_rows_indexed.has_value());
   // N not a multiple of 256: the one-role kernel, whose 16 KiB pair table must not cost the
   // tile its second CTA per SM (228 KiB, 1 KiB each).
   chord::W4A16Problem nf4_n128 = nf4;
