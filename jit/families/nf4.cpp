@@ -10,7 +10,7 @@ KernelDescriptor NF4KernelConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
   d.family = dequant ? KernelFamily::kNF4Dequant : KernelFamily::kNF4Pack;
   d.arch = arch;
-  d.params[0] = dequant ? element : absmax_form;
+  d.params[0] = dequant ? static_cast<int>(element) : static_cast<int>(absmax_form);
   return d;
 }
 
