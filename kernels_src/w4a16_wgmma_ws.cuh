@@ -16,7 +16,8 @@
 // copies are in flight during a tile's epilogue. Tiles reach the consumers through
 // kW4A16WgmmaWsSlots slots (output rows, n block, a "done" mark, the wgmma width) with their
 // own full / empty mbarriers; NF4 tiles whose rows fit in the first 64 tokens run the m64n64
-// wgmma. The resolver runs it for NF4 prefill (docs/wgmma_prefill.md).
+// wgmma. The resolver runs it for NF4 prefill and large long-K INT4 prefill
+// (docs/wgmma_prefill.md).
 #pragma once
 
 #include "w4a16_wgmma.cuh"
@@ -90,7 +91,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   // Tiles whose valid rows all sit in the first BM / 2 (an expert's last rows) run the
   // half-width wgmma: NF4 weights only. With INT4 weights ptxas serializes the wgmma of some
   // BLOCK_N 256 instantiations once the kernel holds both widths (C7511, "insufficient
-  // register resources"), and INT4 prefill runs the one-role kernel anyway.
+  // register resources"), so INT4 tail tiles run at full width.
   constexpr bool kNarrowTiles = kNF4;
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];

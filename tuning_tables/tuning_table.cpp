@@ -204,10 +204,9 @@ std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& pr
 
 std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k) {
   CHORD_REQUIRE(experts > 0 && top_k > 0, "export: experts and top_k must be positive");
-  for (const auto& table : tuning_tables()) {
-    if (table.arch != arch.name() || table.profile != profile) continue;
+  if (const TuningTable* table = find_tuning_table(arch, profile)) {
     json out = json::array();
-    for (const auto& row : table.rows) {
+    for (const auto& row : table->rows) {
       // Tokens M whose mean rows per expert (M * top_k / experts) fall in the row's range.
       const int64_t min_tokens = (row.min_m * experts + top_k - 1) / top_k;
       const int64_t max_tokens = row.max_m >= (int64_t{1} << 40) / experts ? (int64_t{1} << 31) - 1

@@ -63,15 +63,15 @@ void apply_override(int* field, const std::optional<int>& value) {
   if (value) *field = *value;
 }
 
-// The tuning table of the problem's profile (detected from N, K unless CHORD_W4A16_PROFILE
-// names one), else the heuristic; *from_table says which.
+// The problem's profile: detected from N, K unless CHORD_W4A16_PROFILE names one.
 std::string problem_profile(const W4A16Problem& p, const Environment& e) {
   return e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
 }
 
-W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, bool* from_table) {
+// The tuning table row of `profile` (problem_profile), else the heuristic; *from_table says which.
+W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, const std::string& profile,
+                                   bool* from_table) {
   *from_table = false;
-  const std::string profile = problem_profile(p, e);
   if (profile.empty() || profile == "heuristic") return heuristic(p);
   auto row = find_tuning_row(p.arch, profile, p.rows_per_expert);
   if (!row) {
@@ -172,8 +172,9 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
                 kW4A16PackK);
   const Environment& e = env();
+  const std::string profile = problem_profile(p, e);
   bool from_table = false;
-  W4A16GemmConfig chosen = table_or_heuristic(p, e, &from_table);
+  W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, &from_table);
   W4A16GemmConfig c = choose_engine(p, chosen, from_table, e);
   bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
   apply_override(&c.block_m, e.w4a16_bm);
@@ -204,7 +205,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // ("int4_warp_specialized" in the table, with its measurement).
   int64_t int4_ws_rows = kW4A16WsMinInt4Rows;
   if (p.mode == kW4A16Indexed) {
-    const TuningTable* table = find_tuning_table(p.arch, problem_profile(p, e));
+    const TuningTable* table = find_tuning_table(p.arch, profile);
     int4_ws_rows = table && table->ws_int4_min_rows_indexed ? *table->ws_int4_min_rows_indexed
                                                             : kW4A16WsMinInt4RowsIndexed;
   }
