@@ -211,7 +211,8 @@ struct Wgmma<256> {
 // scaled by the absmax in T, from a table of REPLICAS replicas.
 template <int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
-                                                        unsigned int nf4_lane, int i, unsigned int (&af)[4][4]) {
+                                                        unsigned int nf4_lane, int i, unsigned int (&af)[4][4],
+                                                        unsigned int nf4_table = 0) {
   using namespace w4a16_detail;
   constexpr int kElem = w4a16_element(WEIGHT);
   unsigned int q[4];
@@ -222,7 +223,8 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
     const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
     const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
 #pragma unroll
-    for (int j = 0; j < 4; ++j) nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[j]);
+    for (int j = 0; j < 4; ++j)
+      nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[j], nf4_table);
   } else {
     (void)nf4_lane;
     const unsigned int s0 = lds32(stage + s_rd + i * 128);
@@ -239,10 +241,11 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
 // The same for KTILES m64 tiles -> af[i][k16 step][4].
 template <int KTILES, int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
-                                                   unsigned int nf4_lane, unsigned int (&af)[KTILES][4][4]) {
+                                                   unsigned int nf4_lane, unsigned int (&af)[KTILES][4][4],
+                                                   unsigned int nf4_table = 0) {
 #pragma unroll
   for (int i = 0; i < KTILES; ++i)
-    w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, REPLICAS>(stage, w_rd, s_rd, nf4_lane, i, af[i]);
+    w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, REPLICAS>(stage, w_rd, s_rd, nf4_lane, i, af[i], nf4_table);
 }
 
 // ---------------------------------------------------------------------------------------

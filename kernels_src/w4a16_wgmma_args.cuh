@@ -68,11 +68,12 @@ CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_barrier_bytes(int stages) {
   return ((2 * stages + 2 * kW4A16WgmmaWsSlots) * 8 + 15) / 16 * 16;
 }
 // The stages, the barriers, the tile slots of 128 output rows + 4 ints, the producer's 128 source
-// rows, 64 scheduler ints, 8 consumer warps x 512 bytes of epilogue staging, the 32 KiB NF4
-// pair table; 1024 bytes of alignment slack.
+// rows, 64 scheduler ints, 8 consumer warps x 512 bytes of epilogue staging, the NF4 pair table
+// (BN256: 64 KiB of 256-byte entries, BN128: 32 KiB; 256 bytes of alignment slack); 1024 bytes
+// of alignment slack.
 CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_smem_bytes(int block_n, int stages, bool nf4) {
   return 1024 + w4a16_wgmma_stage_bytes(kW4A16WgmmaWsBlockM, block_n) * stages + w4a16_wgmma_ws_barrier_bytes(stages) +
-         (kW4A16WgmmaWsSlots * (kW4A16WgmmaWsBlockM + 4) + kW4A16WgmmaWsBlockM + 64) * 4 + 8 * 512 + (nf4 ? 256 * 32 * 4 : 0);
+         (kW4A16WgmmaWsSlots * (kW4A16WgmmaWsBlockM + 4) + kW4A16WgmmaWsBlockM + 64) * 4 + 8 * 512 + (nf4 ? 256 * (block_n == 256 ? 64 : 32) * 4 + 256 : 0);
 }
 CHORD_W4A16_HD constexpr const char* w4a16_wgmma_ws_config_error(int mode, int block_n, int stages, bool nf4) {
   return (block_n != 128 && block_n != 256) ? "BLOCK_N must be 128 or 256 (one or two m64 tiles per consumer)"

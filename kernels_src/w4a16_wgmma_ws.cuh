@@ -109,7 +109,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   int* const s_src = slots + kSlots * (BM + 4);
   int* const s_misc = s_src + BM;
   const unsigned int epi_base = smem_addr(s_misc + 64);
-  const unsigned int nf4_tab = epi_base + 8 * 512;
+  // NF4 pair table: BN256 on 256-byte entries (one prmt per lookup address, the table base
+  // folded into the load); BN128 on 128-byte entries (its contiguous S6 build serializes the
+  // wgmma with the wider table, C7511).
+  constexpr int kReplicas = kTiles == 2 ? 64 : 32;
+  const unsigned int nf4_tab = (epi_base + 8 * 512 + 255u) & ~255u;
 
   const int tid = threadIdx.x;
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
@@ -123,7 +127,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       mbar_init(bar_slot_empty + 8 * s, 8);
     }
   }
-  if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, Cfg::kThreads, 32>(nf4_tab, tid);
+  if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, Cfg::kThreads, kReplicas>(nf4_tab, tid);
   __syncthreads();
 
   const int K = args.k, N = args.n;
@@ -238,7 +242,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     const int nt0 = cw * kTiles * 4 + warp;  // packed chunk of this warp's m64 tile 0; tile i: + 4 i
     const unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
     const unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
-    const unsigned int nf4_lane = kNF4 ? nf4_detail::nf4_pair_lane_base<32>(nf4_tab, lane) : 0u;
+    const unsigned int nf4_lane = kNF4 ? nf4_detail::nf4_pair_lane_base<kReplicas>(nf4_tab, lane) : 0u;
     const unsigned int epi_lane = epi_base + (unsigned int)((tid >> 5) - 4) * 512u + lane * 16;
     unsigned short* const out = static_cast<unsigned short*>(args.out);
 
@@ -286,7 +290,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         // Tile i decodes right before its wgmma, so tile 1 decodes while tile 0's run.
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
-          w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, i, af[i]);
+          w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, kReplicas>(st, w_rd, s_rd, nf4_lane, i, af[i], nf4_tab);
           wgmma_fence();
 #pragma unroll
           for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
@@ -300,12 +304,16 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       } else {
         // NF4 half-width tiles: both tiles decode first (interleaving them with the wgmma makes
         // ptxas serialize the NF4 BN256 builds, C7511).
-        w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT, 32>(st, w_rd, s_rd, nf4_lane, af);
-        wgmma_fence();
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int i = 0; i < kTiles; ++i) {
+          w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, kReplicas>(st, w_rd, s_rd, nf4_lane, i, af[i], nf4_tab);
+          wgmma_fence();
 #pragma unroll
-          for (int i = 0; i < kTiles; ++i) mma_step(i, j, af[i][j], desc0, first, wide);
+          for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
+          if (i + 1 < kTiles) {
+            wgmma_commit();
+            wgmma_wait<0>();
+          }
         }
       }
       if (!groups) {
