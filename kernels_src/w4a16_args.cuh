@@ -2,7 +2,8 @@
 // (INT4 group-32 weights x BF16 activations) and of its pack / unpack kernels.
 //
 // Shared verbatim by host C++ (g++ -std=c++17, no CUDA headers) and device code (NVRTC,
-// no system headers): only int, unsigned int, long long and void pointers appear here.
+// no system headers): only int, unsigned int, long long, void pointers and the opaque TMA map
+// appear here.
 // The packed layout these arguments refer to is described in docs/packed_layout.md.
 #pragma once
 
@@ -36,6 +37,12 @@ constexpr int kW4A16PackN = 16;  // the packed weight needs N % 16 == 0
 constexpr int kW4A16PackK = 64;  // the packed weight needs K % 64 == 0
 constexpr unsigned int kW4A16LayoutVersion = 1;
 
+// A TMA tensor map (the driver's CUtensorMap: 128 opaque bytes, 64-byte aligned), filled on the
+// host by cuTensorMapEncodeTiled; the kernel passes its parameter-space address to the copy.
+struct alignas(64) W4A16TmaMap {
+  unsigned long long opaque[16];
+};
+
 // ---------------------------------------------------------------------------------------
 // GEMM arguments (passed by value as a __grid_constant__ kernel parameter).
 // All routing tensors are int32 device tensors read on the device only.
@@ -64,7 +71,15 @@ struct W4A16Args {
   int block_size;            // INDEXED: vLLM alignment block; must be a multiple of BLOCK_M
   int capacity;              // INDEXED: length of sorted_ids (allocated, >= valid prefix)
   int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
+  // The warp-specialized kernel in the row-range modes (w4a16_tma_activations): A as rows of
+  // K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
+  W4A16TmaMap a_map;
 };
+
+// Rows of A as one [rows, K] matrix (row stride lda): MASKED holds G groups of max_m rows.
+CHORD_W4A16_HD constexpr long long w4a16_a_total_rows(int mode, int a_rows, int num_groups, int max_m) {
+  return mode == kW4A16Masked ? (long long)num_groups * max_m : a_rows;
+}
 
 // GPU pack / unpack arguments.
 enum W4A16PackSource : int {

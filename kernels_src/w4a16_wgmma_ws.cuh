@@ -48,6 +48,19 @@ __device__ __forceinline__ void mbar_wait(unsigned int bar, unsigned int parity)
 __device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
+// One arrival on `bar` that also expects `bytes` more of asynchronous (TMA) writes.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned int bar, unsigned int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// TMA: the box of `map` at (col, row) into shared memory at `dst`, completing `bytes` on `bar`.
+__device__ __forceinline__ void tma_load_2d(unsigned int dst, const W4A16TmaMap* map, int col, int row,
+                                           unsigned int bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(col), "r"(row), "r"(bar)
+      : "memory");
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
@@ -88,6 +101,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
   constexpr int kProducers = 128;
+  constexpr bool kTmaA = w4a16_tma_activations(MODE);
   // Tiles whose valid rows all sit in the first BM / 2 (an expert's last rows) run the
   // half-width wgmma: NF4 weights only. With INT4 weights ptxas serializes the wgmma of some
   // BLOCK_N 256 instantiations once the kernel holds both widths (C7511, "insufficient
@@ -119,7 +133,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bar_full + 8 * s, kProducers);
+      mbar_init(bar_full + 8 * s, kProducers + (kTmaA ? 1 : 0));  // + the TMA's expect_tx arrival
       mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
     }
     for (int s = 0; s < kSlots; ++s) {
@@ -167,6 +181,8 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       // The barrier after the rows (not every scheduler ends on one after its last write). Every
       // scheduler fills a tile's valid rows first: with none in its second half (an expert's
       // last rows) the tile runs the half-width wgmma.
+      // The tile's first row of A (its rows are consecutive there): for the TMA box.
+      if (kTmaA && tid < BM && s_src[tid] >= 0) s_misc[63] = s_src[tid] - tid;
       int wide = 1;
       if constexpr (kNarrowTiles) {
         wide = Sync::sync_or(tid >= BM / 2 && dst[tid] >= 0);
@@ -183,6 +199,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         slot_parity ^= 1;
       }
 
+      const int a_row0 = kTmaA ? s_misc[63] : 0;  // written before the barrier above
       // This thread's copy sources for the tile.
       unsigned int a_chunk[kAPieces];
       unsigned int a_valid = 0;
@@ -211,9 +228,18 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         mbar_wait(bar_empty + 8 * stage, empty_parity);
         const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
         const uint4_w* a_k = static_cast<const uint4_w*>(args.a) + kb * (kW4A16WgmmaBlockK / 8);
+        if constexpr (kTmaA) {
+          // Rows past the tile's valid ones are loaded too (the next expert's, or zeros past the
+          // end of A): their output columns are not stored.
+          if (tid == 0) {
+            mbar_arrive_expect_tx(bar_full + 8 * stage, Cfg::kABytes);
+            tma_load_2d(st, &args.a_map, kb * kW4A16WgmmaBlockK, a_row0, bar_full + 8 * stage);
+          }
+        } else {
 #pragma unroll
-        for (int i = 0; i < kAPieces; ++i)
-          cp_async_16(st + a_dst + i * kProducers * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+          for (int i = 0; i < kAPieces; ++i)
+            cp_async_16(st + a_dst + i * kProducers * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+        }
 #pragma unroll
         for (int j = 0; j < kWPieces; ++j)
           cp_async_16(st + Cfg::kABytes + (j * 4 + (tid >> 5)) * 512 + (tid & 31) * 16,

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "jit/families/w4a16.hpp"
 #include "kernels_src/nf4_args.cuh"
 #include "jit/runtime.hpp"
 #include "jit/env.hpp"
 #include "launcher/device_context.hpp"
+#include "launcher/tensor_map.hpp"
 #include "ops/routing_check.hpp"
 #include "ops/validate.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
@@ -97,7 +99,22 @@ W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A
   return args;
 }
 
-void launch(const Launch& l, const W4A16Args& args, CUstream stream) {
+// The warp-specialized kernel's TMA map of A in the row-range modes: 128 rows x 64 elements
+// (128 bytes: one swizzle span) per box, as the kernel's shared-memory stage lays them out.
+void set_activation_map(const Launch& l, W4A16Args* args) {
+  if (!l.config.warp_specialized() || !w4a16_tma_activations(args->mode)) return;
+  const long long rows = w4a16_a_total_rows(args->mode, args->a_rows, args->num_groups, args->max_m);
+  const CUtensorMap map =
+      make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),
+                         static_cast<uint64_t>(args->k), static_cast<uint64_t>(args->lda), kW4A16WgmmaWsBlockM,
+                         kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B);
+  static_assert(sizeof(CUtensorMap) == sizeof(W4A16TmaMap), "the kernel's TMA map holds a CUtensorMap");
+  std::memcpy(&args->a_map, &map, sizeof map);
+}
+
+void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
+  W4A16Args args = in_args;
+  set_activation_map(l, &args);
   // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
   const long long ctas = w4a16_m_tiles(args.mode, l.config.block_m, args.a_rows, args.num_experts, args.num_groups,
                                        args.max_m, args.capacity) *

@@ -12,6 +12,7 @@
 // launch_entry / prepare_entry below do the work of both for one __global__ entry.
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "kernels_src/w4a16_args.cuh"
+#include "kernels_src/w4a16_wgmma_args.cuh"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
 #include "reference/nf4_reference.hpp"
@@ -161,6 +163,36 @@ inline int sm_count() {
     return v;
   }();
   return n;
+}
+
+// The warp-specialized kernel's TMA map of A for `mode` (as ops/w4a16.cpp builds it), through
+// the driver entry point the runtime hands out (no -lcuda needed).
+inline void set_activation_map(W4A16Args& a, int mode) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
+    return reinterpret_cast<Encode>(fn);
+  }();
+  const long long rows = chord::w4a16_a_total_rows(mode, a.a_rows, a.num_groups, a.max_m);
+  if (rows <= 0) return;
+  CUtensorMap map;
+  cuuint64_t dims[2] = {(cuuint64_t)a.k, (cuuint64_t)rows};
+  cuuint64_t strides[1] = {(cuuint64_t)a.lda * 2};
+  cuuint32_t box[2] = {(cuuint32_t)chord::kW4A16WgmmaBlockK, (cuuint32_t)chord::kW4A16WgmmaWsBlockM};
+  cuuint32_t elem[2] = {1, 1};
+  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(a.a), dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    std::fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", (int)r);
+    std::exit(1);
+  }
+  static_assert(sizeof(CUtensorMap) == sizeof(a.a_map), "the kernel's TMA map holds a CUtensorMap");
+  std::memcpy(&a.a_map, &map, sizeof map);
 }
 
 // Launches kEntry over w4a16_grid(a, bm, bn); an empty grid launches nothing. The first call

@@ -120,7 +120,9 @@ struct WsCfg {
   static void launch(const W4A16Args& a) {
     if constexpr (supports(MODE)) {
       const int ctas = g_ws_ctas > 0 ? g_ws_ctas : sm_count();
-      launch_entry<ws_entry<MODE, BN, ST, WEIGHT_>>(a, BM, BN, kThreads, kSmem, 1, ctas, /*exact=*/g_ws_ctas > 0);
+      W4A16Args args = a;
+      if (chord::w4a16_tma_activations(MODE)) set_activation_map(args, MODE);
+      launch_entry<ws_entry<MODE, BN, ST, WEIGHT_>>(args, BM, BN, kThreads, kSmem, 1, ctas, /*exact=*/g_ws_ctas > 0);
     } else {
       std::fprintf(stderr, "%s does not support mode %d\n", name().c_str(), MODE);
       std::exit(2);
