@@ -61,9 +61,13 @@ CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int bloc
 constexpr int kW4A16WgmmaWsBlockM = 128;
 constexpr int kW4A16WgmmaWsThreads = 384;
 // The warp-specialized kernel copies the activation rows with TMA (one 128-row x 64-element box
-// per stage, from args.a_map) where every tile's rows are one consecutive range of A:
-// CONTIGUOUS, MASKED and OFFSETS; INDEXED gathers its rows with cp.async.
-CHORD_W4A16_HD constexpr bool w4a16_tma_activations(int mode) { return mode != kW4A16Indexed; }
+// per stage, from args.a_map) in MASKED and OFFSETS mode, where a tile's rows are one
+// consecutive range of A. INDEXED gathers its rows with cp.async. CONTIGUOUS keeps cp.async
+// too: with TMA its BN256 kernel measured 2.6% slower on EP8 512 rows/expert down (H200,
+// docs/performance.md, session 18), while offsets NF4 gained 2-4%.
+CHORD_W4A16_HD constexpr bool w4a16_tma_activations(int mode) {
+  return mode == kW4A16Masked || mode == kW4A16Offsets;
+}
 // Tile slots between the producer and the consumers: how many tiles the producer may resolve
 // ahead (short K: a tile's resolve must not wait for the epilogue two tiles back).
 constexpr int kW4A16WgmmaWsSlots = 4;

@@ -2,9 +2,11 @@
 // same arithmetic, weight decode, modes, tile schedulers and packed layouts as
 // w4a16_wgmma_body (w4a16_wgmma.cuh), arranged as
 //   - warpgroup 0, the producer (56 registers after setmaxnreg): resolves tiles with the mode's
-//     scheduler (named barrier 1 among its 128 threads) and copies every stage (gathered
-//     activation rows, packed weights, scales) with cp.async, each thread's copies arriving on
-//     the stage's `full` mbarrier when they land (cp.async.mbarrier.arrive.noinc);
+//     scheduler (named barrier 1 among its 128 threads) and copies every stage (activation
+//     rows, packed weights, scales) with cp.async, each thread's copies arriving on the
+//     stage's `full` mbarrier when they land (cp.async.mbarrier.arrive.noinc); in masked and
+//     offsets mode one thread loads the activation rows as one TMA box instead
+//     (w4a16_tma_activations), its bytes expected on the same barrier;
 //   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
 //     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
 //     fragments (after a proxy fence: the copies are generic-proxy writes, wgmma reads through

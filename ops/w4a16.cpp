@@ -99,7 +99,7 @@ W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A
   return args;
 }
 
-// The warp-specialized kernel's TMA map of A in the row-range modes: 128 rows x 64 elements
+// The warp-specialized kernel's TMA map of A (masked and offsets modes): 128 rows x 64 elements
 // (128 bytes: one swizzle span) per box, as the kernel's shared-memory stage lays them out.
 void set_activation_map(const Launch& l, W4A16Args* args) {
   if (!l.config.warp_specialized() || !w4a16_tma_activations(args->mode)) return;
