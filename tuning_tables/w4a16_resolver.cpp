@@ -177,11 +177,13 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, &from_table);
   W4A16GemmConfig c = choose_engine(p, chosen, from_table, e);
   bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
+  // The knobs tune the portable kernel: a WGMMA choice gives way to the heuristic's mma.sync
+  // config first, then the forced values apply (applied before the swap, they were lost).
+  if (forced && c.wgmma()) c = heuristic(p);
   apply_override(&c.block_m, e.w4a16_bm);
   apply_override(&c.block_n, e.w4a16_bn);
   apply_override(&c.block_k, e.w4a16_bk);
   apply_override(&c.stages, e.w4a16_stages);
-  if (forced && c.wgmma()) c = heuristic(p);  // the knobs tune the portable kernel
   // NF4 takes the engine INT4 would: the WGMMA kernel decodes either (H200 kernel_check,
   // Qwen3 T=4096 offsets BM128 BN128 WG2: NF4 gate_up 462.9 us, down 277.9 us (S4); INT4 390.7,
   // 235.2 us). Set before any validation: NF4 tiles add the pair table (32 KiB mma.sync,

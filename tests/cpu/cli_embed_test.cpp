@@ -96,6 +96,12 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
   out = run(cli + "--mode indexed --n 4096 --k 7168 --experts 48 --rows 683 --block-size 128", &code);
   CHECK(code == 0);
   CHECK(out.find("engine=wgmma block_m=128") != std::string::npos);
+  // Forced knobs on a shape the table runs on WGMMA: the mma.sync kernel with the forced values.
+  out = run("CHORD_W4A16_BM=32 CHORD_W4A16_BN=256 CHORD_W4A16_BK=128 CHORD_W4A16_STAGES=3 " + cli +
+                "--mode indexed --n 7168 --k 2048 --experts 48 --rows 170 --block-size 64",
+            &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=mma_sync block_m=32 block_n=256 block_k=128 stages=3") != std::string::npos);
   out = run("CHORD_W4A16_SPLIT_K=4 " + cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8", &code);
   CHECK(code == 0);
   CHECK(out.find("split_k=4") != std::string::npos);
