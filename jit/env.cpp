@@ -71,6 +71,13 @@ Environment read_environment() {
     }
     e.w4a16_profile = p;
   }
+  if (const char* engine = get("CHORD_W4A16_ENGINE")) {
+    e.w4a16_engine = parse_w4a16_engine(engine);
+    if (!e.w4a16_engine) {
+      fail(CHORD_ERROR_ENVIRONMENT,
+           "environment variable CHORD_W4A16_ENGINE='{}' is invalid: expected mma_sync, wgmma or wgmma_ws", engine);
+    }
+  }
   e.w4a16_bm = read_positive_int("CHORD_W4A16_BM");
   e.w4a16_bn = read_positive_int("CHORD_W4A16_BN");
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");

@@ -140,7 +140,7 @@ int config(int argc, char** argv) {
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;
   p.arch = chord::parse_arch(arch_name);
   const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
-  const char* engine = c.warp_specialized() ? "wgmma_ws" : c.wgmma() ? "wgmma" : "mma_sync";
+  const char* engine = chord::w4a16_engine_name(c.engine);
   std::printf("engine=%s block_m=%d block_n=%d block_k=%d stages=%d warps_m=%d warps_n=%d warpgroups=%d split_k=%d "
               "threads=%d smem=%d kernel=%s\n",
               engine, c.block_m, c.block_n, c.block_k, c.stages, c.warps_m, c.warps_n, c.warpgroups, c.split_k,

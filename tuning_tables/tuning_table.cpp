@@ -88,10 +88,12 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
                   "tuning table {}: ranges must be sorted, contiguous and start at 0 (min_m {} max_m {})", where,
                   row.min_m, row.max_m);
     next_min = row.max_m + 1;
+    // The warp-specialized kernel is the resolver's promotion of a wgmma row, not a row's engine.
     const std::string engine = optional_field<std::string>(rows[i], "engine", "mma_sync", where);
-    CHORD_REQUIRE(engine == "mma_sync" || engine == "wgmma", "tuning table {}: engine '{}' is not mma_sync or wgmma",
+    const auto parsed = parse_w4a16_engine(engine);
+    CHORD_REQUIRE(parsed && *parsed != W4A16Engine::kWgmmaWs, "tuning table {}: engine '{}' is not mma_sync or wgmma",
                   where, engine);
-    row.config.engine = engine == "wgmma" ? W4A16Engine::kWgmma : W4A16Engine::kMmaSync;
+    row.config.engine = *parsed;
     row.config.warpgroups = optional_field<int>(rows[i], "warpgroups", 2, where);
     row.config.block_m = field<int>(rows[i], "block_m", where);
     row.config.block_n = field<int>(rows[i], "block_n", where);
@@ -214,7 +216,7 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int
       if (max_tokens < min_tokens) continue;
       const auto& c = row.int4_config(n, k);  // the shape's override where the row has one
       out.push_back({min_tokens, max_tokens,
-                     {{"block_size_m", row.routing_block}, {"engine", c.wgmma() ? "wgmma" : "mma_sync"},
+                     {{"block_size_m", row.routing_block}, {"engine", w4a16_engine_name(c.engine)},
                       {"block_m", c.block_m}, {"block_n", c.block_n},
                       {"block_k", c.block_k}, {"stages", c.stages}, {"warps_m", c.warps_m},
                       {"warps_n", c.warps_n}}});

@@ -97,7 +97,9 @@ W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, 
 
 // The WGMMA prefill config for the problem, if the GPU, the mode's routing block and the
 // shape allow one (measured 1.5x the mma.sync prefill: docs/wgmma_prefill.md).
-std::optional<W4A16GemmConfig> wgmma_config(const W4A16Problem& p) {
+// The one-role WGMMA defaults: BM128 (BM64 where the indexed routing block needs it) x BN128,
+// two consumer warpgroups, 5 stages.
+W4A16GemmConfig wgmma_defaults(const W4A16Problem& p) {
   W4A16GemmConfig c;
   c.engine = W4A16Engine::kWgmma;
   c.mode = p.mode;
@@ -108,9 +110,34 @@ std::optional<W4A16GemmConfig> wgmma_config(const W4A16Problem& p) {
   c.stages = 5;
   if (p.mode == kW4A16Indexed) {
     while (c.block_m > 64 && p.block_size % c.block_m != 0) c.block_m /= 2;
-    if (p.block_size % c.block_m != 0) return std::nullopt;
   }
+  return c;
+}
+
+std::optional<W4A16GemmConfig> wgmma_config(const W4A16Problem& p) {
+  const W4A16GemmConfig c = wgmma_defaults(p);
+  if (p.mode == kW4A16Indexed && p.block_size % c.block_m != 0) return std::nullopt;
   if (c.error() != nullptr || c.shape_error(p.n, p.k) != nullptr) return std::nullopt;
+  return c;
+}
+
+// CHORD_W4A16_ENGINE: the chosen config where it has that engine already, else the engine's
+// defaults (the heuristic's for mma.sync; BN256 and 6 stages, 5 for NF4, for the
+// warp-specialized kernel). The WGMMA engines need sm_90a.
+W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfig& chosen, W4A16Engine engine) {
+  if (chosen.engine == engine) return chosen;
+  if (engine == W4A16Engine::kMmaSync) return heuristic(p);
+  if (!(p.arch.sm() == 90 && p.arch.family_specific)) {
+    fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_ENGINE={} needs sm_90a; this GPU is {}", w4a16_engine_name(engine),
+         p.arch.name());
+  }
+  W4A16GemmConfig c = wgmma_defaults(p);
+  if (engine == W4A16Engine::kWgmmaWs) {
+    c.engine = engine;
+    c.block_m = kW4A16WgmmaWsBlockM;
+    c.block_n = 256;
+    c.stages = p.weight != kW4A16WeightInt4 ? 5 : 6;
+  }
   return c;
 }
 
@@ -176,10 +203,15 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   bool from_table = false;
   W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, &from_table);
   W4A16GemmConfig c = choose_engine(p, chosen, from_table, e);
-  bool forced = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
-  // The knobs tune the portable kernel: a WGMMA choice gives way to the heuristic's mma.sync
-  // config first, then the forced values apply (applied before the swap, they were lost).
-  if (forced && c.wgmma()) c = heuristic(p);
+  const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
+  const bool forced = forced_tile || e.w4a16_engine;
+  // Without CHORD_W4A16_ENGINE the tile knobs tune the portable kernel: a WGMMA choice gives way
+  // to the heuristic's mma.sync config first, then the forced values apply.
+  if (e.w4a16_engine) {
+    c = forced_engine_config(p, c, *e.w4a16_engine);
+  } else if (forced_tile && c.wgmma()) {
+    c = heuristic(p);
+  }
   apply_override(&c.block_m, e.w4a16_bm);
   apply_override(&c.block_n, e.w4a16_bn);
   apply_override(&c.block_k, e.w4a16_bk);
@@ -192,7 +224,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // The WGMMA table would cost an INT4 row's 5-stage BM128 BN128 tile its second CTA per SM;
   // 4 stages keep it (same kernel_check: S4 462.9 us, the shuffle decode at S5 493.2 us).
   // Before validation, so that a row the table overflows loses a stage, not its engine.
-  while (c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
+  while (!e.w4a16_stages && c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
          2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm)
     --c.stages;
   // Prefill on 128-token WGMMA tiles takes the warp-specialized kernel with 256 weight rows per
@@ -224,22 +256,24 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     c.weight = p.weight;
   }
   if (forced) {
-    // Keep the warp split legal for the forced tile.
-    c.warps_m = c.block_m >= 64 ? 2 : 1;
-    c.warps_n = c.block_n >= 64 ? 4 : 1;
-    while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
-    apply_override(&c.warps_n, e.w4a16_warps_n);
+    if (!c.wgmma()) {  // keep the mma.sync warp split legal for the forced tile
+      c.warps_m = c.block_m >= 64 ? 2 : 1;
+      c.warps_n = c.block_n >= 64 ? 4 : 1;
+      while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
+      apply_override(&c.warps_n, e.w4a16_warps_n);
+    }
     if (const char* why = c.error()) {
       fail(CHORD_ERROR_ENVIRONMENT,
-           "CHORD_W4A16_BM/BN/BK/STAGES/WARPS_N force an invalid config (bm={} bn={} bk={} stages={} warps_n={}): {}",
-           c.block_m, c.block_n, c.block_k, c.stages, c.warps_n, why);
+           "CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N force an invalid config ({} bm={} bn={} bk={} stages={} "
+           "warps_n={}): {}",
+           w4a16_engine_name(c.engine), c.block_m, c.block_n, c.block_k, c.stages, c.warps_n, why);
     }
-    if (const char* why = w4a16_shape_error(p.n, p.k, c.block_n, c.block_k)) {
+    if (const char* why = c.shape_error(p.n, p.k)) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BN/BK = {}/{} do not fit N = {}, K = {}: {}", c.block_n, c.block_k,
            p.n, p.k, why);
     }
     if (p.mode == kW4A16Indexed && p.block_size % c.block_m != 0) {
-      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BM = {} does not divide the routing block_size {}", c.block_m,
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_* force BLOCK_M = {}, which does not divide the routing block_size {}", c.block_m,
            p.block_size);
     }
   }

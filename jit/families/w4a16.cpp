@@ -20,7 +20,7 @@ const char* mode_name(int mode) {
 KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   if (const char* why = error()) {
     fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 {} config bm={} bn={} bk={} stages={} warps={}x{} is invalid: {}",
-         wgmma() ? "wgmma" : "mma.sync", block_m, block_n, block_k, stages, warps_m, warps_n, why);
+         w4a16_engine_name(engine), block_m, block_n, block_k, stages, warps_m, warps_n, why);
   }
   if (split_k > 1 && arch.sm() < 90) {
     fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 split-K {} needs thread block clusters (sm_90+); {} has none", split_k,

@@ -6,17 +6,9 @@
 #include "kernels_src/w4a16_args.cuh"
 #include "kernels_src/nf4_args.cuh"
 #include "kernels_src/w4a16_wgmma_args.cuh"
+#include "jit/families/w4a16_engine.hpp"
 
 namespace chord {
-
-// Which inner-product engine a W4A16 GEMM config uses.
-enum class W4A16Engine : int {
-  kMmaSync = 0,  // portable (sm_80+): kernels_src/w4a16_gemm.cuh
-  kWgmma = 1,    // Hopper prefill (sm_90a): kernels_src/w4a16_wgmma.cuh; block_k fixed at 64
-  kWgmmaWs = 2,  // the same, warp-specialized and persistent: kernels_src/w4a16_wgmma_ws.cuh;
-                 // block_m 128, block_n 128 or 256, one CTA per SM (the resolver: NF4 prefill,
-                 // large long-K INT4 prefill)
-};
 
 struct W4A16GemmConfig {
   W4A16Engine engine = W4A16Engine::kMmaSync;
@@ -51,6 +43,7 @@ struct W4A16GemmConfig {
              : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
                                               : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4());
     }
+    if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1 ? "split-K is a mma.sync schedule"
                           : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4());

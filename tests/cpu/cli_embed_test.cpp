@@ -102,6 +102,28 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
             &code);
   CHECK(code == 0);
   CHECK(out.find("engine=mma_sync block_m=32 block_n=256 block_k=128 stages=3") != std::string::npos);
+  // CHORD_W4A16_ENGINE: the engine with its defaults, then the tile knobs on it.
+  const std::string ep8_down = "--mode indexed --n 7168 --k 2048 --experts 48 --rows 170 --block-size 64";
+  out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BN=256 CHORD_W4A16_STAGES=4 " + cli + ep8_down, &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=wgmma block_m=64 block_n=256 block_k=64 stages=4") != std::string::npos);
+  out = run("CHORD_W4A16_ENGINE=wgmma_ws " + cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 128", &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6") != std::string::npos);
+  out = run("CHORD_W4A16_ENGINE=mma_sync " + cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512", &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=mma_sync") != std::string::npos);
+  out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BK=128 " + cli + ep8_down, &code);
+  CHECK(code == 1);
+  CHECK(out.find("the WGMMA kernels have BLOCK_K 64") != std::string::npos);
+  out = run("CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=64 " + cli + ep8_down, &code);
+  CHECK(code == 1);
+  CHECK(out.find("128-token tiles") != std::string::npos);
+  out = run("CHORD_W4A16_ENGINE=wgmma " + std::string(CHORD_CLI_PATH) +
+                " config --arch sm_80 --mode contiguous --n 4096 --k 7168 --experts 48 --rows 512",
+            &code);
+  CHECK(code == 1);
+  CHECK(out.find("CHORD_W4A16_ENGINE=wgmma needs sm_90a") != std::string::npos);
   out = run("CHORD_W4A16_SPLIT_K=4 " + cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8", &code);
   CHECK(code == 0);
   CHECK(out.find("split_k=4") != std::string::npos);

@@ -63,6 +63,15 @@ TEST_CASE("env: invalid integer values are rejected naming the variable", "[env]
   expect_rejected("CHORD_W4A16_BM", "99999999999");
 }
 
+TEST_CASE("env: engine names are parsed, others rejected", "[env]") {
+  expect_rejected("CHORD_W4A16_ENGINE", "cutlass");
+  expect_rejected("CHORD_W4A16_ENGINE", "WGMMA");
+  for (auto engine : {chord::W4A16Engine::kMmaSync, chord::W4A16Engine::kWgmma, chord::W4A16Engine::kWgmmaWs}) {
+    ScopedEnv set("CHORD_W4A16_ENGINE", std::string(chord::w4a16_engine_name(engine)));
+    CHECK(chord::read_environment().w4a16_engine == engine);
+  }
+}
+
 TEST_CASE("env: invalid profile names are rejected", "[env]") {
   expect_rejected("CHORD_W4A16_PROFILE", "");
   expect_rejected("CHORD_W4A16_PROFILE", "EP8 ");
