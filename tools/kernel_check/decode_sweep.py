@@ -7,7 +7,9 @@ A setting is a name and CHORD_W4A16_* assignments, e.g. `bk256=CHORD_W4A16_BK=25
 `default` (no override) always runs first. Rows: indexed EP8 decode T=20, masked EP8 8
 tokens/expert, Qwen3 offsets T=1, 8 and 64 (INT4 and NF4); each row is checked against torch as
 in the bench. `--rows kimi|qwen3|nf4|all` limits the rows (default all), `--tokens 1,8,64` sets
-the Qwen3 token counts.
+the Qwen3 token counts. `--rows prefill` runs the indexed EP8 prefill rows instead, at the token
+counts of `--prefill-tokens` (default 1024,2048,4096); CHORD_W4A16_ENGINE with the tile
+variables sweeps their WGMMA configs.
 """
 import argparse
 import json
@@ -19,7 +21,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def child(out_path, rows, tokens):
+def child(out_path, rows, tokens, prefill_tokens):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import torch
     import bench_w4a16 as b
@@ -29,6 +31,16 @@ def child(out_path, rows, tokens):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
     suite = b.Suite(chord, True)
+    if rows == "prefill":
+        e_all, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
+        up = b.ExpertWeights(chord, 48, n_up, k_up, gen)
+        down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
+        ids = torch.arange(e_all, device="cuda")
+        local_ep8 = torch.where(ids < 48, ids, torch.full_like(ids, -1)).to(torch.int32)
+        for t in prefill_tokens:
+            suite.indexed("indexed EP8 prefill", t, up, down, t, e_all, 8, local_ep8, 64, gen)
+        del up, down
+        torch.cuda.empty_cache()
     if rows in ("all", "kimi"):
         _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
         up = b.ExpertWeights(chord, 48, n_up, k_up, gen)
@@ -60,11 +72,13 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--setting", action="append", default=[])
     ap.add_argument("--child", default=None)
-    ap.add_argument("--rows", default="all", choices=("all", "kimi", "qwen3", "nf4"))
+    ap.add_argument("--rows", default="all", choices=("all", "kimi", "qwen3", "nf4", "prefill"))
     ap.add_argument("--tokens", default="1,8,64", help="Qwen3 token counts, comma-separated")
+    ap.add_argument("--prefill-tokens", default="1024,2048,4096", help="--rows prefill: token counts")
     args = ap.parse_args()
     if args.child:
-        sys.exit(child(args.child, args.rows, [int(t) for t in args.tokens.split(",")]))
+        sys.exit(child(args.child, args.rows, [int(t) for t in args.tokens.split(",")],
+                       [int(t) for t in args.prefill_tokens.split(",")]))
     os.makedirs(args.out, exist_ok=True)
     settings = [("default", {})]
     for s in args.setting:
@@ -77,7 +91,8 @@ def main():
         e = dict(os.environ)
         e.update(env)
         print(f"== {name} {env}", flush=True)
-        r = subprocess.run([sys.executable, __file__, "--child", path, "--rows", args.rows, "--tokens", args.tokens], env=e)
+        r = subprocess.run([sys.executable, __file__, "--child", path, "--rows", args.rows, "--tokens", args.tokens,
+                            "--prefill-tokens", args.prefill_tokens], env=e)
         rc |= r.returncode
         if os.path.exists(path):
             results[name] = json.load(open(path))["rows"]
