@@ -157,7 +157,48 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
     table.ws_int4_min_rows_indexed = rows;
   }
+  if (doc.contains("indexed_block_fallback")) {
+    const json& o = doc["indexed_block_fallback"];
+    const std::string where = name + " indexed_block_fallback";
+    CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of shape_overrides and measured", where);
+    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+    const json list = field<json>(o, "shape_overrides", where);
+    CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
+    for (size_t j = 0; j < list.size(); ++j) {
+      const json& e = list[j];
+      const std::string e_where = where + " shape_overrides " + std::to_string(j);
+      CHORD_REQUIRE(e.is_object() && e.size() == 5 && e.contains("block_n") && e.contains("stages"),
+                    "tuning table {}: must be an object of n, k, block_n, stages and measured", e_where);
+      TuningTable::BlockFallback f;
+      f.n = field<int>(e, "n", e_where);
+      f.k = field<int>(e, "k", e_where);
+      bool known = false;
+      for (const auto& shape : table.shapes) known |= shape.first == f.n && shape.second == f.k;
+      CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", e_where, f.n, f.k);
+      f.block_n = field<int>(e, "block_n", e_where);
+      f.stages = field<int>(e, "stages", e_where);
+      CHORD_REQUIRE(!field<std::string>(e, "measured", e_where).empty(), "tuning table {}: 'measured' is empty",
+                    e_where);
+      // Checked on the smallest tile the fallback runs (BLOCK_M 64); the resolver checks again.
+      W4A16GemmConfig c;
+      c.engine = W4A16Engine::kWgmma;
+      c.block_m = 64;
+      c.block_k = kW4A16WgmmaBlockK;
+      c.block_n = f.block_n;
+      c.stages = f.stages;
+      if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", e_where, why);
+      require_fits_shape(c, f.n, f.k, e_where);
+      table.indexed_block_fallback.push_back(f);
+    }
+  }
   return table;
+}
+
+const TuningTable::BlockFallback* TuningTable::block_fallback(int n, int k) const {
+  for (const auto& f : indexed_block_fallback) {
+    if (f.n == n && f.k == k) return &f;
+  }
+  return nullptr;
 }
 
 const W4A16GemmConfig& TuningRow::int4_config(int n, int k) const {

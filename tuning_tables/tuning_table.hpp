@@ -47,6 +47,18 @@ struct TuningTable {
   // {"min_rows_indexed", "measured"}); unset: the resolver's default, set high because under
   // expert parallelism the hint also counts the routes to other ranks' experts.
   std::optional<int64_t> ws_int4_min_rows_indexed;
+  // Indexed calls whose hint row has a WGMMA tile that does not divide the call's routing block
+  // (under expert parallelism the hint counts the routes to other ranks' experts, while vLLM
+  // aligns to the block of the real rows) run the one-role WGMMA defaults with BLOCK_M the
+  // block allows; these are their per-shape block_n / stages ("indexed_block_fallback":
+  // {"shape_overrides": [{n, k, block_n, stages, measured}], "measured"}).
+  struct BlockFallback {
+    int n = 0, k = 0;
+    int block_n = 0, stages = 0;
+  };
+  std::vector<BlockFallback> indexed_block_fallback;
+  // The fallback's entry for (n, k), or nullptr.
+  const BlockFallback* block_fallback(int n, int k) const;
 };
 
 // Parses JSON text; throws Error(CHORD_ERROR_INVALID_ARGUMENT) naming the table and row

@@ -145,7 +145,7 @@ W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfi
 // decides for its shapes, otherwise prefill tiles (BLOCK_M >= 64) take WGMMA.
 // CHORD_SM90_DECODE=1 forces the mma.sync (decode) schedule, =0 the WGMMA one where valid.
 W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, bool from_table,
-                              const Environment& e) {
+                              const std::string& profile, const Environment& e) {
   const bool hopper = p.arch.sm() == 90 && p.arch.family_specific;
   bool want_wgmma = hopper && (from_table ? chosen.wgmma() : chosen.block_m >= 64);
   if (hopper && e.sm90_decode) want_wgmma = !*e.sm90_decode;
@@ -155,7 +155,20 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
         (p.mode != kW4A16Indexed || p.block_size % chosen.block_m == 0)) {
       return chosen;
     }
-    if (auto c = wgmma_config(p)) return *c;
+    if (auto c = wgmma_config(p)) {
+      // A table row's WGMMA tile that the indexed routing block cannot hold: the table's
+      // fallback for the shape (measured with INT4 weights), where it is valid for this block.
+      if (from_table && chosen.wgmma() && p.mode == kW4A16Indexed && p.weight == kW4A16WeightInt4) {
+        const TuningTable* table = find_tuning_table(p.arch, profile);
+        if (const auto* f = table ? table->block_fallback(p.n, p.k) : nullptr) {
+          W4A16GemmConfig fallback = *c;
+          fallback.block_n = f->block_n;
+          fallback.stages = f->stages;
+          if (fallback.error() == nullptr && fallback.shape_error(p.n, p.k) == nullptr) return fallback;
+        }
+      }
+      return *c;
+    }
   }
   return chosen.wgmma() ? heuristic(p) : chosen;
 }
@@ -202,7 +215,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   const std::string profile = problem_profile(p, e);
   bool from_table = false;
   W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, &from_table);
-  W4A16GemmConfig c = choose_engine(p, chosen, from_table, e);
+  W4A16GemmConfig c = choose_engine(p, chosen, from_table, profile, e);
   const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
   const bool forced = forced_tile || e.w4a16_engine;
   // Without CHORD_W4A16_ENGINE the tile knobs tune the portable kernel: a WGMMA choice gives way

@@ -135,6 +135,52 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
                     Catch::Contains("227 KiB"));
 }
 
+TEST_CASE("tuning: the indexed block fallback is validated and taken where the hint row cannot serve the block",
+          "[tuning]") {
+  const std::string row =
+      R"({"min_m": 0, "max_m": 99, "engine": "wgmma", "block_m": 128, "block_n": 128, "block_k": 64, "stages": 5, "warps_m": 1, "warps_n": 4, "measured": "x"})";
+  auto doc = [&](const std::string& fallback) {
+    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 7168, "k": 2048}], "indexed_block_fallback": )" +
+           fallback + R"(, "rows": [)" + row + "]}";
+  };
+  const chord::TuningTable t = chord::parse_tuning_table(
+      "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "stages": 4, "measured": "y"}]})"));
+  REQUIRE(t.block_fallback(7168, 2048) != nullptr);
+  CHECK(t.block_fallback(7168, 2048)->block_n == 256);
+  CHECK(t.block_fallback(7168, 2048)->stages == 4);
+  CHECK(t.block_fallback(4096, 7168) == nullptr);
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"({"shape_overrides": []})")), Catch::Contains("measured"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 4096, "k": 7168, "block_n": 256, "stages": 4, "measured": "y"}]})")),
+                    Catch::Contains("not one of the table's shapes"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "measured": "y"}]})")),
+                    Catch::Contains("indexed_block_fallback shape_overrides 0"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "stages": 4, "block_m": 32, "measured": "y"}]})")),
+                    Catch::Contains("must be an object of n, k, block_n, stages and measured"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "stages": 1, "measured": "y"}]})")),
+                    Catch::Contains("shape_overrides 0"));
+
+  // The EP8 table: T=1024-like indexed down (hint 170, vLLM block 64) takes its fallback; the
+  // same call with block 128 keeps the BM128 row, gate_up and NF4 keep the engine's defaults.
+  chord::W4A16Problem down = problem(7168, 2048, 170, chord::kW4A16Indexed);
+  chord::W4A16GemmConfig c = chord::resolve_w4a16_config(down);
+  CHECK((c.engine == chord::W4A16Engine::kWgmma && c.block_m == 64 && c.block_n == 256 && c.stages == 4));
+  down.block_size = 128;
+  c = chord::resolve_w4a16_config(down);
+  CHECK((c.block_m == 128 && c.block_n == 128 && c.stages == 5));
+  chord::W4A16Problem up = problem(4096, 7168, 170, chord::kW4A16Indexed);
+  c = chord::resolve_w4a16_config(up);
+  CHECK((c.engine == chord::W4A16Engine::kWgmma && c.block_m == 64 && c.block_n == 128 && c.stages == 5));
+  chord::W4A16Problem nf4 = problem(7168, 2048, 170, chord::kW4A16Indexed);
+  nf4.weight = chord::kW4A16WeightNF4;
+  CHECK(chord::resolve_w4a16_config(nf4).block_n == 128);
+  // A masked call on the same row count is not indexed: no fallback.
+  CHECK(chord::resolve_w4a16_config(problem(7168, 2048, 170)).block_m == 128);
+}
+
 TEST_CASE("tuning: a row's shape override is validated and taken for its shape only", "[tuning]") {
   const std::string head =
       R"({"min_m": 0, "max_m": 99, "block_m": 16, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, )";
