@@ -60,18 +60,18 @@ KernelSource W4A16GemmConfig::source() const {
     if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
     s.text = fmt::format(R"(#include "w4a16_wgmma_ws.cuh"
 
-extern "C" __global__ void __launch_bounds__({threads}, 1) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
+extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
   chord::w4a16_wgmma_ws_body<{mode}, {bn}, {stages}, {weight}>(args);
 }}
 )",
-                         fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
-                         fmt::arg("bn", block_n), fmt::arg("stages", stages), fmt::arg("weight", static_cast<int>(weight)));
+                         fmt::arg("threads", threads()), fmt::arg("min_blocks", launch_min_blocks()),
+                         fmt::arg("mode", static_cast<int>(mode)), fmt::arg("bn", block_n), fmt::arg("stages", stages),
+                         fmt::arg("weight", static_cast<int>(weight)));
     s.text += kernel_meta_definition(
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
     return s;
   }
   if (wgmma()) {
-    // Two CTAs per SM: 128 registers x 256 threads (measured in docs/wgmma_prefill.md).
     s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", mode_name(mode), block_m, block_n, warpgroups, stages);
     // As for mma.sync: INT4 keeps its original text, NF4 names the weight kind after the
     // defaulted INFLIGHT.
@@ -80,14 +80,17 @@ extern "C" __global__ void __launch_bounds__({threads}, 1) chord_entry(const __g
       s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
       weight_args = fmt::format(", 1, {}", static_cast<int>(weight));
     }
+    const int min_blocks = launch_min_blocks();
+    if (min_blocks == 1) s.name += "_minb1";
     s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
 
-extern "C" __global__ void __launch_bounds__({threads}, 2) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
+extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
   chord::w4a16_wgmma_body<{mode}, {bm}, {bn}, {wg}, {stages}{weight}>(args);
 }}
 )",
-                         fmt::arg("threads", threads()), fmt::arg("mode", static_cast<int>(mode)),
-                         fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("wg", warpgroups),
+                         fmt::arg("threads", threads()), fmt::arg("min_blocks", min_blocks),
+                         fmt::arg("mode", static_cast<int>(mode)), fmt::arg("bm", block_m), fmt::arg("bn", block_n),
+                         fmt::arg("wg", warpgroups),
                          fmt::arg("stages", stages), fmt::arg("weight", weight_args));
     s.text += kernel_meta_definition(
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
@@ -117,7 +120,7 @@ extern "C" __global__ void __launch_bounds__({threads}{min_blocks}) chord_entry(
                        // 256-thread (prefill) tiles: cap registers at 128 for 2 CTAs per SM
                        // (H200, kernel_check: contiguous EP8 512 rows/expert BM128 3718 us vs
                        // 4603 us at 1 CTA/SM); smaller CTAs already fit several per SM.
-                       fmt::arg("min_blocks", threads() == 256 ? ", 2" : ""), fmt::arg("mode", static_cast<int>(mode)),
+                       fmt::arg("min_blocks", launch_min_blocks() > 0 ? fmt::format(", {}", launch_min_blocks()) : ""), fmt::arg("mode", static_cast<int>(mode)),
                        fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("bk", block_k),
                        fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n),
                        fmt::arg("weight", weight_args));
