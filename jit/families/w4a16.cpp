@@ -81,7 +81,6 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entr
       weight_args = fmt::format(", 1, {}", static_cast<int>(weight));
     }
     const int min_blocks = launch_min_blocks();
-    if (min_blocks == 1) s.name += "_minb1";
     s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
 
 extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{

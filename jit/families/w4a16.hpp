@@ -37,12 +37,12 @@ struct W4A16GemmConfig {
                               : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
   }
   // The kernel's __launch_bounds__ minimum CTAs per SM (0: none). 256-thread tiles run two per
-  // SM (128 registers), which their speed was measured with, except the one-role WGMMA tiles
-  // whose 2 warpgroups hold two m64 weight tiles each (BLOCK_N 256): at 128 registers ptxas
-  // serializes their wgmma (C7511), so they take one CTA per SM and up to 255 registers.
+  // SM (128 registers), which their speed was measured with. The one-role WGMMA BM64 x BN256
+  // tile serializes its wgmma at 128 registers (C7511) and still ran faster than with one CTA
+  // per SM and 167 registers (EP8 T=1024 indexed down 97.3 vs 117.2 us, docs/performance.md).
   int launch_min_blocks() const {
     if (warp_specialized()) return 1;
-    if (wgmma()) return warpgroups == 2 && block_n > 128 ? 1 : 2;
+    if (wgmma()) return 2;
     return threads() == 256 ? 2 : 0;
   }
   // Why the config is invalid (nullptr when valid).
