@@ -274,6 +274,9 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
       c.warps_n = c.block_n >= 64 ? 4 : 1;
       while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
       apply_override(&c.warps_n, e.w4a16_warps_n);
+    } else if (e.w4a16_warps_n) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_WARPS_N={} applies to the mma.sync kernel, not to {}",
+           *e.w4a16_warps_n, w4a16_engine_name(c.engine));
     }
     if (const char* why = c.error()) {
       fail(CHORD_ERROR_ENVIRONMENT,
@@ -286,8 +289,8 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
            p.n, p.k, why);
     }
     if (p.mode == kW4A16Indexed && p.block_size % c.block_m != 0) {
-      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_* force BLOCK_M = {}, which does not divide the routing block_size {}", c.block_m,
-           p.block_size);
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_* force BLOCK_M = {}, which does not divide the routing block_size {}",
+           c.block_m, p.block_size);
     }
   }
   // The tile schedulers give each of the BLOCK_M rows one thread: a narrow-N prefill tile

@@ -116,6 +116,9 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
   out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BK=128 " + cli + ep8_down, &code);
   CHECK(code == 1);
   CHECK(out.find("the WGMMA kernels have BLOCK_K 64") != std::string::npos);
+  out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_WARPS_N=8 " + cli + ep8_down, &code);
+  CHECK(code == 1);
+  CHECK(out.find("CHORD_W4A16_WARPS_N=8 applies to the mma.sync kernel, not to wgmma") != std::string::npos);
   out = run("CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=64 " + cli + ep8_down, &code);
   CHECK(code == 1);
   CHECK(out.find("128-token tiles") != std::string::npos);
