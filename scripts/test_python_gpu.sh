@@ -14,6 +14,11 @@ fi
 export CHORD_CACHE_DIR=${CHORD_CACHE_DIR:-/tmp/chord-cache}
 python3 -m pip install --no-build-isolation --no-deps -v . > "$out/pip_install.log" 2>&1 \
   || { tail -40 "$out/pip_install.log"; exit 1; }
+# Wheels that scripts/gpu-wheels.sh downloaded (the `kernels` package), installed offline.
+if [ -d .wheels ]; then
+  python3 -m pip install --no-index --find-links .wheels kernels > "$out/pip_wheels.log" 2>&1 \
+    || { echo "offline install of .wheels failed (its tests will skip):"; tail -5 "$out/pip_wheels.log"; }
+fi
 export CHORD_PYTEST_OUT="$out"
 # One worker process when pytest-xdist is there: a test that crashes the process is
 # reported as failed and the rest still run.
