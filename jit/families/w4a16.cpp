@@ -119,7 +119,8 @@ extern "C" __global__ void __launch_bounds__({threads}{min_blocks}) chord_entry(
                        // 256-thread (prefill) tiles: cap registers at 128 for 2 CTAs per SM
                        // (H200, kernel_check: contiguous EP8 512 rows/expert BM128 3718 us vs
                        // 4603 us at 1 CTA/SM); smaller CTAs already fit several per SM.
-                       fmt::arg("min_blocks", launch_min_blocks() > 0 ? fmt::format(", {}", launch_min_blocks()) : ""), fmt::arg("mode", static_cast<int>(mode)),
+                       fmt::arg("min_blocks", launch_min_blocks() > 0 ? fmt::format(", {}", launch_min_blocks()) : ""),
+                       fmt::arg("mode", static_cast<int>(mode)),
                        fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("bk", block_k),
                        fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n),
                        fmt::arg("weight", weight_args));
