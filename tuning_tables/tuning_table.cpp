@@ -65,14 +65,25 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   auto require_fits = [&](const W4A16GemmConfig& c, const std::string& where) {
     for (const auto& [n, k] : table.shapes) require_fits_shape(c, n, k, where);
   };
-  // A row's override object (nf4, shape_overrides): `c` with the object's block_n, block_k,
-  // stages and warps_n where it names them, its own non-empty `measured`, a valid config.
+  // A per-shape entry names one of the table's (N, K).
+  auto require_known_shape = [&](int n, int k, const std::string& where) {
+    bool known = false;
+    for (const auto& shape : table.shapes) known |= shape.first == n && shape.second == k;
+    CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", where, n, k);
+  };
+  // Every object that changes a choice carries the measurement behind it.
+  auto require_measured = [&](const json& o, const std::string& where) {
+    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+  };
+  // An override object (nf4, shape_overrides, indexed_block_fallback): `c` with the object's
+  // block_n, block_k, stages and warps_n where it names them, its own non-empty `measured`, a
+  // valid config.
   auto overridden = [&](W4A16GemmConfig c, const json& o, const std::string& where) {
     c.block_n = optional_field<int>(o, "block_n", c.block_n, where);
     c.block_k = optional_field<int>(o, "block_k", c.block_k, where);
     c.stages = optional_field<int>(o, "stages", c.stages, where);
     c.warps_n = optional_field<int>(o, "warps_n", c.warps_n, where);
-    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+    require_measured(o, where);
     if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
     return c;
   };
@@ -133,9 +144,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
         TuningRow::ShapeOverride s;
         s.n = field<int>(o, "n", o_where);
         s.k = field<int>(o, "k", o_where);
-        bool known = false;
-        for (const auto& shape : table.shapes) known |= shape.first == s.n && shape.second == s.k;
-        CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", o_where, s.n, s.k);
+        require_known_shape(s.n, s.k, o_where);
         s.config = row.config;
         s.config.block_m = optional_field<int>(o, "block_m", s.config.block_m, o_where);
         s.config = overridden(s.config, o, o_where);
@@ -154,14 +163,14 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of min_rows_indexed and measured", where);
     const int64_t rows = field<int64_t>(o, "min_rows_indexed", where);
     CHORD_REQUIRE(rows >= 1, "tuning table {}: min_rows_indexed {} must be positive", where, rows);
-    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+    require_measured(o, where);
     table.ws_int4_min_rows_indexed = rows;
   }
   if (doc.contains("indexed_block_fallback")) {
     const json& o = doc["indexed_block_fallback"];
     const std::string where = name + " indexed_block_fallback";
     CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of shape_overrides and measured", where);
-    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
+    require_measured(o, where);
     const json list = field<json>(o, "shape_overrides", where);
     CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
     for (size_t j = 0; j < list.size(); ++j) {
@@ -172,22 +181,16 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
       TuningTable::BlockFallback f;
       f.n = field<int>(e, "n", e_where);
       f.k = field<int>(e, "k", e_where);
-      bool known = false;
-      for (const auto& shape : table.shapes) known |= shape.first == f.n && shape.second == f.k;
-      CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", e_where, f.n, f.k);
-      f.block_n = field<int>(e, "block_n", e_where);
-      f.stages = field<int>(e, "stages", e_where);
-      CHORD_REQUIRE(!field<std::string>(e, "measured", e_where).empty(), "tuning table {}: 'measured' is empty",
-                    e_where);
+      require_known_shape(f.n, f.k, e_where);
       // Checked on the smallest tile the fallback runs (BLOCK_M 64); the resolver checks again.
       W4A16GemmConfig c;
       c.engine = W4A16Engine::kWgmma;
       c.block_m = 64;
       c.block_k = kW4A16WgmmaBlockK;
-      c.block_n = f.block_n;
-      c.stages = f.stages;
-      if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", e_where, why);
+      c = overridden(c, e, e_where);  // block_n and stages are present (checked above)
       require_fits_shape(c, f.n, f.k, e_where);
+      f.block_n = c.block_n;
+      f.stages = c.stages;
       table.indexed_block_fallback.push_back(f);
     }
   }
