@@ -112,16 +112,12 @@ int config(int argc, char** argv) {
       return usage();
     }
   }
-  const std::pair<const char*, chord::W4A16Mode> modes[] = {{"contiguous", chord::kW4A16Contiguous},
-                                                            {"masked", chord::kW4A16Masked},
-                                                            {"offsets", chord::kW4A16Offsets},
-                                                            {"indexed", chord::kW4A16Indexed}};
   const std::pair<const char*, chord::W4A16WeightKind> weights[] = {{"int4", chord::kW4A16WeightInt4},
                                                                     {"nf4", chord::kW4A16WeightNF4},
                                                                     {"nf4-fp16", chord::kW4A16WeightNF4Fp16}};
   bool mode_ok = false, weight_ok = false;
-  for (const auto& [name, m] : modes) {
-    if (mode == name) {
+  for (auto m : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+    if (mode == chord::w4a16_mode_name(m)) {
       p.mode = m;
       mode_ok = true;
     }

@@ -5,8 +5,8 @@
 #include "jit/error.hpp"
 
 namespace chord {
-namespace {
-const char* mode_name(int mode) {
+
+const char* w4a16_mode_name(W4A16Mode mode) {
   switch (mode) {
     case kW4A16Contiguous: return "contiguous";
     case kW4A16Masked: return "masked";
@@ -15,7 +15,6 @@ const char* mode_name(int mode) {
   }
   return "unknown";
 }
-}  // namespace
 
 KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   if (const char* why = error()) {
@@ -56,7 +55,7 @@ KernelSource W4A16GemmConfig::source() const {
   if (warp_specialized()) {
     // One CTA per SM: 384 threads share 168 registers each (setmaxnreg moves them to the
     // consumers); docs/wgmma_prefill.md, "Warp-specialized variant".
-    s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", mode_name(mode), block_n, stages);
+    s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", w4a16_mode_name(mode), block_n, stages);
     if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
     s.text = fmt::format(R"(#include "w4a16_wgmma_ws.cuh"
 
@@ -72,7 +71,7 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entr
     return s;
   }
   if (wgmma()) {
-    s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", mode_name(mode), block_m, block_n, warpgroups, stages);
+    s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", w4a16_mode_name(mode), block_m, block_n, warpgroups, stages);
     // As for mma.sync: INT4 keeps its original text, NF4 names the weight kind after the
     // defaulted INFLIGHT.
     std::string weight_args;
@@ -95,7 +94,7 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entr
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
     return s;
   }
-  s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", mode_name(mode), block_m, block_n, block_k, stages, warps_m,
+  s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", w4a16_mode_name(mode), block_m, block_n, block_k, stages, warps_m,
                        warps_n);
   // INT4 instantiations keep their original text (and so their cache entries); NF4 ones name
   // the weight kind after the defaulted main-loop path.

@@ -10,6 +10,9 @@
 
 namespace chord {
 
+// The mode's name in kernel names and the CLI: contiguous, masked, offsets, indexed.
+const char* w4a16_mode_name(W4A16Mode mode);
+
 struct W4A16GemmConfig {
   W4A16Engine engine = W4A16Engine::kMmaSync;
   W4A16Mode mode = kW4A16Contiguous;
