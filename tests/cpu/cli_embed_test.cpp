@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 #include <sys/wait.h>
 
 #include "jit/embedded_headers.hpp"
@@ -81,63 +83,63 @@ TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
 
 TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides included", "[cli]") {
   const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
-  int code = -1;
-  // Qwen3 NF4 gate_up at 1 token: the table's 256-row decode tile, split 2 (1024 of K each).
-  std::string out = run(cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8 --weight nf4", &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=mma_sync block_m=8 block_n=256") != std::string::npos);
-  CHECK(out.find("split_k=2") != std::string::npos);
-  CHECK(out.find("kernel=w4a16_offsets_m8n256k128s3w1x8_nf4_sk2") != std::string::npos);
-  // EP8 contiguous 512 rows per expert: INT4 on the warp-specialized kernel; the indexed hint
-  // of EP8 T=4096 (683) stays on the one-role WGMMA kernel.
-  out = run(cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512", &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6") != std::string::npos);
-  out = run(cli + "--mode indexed --n 4096 --k 7168 --experts 48 --rows 683 --block-size 128", &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=wgmma block_m=128") != std::string::npos);
-  // Forced knobs on a shape the table runs on WGMMA: the mma.sync kernel with the forced values.
-  out = run("CHORD_W4A16_BM=32 CHORD_W4A16_BN=256 CHORD_W4A16_BK=128 CHORD_W4A16_STAGES=3 " + cli +
-                "--mode indexed --n 7168 --k 2048 --experts 48 --rows 170 --block-size 64",
-            &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=mma_sync block_m=32 block_n=256 block_k=128 stages=3") != std::string::npos);
-  // CHORD_W4A16_ENGINE: the engine with its defaults, then the tile knobs on it.
   const std::string ep8_down = "--mode indexed --n 7168 --k 2048 --experts 48 --rows 170 --block-size 64";
-  out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BN=256 CHORD_W4A16_STAGES=4 " + cli + ep8_down, &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=wgmma block_m=64 block_n=256 block_k=64 stages=4") != std::string::npos);
-  out = run("CHORD_W4A16_ENGINE=wgmma_ws " + cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 128", &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6") != std::string::npos);
-  out = run("CHORD_W4A16_ENGINE=mma_sync " + cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512", &code);
-  CHECK(code == 0);
-  CHECK(out.find("engine=mma_sync") != std::string::npos);
-  out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BK=128 " + cli + ep8_down, &code);
-  CHECK(code == 1);
-  CHECK(out.find("the WGMMA kernels have BLOCK_K 64") != std::string::npos);
-  out = run("CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_WARPS_N=8 " + cli + ep8_down, &code);
-  CHECK(code == 1);
-  CHECK(out.find("CHORD_W4A16_WARPS_N=8 applies to the mma.sync kernel, not to wgmma") != std::string::npos);
-  out = run("CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=64 " + cli + ep8_down, &code);
-  CHECK(code == 1);
-  CHECK(out.find("128-token tiles") != std::string::npos);
-  out = run("CHORD_W4A16_ENGINE=wgmma " + std::string(CHORD_CLI_PATH) +
-                " config --arch sm_80 --mode contiguous --n 4096 --k 7168 --experts 48 --rows 512",
-            &code);
-  CHECK(code == 1);
-  CHECK(out.find("CHORD_W4A16_ENGINE=wgmma needs sm_90a") != std::string::npos);
-  out = run("CHORD_W4A16_SPLIT_K=4 " + cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8", &code);
-  CHECK(code == 0);
-  CHECK(out.find("split_k=4") != std::string::npos);
-  // Bad input: a usage error, or the resolver's message.
-  out = run(cli + "--mode bogus --n 1536 --k 2048 --experts 128 --rows 1", &code);
-  CHECK(code == 2);
-  CHECK(out.find("--mode (contiguous, masked, offsets, indexed)") != std::string::npos);
-  out = run(cli + "--mode masked --n 100 --k 7168 --experts 48 --rows 8", &code);
-  CHECK(code == 1);
-  CHECK(out.find("N = 100 is unsupported") != std::string::npos);
-  out = run(cli + "--mode masked --n x --k 7168 --experts 48 --rows 8", &code);
-  CHECK(code == 1);
-  CHECK(out.find("--n needs a non-negative integer") != std::string::npos);
+  struct ConfigCase {
+    std::string command;
+    int exit_code;
+    std::vector<std::string> needles;  // each must appear in the output
+  };
+  const ConfigCase cases[] = {
+      // Qwen3 NF4 gate_up at 1 token: the table's 256-row decode tile, split 2 (1024 of K each).
+      {cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8 --weight nf4",
+       0,
+       {"engine=mma_sync block_m=8 block_n=256", "split_k=2", "kernel=w4a16_offsets_m8n256k128s3w1x8_nf4_sk2"}},
+      // EP8 contiguous 512 rows per expert: INT4 on the warp-specialized kernel; the indexed hint
+      // of EP8 T=4096 (683) stays on the one-role WGMMA kernel.
+      {cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512",
+       0,
+       {"engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6"}},
+      {cli + "--mode indexed --n 4096 --k 7168 --experts 48 --rows 683 --block-size 128",
+       0,
+       {"engine=wgmma block_m=128"}},
+      // Forced knobs on a shape the table runs on WGMMA: the mma.sync kernel with the forced values.
+      {"CHORD_W4A16_BM=32 CHORD_W4A16_BN=256 CHORD_W4A16_BK=128 CHORD_W4A16_STAGES=3 " + cli + ep8_down,
+       0,
+       {"engine=mma_sync block_m=32 block_n=256 block_k=128 stages=3"}},
+      // CHORD_W4A16_ENGINE: the engine with its defaults, then the tile knobs on it.
+      {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BN=256 CHORD_W4A16_STAGES=4 " + cli + ep8_down,
+       0,
+       {"engine=wgmma block_m=64 block_n=256 block_k=64 stages=4"}},
+      {"CHORD_W4A16_ENGINE=wgmma_ws " + cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 128",
+       0,
+       {"engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6"}},
+      {"CHORD_W4A16_ENGINE=mma_sync " + cli + "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512",
+       0,
+       {"engine=mma_sync"}},
+      {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BK=128 " + cli + ep8_down, 1, {"the WGMMA kernels have BLOCK_K 64"}},
+      {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_WARPS_N=8 " + cli + ep8_down,
+       1,
+       {"CHORD_W4A16_WARPS_N=8 applies to the mma.sync kernel, not to wgmma"}},
+      {"CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=64 " + cli + ep8_down, 1, {"128-token tiles"}},
+      {"CHORD_W4A16_ENGINE=wgmma " + std::string(CHORD_CLI_PATH) +
+           " config --arch sm_80 --mode contiguous --n 4096 --k 7168 --experts 48 --rows 512",
+       1,
+       {"CHORD_W4A16_ENGINE=wgmma needs sm_90a"}},
+      {"CHORD_W4A16_SPLIT_K=4 " + cli + "--mode offsets --n 1536 --k 2048 --experts 128 --rows 1 --a-rows 8",
+       0,
+       {"split_k=4"}},
+      // Bad input: a usage error, or the resolver's message.
+      {cli + "--mode bogus --n 1536 --k 2048 --experts 128 --rows 1",
+       2,
+       {"--mode (contiguous, masked, offsets, indexed)"}},
+      {cli + "--mode masked --n 100 --k 7168 --experts 48 --rows 8", 1, {"N = 100 is unsupported"}},
+      {cli + "--mode masked --n x --k 7168 --experts 48 --rows 8", 1, {"--n needs a non-negative integer"}},
+  };
+  for (const auto& c : cases) {
+    int code = -1;
+    const std::string out = run(c.command, &code);
+    INFO(c.command << " -> " << out);
+    CHECK(code == c.exit_code);
+    for (const auto& needle : c.needles) CHECK(out.find(needle) != std::string::npos);
+  }
 }
