@@ -239,13 +239,17 @@ const TuningTable* find_tuning_table(const Arch& arch, const std::string& profil
   return nullptr;
 }
 
-std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
-  if (const TuningTable* table = find_tuning_table(arch, profile)) {
-    for (const auto& row : table->rows) {
-      if (rows_per_expert >= row.min_m && rows_per_expert <= row.max_m) return row;
-    }
+const TuningRow* TuningTable::row_for(int64_t rows_per_expert) const {
+  for (const auto& row : rows) {
+    if (rows_per_expert >= row.min_m && rows_per_expert <= row.max_m) return &row;
   }
-  return std::nullopt;
+  return nullptr;
+}
+
+std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
+  const TuningTable* table = find_tuning_table(arch, profile);
+  const TuningRow* row = table ? table->row_for(rows_per_expert) : nullptr;
+  return row ? std::optional<TuningRow>(*row) : std::nullopt;
 }
 
 std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k) {

@@ -59,6 +59,8 @@ struct TuningTable {
   std::vector<BlockFallback> indexed_block_fallback;
   // The fallback's entry for (n, k), or nullptr.
   const BlockFallback* block_fallback(int n, int k) const;
+  // The row whose range holds rows_per_expert, or nullptr.
+  const TuningRow* row_for(int64_t rows_per_expert) const;
 };
 
 // Parses JSON text; throws Error(CHORD_ERROR_INVALID_ARGUMENT) naming the table and row

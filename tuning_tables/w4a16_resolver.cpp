@@ -68,13 +68,14 @@ std::string problem_profile(const W4A16Problem& p, const Environment& e) {
   return e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
 }
 
-// The tuning table row of `profile` (problem_profile), else the heuristic; *from_table says which.
+// The tuning table row of `profile` (problem_profile; `table` is its table for this arch, or
+// nullptr), else the heuristic; *from_table says which.
 W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, const std::string& profile,
-                                   bool* from_table) {
+                                   const TuningTable* table, bool* from_table) {
   *from_table = false;
   if (profile.empty() || profile == "heuristic") return heuristic(p);
-  auto row = find_tuning_row(p.arch, profile, p.rows_per_expert);
-  if (!row) {
+  const TuningRow* row = table ? table->row_for(p.rows_per_expert) : nullptr;
+  if (row == nullptr) {
     if (e.w4a16_profile) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", profile,
            p.arch.name());
@@ -145,7 +146,7 @@ W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfi
 // decides for its shapes, otherwise prefill tiles (BLOCK_M >= 64) take WGMMA.
 // CHORD_SM90_DECODE=1 forces the mma.sync (decode) schedule, =0 the WGMMA one where valid.
 W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, bool from_table,
-                              const std::string& profile, const Environment& e) {
+                              const TuningTable* table, const Environment& e) {
   const bool hopper = p.arch.sm() == 90 && p.arch.family_specific;
   bool want_wgmma = hopper && (from_table ? chosen.wgmma() : chosen.block_m >= 64);
   if (hopper && e.sm90_decode) want_wgmma = !*e.sm90_decode;
@@ -159,7 +160,6 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
       // A table row's WGMMA tile that the indexed routing block cannot hold: the table's
       // fallback for the shape (measured with INT4 weights), where it is valid for this block.
       if (from_table && chosen.wgmma() && p.mode == kW4A16Indexed && p.weight == kW4A16WeightInt4) {
-        const TuningTable* table = find_tuning_table(p.arch, profile);
         if (const auto* f = table ? table->block_fallback(p.n, p.k) : nullptr) {
           W4A16GemmConfig fallback = *c;
           fallback.block_n = f->block_n;
@@ -213,9 +213,10 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
                 kW4A16PackK);
   const Environment& e = env();
   const std::string profile = problem_profile(p, e);
+  const TuningTable* table = find_tuning_table(p.arch, profile);  // looked up once per call
   bool from_table = false;
-  W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, &from_table);
-  W4A16GemmConfig c = choose_engine(p, chosen, from_table, profile, e);
+  W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, table, &from_table);
+  W4A16GemmConfig c = choose_engine(p, chosen, from_table, table, e);
   const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
   const bool forced = forced_tile || e.w4a16_engine;
   // Without CHORD_W4A16_ENGINE the tile knobs tune the portable kernel: a WGMMA choice gives way
@@ -252,7 +253,6 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // ("int4_warp_specialized" in the table, with its measurement).
   int64_t int4_ws_rows = kW4A16WsMinInt4Rows;
   if (p.mode == kW4A16Indexed) {
-    const TuningTable* table = find_tuning_table(p.arch, profile);
     int4_ws_rows = table && table->ws_int4_min_rows_indexed ? *table->ws_int4_min_rows_indexed
                                                             : kW4A16WsMinInt4RowsIndexed;
   }
