@@ -74,10 +74,15 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entr
     s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", w4a16_mode_name(mode), block_m, block_n, warpgroups, stages);
     // As for mma.sync: INT4 keeps its original text, NF4 names the weight kind after the
     // defaulted INFLIGHT.
-    std::string weight_args;
+    // Two m64 weight tiles per warpgroup (BLOCK_N 256 on 2 warpgroups) retire each k block's
+    // wgmma group before the next decode: with one group in flight (two fragment arrays)
+    // NVRTC's ptxas serializes their wgmma at 128 registers (C7511); with none it does not.
+    const int inflight = warpgroups == 2 && block_n > 128 ? 0 : 1;
+    std::string weight_args = inflight == 1 ? "" : ", 0";
+    if (inflight == 0) s.name += "_infl0";
     if (weight != kW4A16WeightInt4) {
       s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
-      weight_args = fmt::format(", 1, {}", static_cast<int>(weight));
+      weight_args = fmt::format(", {}, {}", inflight, static_cast<int>(weight));
     }
     const int min_blocks = launch_min_blocks();
     s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
