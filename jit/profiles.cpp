@@ -52,16 +52,21 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
       for (W4A16WeightKind weight : weights) {
         if (weight != kW4A16WeightInt4 && mode != kW4A16Offsets) continue;
         for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
-          W4A16Problem p;
-          p.mode = mode;
-          p.rows_per_expert = rows;
-          p.n = shape.n;
-          p.k = shape.k;
-          p.experts = shape.experts;
-          p.block_size = 64;
-          p.arch = arch;
-          p.weight = weight;
-          add(resolve_w4a16_config(p).descriptor(arch));
+          // Indexed calls at 128 rows and more: routing aligned to 64 (the block fallback under
+          // expert parallelism) and to 128 (the BM128 rows' own block, e.g. TP8 prefill).
+          for (int block : {64, 128}) {
+            if (block == 128 && (mode != kW4A16Indexed || rows < 128)) continue;
+            W4A16Problem p;
+            p.mode = mode;
+            p.rows_per_expert = rows;
+            p.n = shape.n;
+            p.k = shape.k;
+            p.experts = shape.experts;
+            p.block_size = block;
+            p.arch = arch;
+            p.weight = weight;
+            add(resolve_w4a16_config(p).descriptor(arch));
+          }
         }
         if (mode != kW4A16Offsets) continue;
         for (int tokens : {1, 8, 64, 512, 4096}) {  // what w4a16_offsets_format passes

@@ -160,11 +160,39 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   if (doc.contains("int4_warp_specialized")) {
     const json& o = doc["int4_warp_specialized"];
     const std::string where = name + " int4_warp_specialized";
-    CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of min_rows_indexed and measured", where);
-    const int64_t rows = field<int64_t>(o, "min_rows_indexed", where);
-    CHORD_REQUIRE(rows >= 1, "tuning table {}: min_rows_indexed {} must be positive", where, rows);
+    CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of min_rows_indexed, measured and optional shape_overrides",
+                  where);
+    auto min_rows = [&](const json& obj, const std::string& at) {
+      const int64_t rows = field<int64_t>(obj, "min_rows_indexed", at);
+      CHORD_REQUIRE(rows >= 1, "tuning table {}: min_rows_indexed {} must be positive", at, rows);
+      return rows;
+    };
+    table.ws_int4_min_rows_indexed = min_rows(o, where);
     require_measured(o, where);
-    table.ws_int4_min_rows_indexed = rows;
+    const json list = o.contains("shape_overrides") ? o["shape_overrides"] : json::array();
+    CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
+    for (size_t j = 0; j < list.size(); ++j) {
+      const json& e = list[j];
+      const std::string e_where = where + " shape_overrides " + std::to_string(j);
+      CHORD_REQUIRE(e.is_object() && e.size() == 5 && e.contains("stages"),
+                    "tuning table {}: must be an object of n, k, min_rows_indexed, stages and measured", e_where);
+      TuningTable::WsShape w;
+      w.n = field<int>(e, "n", e_where);
+      w.k = field<int>(e, "k", e_where);
+      require_known_shape(w.n, w.k, e_where);
+      w.min_rows_indexed = min_rows(e, e_where);
+      // The kernel the entry runs: the warp-specialized 128 x 256 tile with these stages.
+      W4A16GemmConfig c;
+      c.engine = W4A16Engine::kWgmmaWs;
+      c.mode = kW4A16Indexed;
+      c.block_m = kW4A16WgmmaWsBlockM;
+      c.block_n = 256;
+      c.block_k = kW4A16WgmmaBlockK;
+      c = overridden(c, e, e_where);  // stages is present (checked above)
+      require_fits_shape(c, w.n, w.k, e_where);
+      w.stages = c.stages;
+      table.ws_int4_shapes.push_back(w);
+    }
   }
   if (doc.contains("indexed_block_fallback")) {
     const json& o = doc["indexed_block_fallback"];
@@ -195,6 +223,13 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     }
   }
   return table;
+}
+
+const TuningTable::WsShape* TuningTable::ws_int4_shape(int n, int k) const {
+  for (const auto& w : ws_int4_shapes) {
+    if (w.n == n && w.k == k) return &w;
+  }
+  return nullptr;
 }
 
 const TuningTable::BlockFallback* TuningTable::block_fallback(int n, int k) const {

@@ -47,6 +47,17 @@ struct TuningTable {
   // {"min_rows_indexed", "measured"}); unset: the resolver's default, set high because under
   // expert parallelism the hint also counts the routes to other ranks' experts.
   std::optional<int64_t> ws_int4_min_rows_indexed;
+  // Shapes below the resolver's K bar whose indexed INT4 calls take the warp-specialized kernel
+  // too, from their own rows per expert and with their own stage count ("int4_warp_specialized":
+  // {"shape_overrides": [{n, k, min_rows_indexed, stages, measured}]}; TP8's down, K 256).
+  struct WsShape {
+    int n = 0, k = 0;
+    int64_t min_rows_indexed = 0;
+    int stages = 0;
+  };
+  std::vector<WsShape> ws_int4_shapes;
+  // The entry for (n, k), or nullptr.
+  const WsShape* ws_int4_shape(int n, int k) const;
   // Indexed calls whose hint row has a WGMMA tile that does not divide the call's routing block
   // (under expert parallelism the hint counts the routes to other ranks' experts, while vLLM
   // aligns to the block of the real rows) run the one-role WGMMA defaults with BLOCK_M the

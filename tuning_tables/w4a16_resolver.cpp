@@ -248,20 +248,25 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // rows/expert gate_up 2379 -> 2294 us, down 1245 -> 1236; indexed EP8 T=16384 gate_up
   // 2348 -> 2247, down 1195 -> 1127. Not at EP8 T=4096 (gate_up 380 -> 409 us), whose hint
   // (683) is 10x its real rows per expert: the indexed hint counts the routes to other ranks'
-  // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower.
+  // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower at 6 stages
+  // (session 16) and 5-7% faster at 4 (session 19, the TP8 table's entry).
   // A table whose indexed hint is exact (all experts local: TP8) sets its own indexed bar
-  // ("int4_warp_specialized" in the table, with its measurement).
+  // ("int4_warp_specialized" in the table, with its measurement), and may name indexed shapes
+  // below the K bar with their own rows and stages (TP8 down, K 256: 4 stages, one per k block).
   int64_t int4_ws_rows = kW4A16WsMinInt4Rows;
+  const TuningTable::WsShape* ws_shape = nullptr;
   if (p.mode == kW4A16Indexed) {
     int4_ws_rows = table && table->ws_int4_min_rows_indexed ? *table->ws_int4_min_rows_indexed
                                                             : kW4A16WsMinInt4RowsIndexed;
+    ws_shape = table ? table->ws_int4_shape(p.n, p.k) : nullptr;
+    if (ws_shape) int4_ws_rows = ws_shape->min_rows_indexed;
   }
-  const bool int4_ws = p.k >= kW4A16WsMinInt4K && p.rows_per_expert >= int4_ws_rows;
+  const bool int4_ws = (p.k >= kW4A16WsMinInt4K || ws_shape) && p.rows_per_expert >= int4_ws_rows;
   if (!forced && c.wgmma() && (c.nf4() || int4_ws) && c.block_m == kW4A16WgmmaWsBlockM) {
     W4A16GemmConfig ws = c;
     ws.engine = W4A16Engine::kWgmmaWs;
     ws.block_n = 256;
-    ws.stages = c.nf4() ? 5 : 6;
+    ws.stages = c.nf4() ? 5 : ws_shape ? ws_shape->stages : 6;
     if (ws.error() == nullptr && ws.shape_error(p.n, p.k) == nullptr) c = ws;
   }
   if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows

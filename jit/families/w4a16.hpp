@@ -40,9 +40,9 @@ struct W4A16GemmConfig {
                               : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
   }
   // The kernel's __launch_bounds__ minimum CTAs per SM (0: none). 256-thread tiles run two per
-  // SM (128 registers), which their speed was measured with. The one-role WGMMA BM64 x BN256
-  // tile serializes its wgmma at 128 registers (C7511) and still ran faster than with one CTA
-  // per SM and 167 registers (EP8 T=1024 indexed down 97.3 vs 117.2 us, docs/performance.md).
+  // SM (128 registers), which their speed was measured with: the one-role WGMMA BM64 x BN256
+  // tile at one CTA per SM (167 registers) ran EP8 T=1024 indexed down in 117.2 us against
+  // 97.3 at two (docs/performance.md, session 18).
   int launch_min_blocks() const {
     if (warp_specialized()) return 1;
     if (wgmma()) return 2;

@@ -129,6 +129,32 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 170})")),
                     Catch::Contains("measured"));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws("170")), Catch::Contains("must be an object"));
+  // Shapes below the K bar that the table sends to the warp-specialized kernel: their own rows
+  // and stages, each a valid 128 x 256 warp-specialized tile for the shape, with a measurement.
+  auto with_ws_shape = [&](const std::string& entry) {
+    return with_ws(R"({"min_rows_indexed": 170, "measured": "z", "shape_overrides": [)" + entry + "]}");
+  };
+  const chord::TuningTable ws_shape = chord::parse_tuning_table(
+      "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 4, "measured": "w"})"));
+  REQUIRE(ws_shape.ws_int4_shape(4096, 7168) != nullptr);
+  CHECK(ws_shape.ws_int4_shape(4096, 7168)->min_rows_indexed == 85);
+  CHECK(ws_shape.ws_int4_shape(4096, 7168)->stages == 4);
+  CHECK(ws_shape.ws_int4_shape(2048, 768) == nullptr);
+  CHECK(ws.ws_int4_shapes.empty());
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 4})")),
+                    Catch::Contains("int4_warp_specialized shape_overrides 0"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 4, "block_n": 128, "measured": "w"})")),
+                    Catch::Contains("must be an object of n, k, min_rows_indexed, stages and measured"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", with_ws_shape(R"({"n": 7168, "k": 256, "min_rows_indexed": 85, "stages": 4, "measured": "w"})")),
+                    Catch::Contains("not one of the table's shapes"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 0, "stages": 4, "measured": "w"})")),
+                    Catch::Contains("min_rows_indexed 0 must be positive"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table(
+                        "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 1, "measured": "w"})")),
+                    Catch::Contains("int4_warp_specialized shape_overrides 0"));
   // 5 stages of BM8 BN256 BK256 fit without the table (200 KiB), not with it.
   CHECK_THROWS_WITH(chord::parse_tuning_table(
                         "t.json", with_nf4(R"({"block_n": 256, "block_k": 256, "stages": 5, "measured": "y"})")),
@@ -335,7 +361,7 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   indexed.rows_per_expert = 2731;
   CHECK(chord::resolve_w4a16_config(indexed).warp_specialized());
   // TP8 (every expert local, so the indexed hint is the real mean): its table's own bar, 170
-  // rows (T=8192); the down shape (K 256) stays on the one-role kernel at any row count.
+  // rows (T=8192).
   chord::W4A16Problem tp8 = problem(512, 7168, 170, chord::kW4A16Indexed);
   tp8.experts = 384;
   tp8.block_size = 128;
@@ -345,11 +371,23 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   tp8.rows_per_expert = 169;
   CHECK(chord::resolve_w4a16_config(tp8).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(tp8).warp_specialized());
-  chord::W4A16Problem tp8_down = problem(7168, 256, 341, chord::kW4A16Indexed);
+  // The down shape (K 256, below the resolver's K bar) by the table's entry for it: 4 stages
+  // from 85 rows per expert (T=4096), indexed calls only.
+  chord::W4A16Problem tp8_down = problem(7168, 256, 85, chord::kW4A16Indexed);
   tp8_down.experts = 384;
   tp8_down.block_size = 128;
+  const chord::W4A16GemmConfig down_ws = chord::resolve_w4a16_config(tp8_down);
+  CHECK(down_ws.warp_specialized());
+  CHECK(down_ws.block_n == 256);
+  CHECK(down_ws.stages == 4);
+  tp8_down.rows_per_expert = 84;
   CHECK(chord::resolve_w4a16_config(tp8_down).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(tp8_down).warp_specialized());
+  tp8_down.rows_per_expert = 1024;
+  tp8_down.mode = chord::kW4A16Contiguous;
+  CHECK(chord::resolve_w4a16_config(tp8_down).wgmma());
+  CHECK_FALSE(chord::resolve_w4a16_config(tp8_down).warp_specialized());
+  CHECK(chord::find_tuning_table(kSm90a, "ep8")->ws_int4_shape(7168, 2048) == nullptr);
   CHECK_FALSE(chord::find_tuning_table(kSm90a, "ep8")->ws_int4_min_rows_indexed.has_value());
   // N not a multiple of 256: the one-role kernel, whose 16 KiB pair table must not cost the
   // tile its second CTA per SM (228 KiB, 1 KiB each).

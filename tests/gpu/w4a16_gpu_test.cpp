@@ -287,14 +287,15 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   const int e = 8, n = 256, k = 768;
   PackedWeight w = make_weight(e, n, k, rng, stream);
   const chord::DeviceContext device = chord::current_device_context(stream.get());
-  auto expect_ws = [&](chord::W4A16Mode mode, int64_t rows_per_expert, int block_size = 0) {
+  auto expect_ws = [&](chord::W4A16Mode mode, int64_t rows_per_expert, int block_size = 0, int shape_n = 0,
+                       int shape_k = 0) {  // 0: the test's n, k
     if (device.arch.sm() != 90) return;  // the WGMMA engines are sm_90a only
     chord::W4A16Problem p;
     p.mode = mode;
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
-    p.n = n;
-    p.k = k;
+    p.n = shape_n ? shape_n : n;
+    p.k = shape_k ? shape_k : k;
     p.experts = e;
     p.arch = device.arch;
     p.sm_count = device.sm_count;
@@ -312,6 +313,13 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   Routing r = align_routing(m, top_k, e, block_size, local, block_size, rng);
   expect_ws(chord::kW4A16Indexed, m * top_k / e, block_size);
   check_indexed(w, r, m, top_k, block_size, rng, stream);
+  // Short K by the TP8 table's entry for its down shape (N 7168, K 256: four k blocks, 4
+  // stages), indexed down from 85 rows per expert: 512 tokens x top-2 over 8 experts.
+  PackedWeight down = make_weight(e, 7168, 256, rng, stream);
+  const int m_down = 512, top_k_down = 2;
+  Routing rd = align_routing(m_down, top_k_down, e, block_size, local, block_size, rng);
+  expect_ws(chord::kW4A16Indexed, m_down * top_k_down / e, block_size, 7168, 256);
+  check_indexed(down, rd, m_down * top_k_down, 1, block_size, rng, stream);
 }
 
 

@@ -9,7 +9,8 @@ tokens/expert, Qwen3 offsets T=1, 8 and 64 (INT4 and NF4); each row is checked a
 in the bench. `--rows kimi|qwen3|nf4|all` limits the rows (default all), `--tokens 1,8,64` sets
 the Qwen3 token counts. `--rows prefill` runs the indexed EP8 prefill rows instead, at the token
 counts of `--prefill-tokens` (default 1024,2048,4096), each seeded by its token count; a row a
-setting cannot run is recorded with the library's message. CHORD_W4A16_ENGINE with the tile
+setting cannot run is recorded with the library's message; `--rows tp8` runs the indexed TP8 rows
+(384 experts, all local) the same way. CHORD_W4A16_ENGINE with the tile
 variables sweeps their WGMMA configs.
 """
 import argparse
@@ -32,21 +33,26 @@ def child(out_path, rows, tokens, prefill_tokens):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
     suite = b.Suite(chord, True)
-    if rows == "prefill":
-        e_all, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-        up = b.ExpertWeights(chord, 48, n_up, k_up, gen)
-        down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
+    if rows in ("prefill", "tp8"):
+        if rows == "prefill":
+            e_all, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
+            e_local, scenario = 48, "indexed EP8 prefill"
+        else:
+            e_all, n_up, k_up, n_down, k_down = b.MODELS["tp8"]
+            e_local, scenario = e_all, "indexed TP8"
+        up = b.ExpertWeights(chord, e_local, n_up, k_up, gen)
+        down = b.ExpertWeights(chord, e_local, n_down, k_down, gen)
         ids = torch.arange(e_all, device="cuda")
-        local_ep8 = torch.where(ids < 48, ids, torch.full_like(ids, -1)).to(torch.int32)
+        local = torch.where(ids < e_local, ids, torch.full_like(ids, -1)).to(torch.int32)
         for t in prefill_tokens:
             # Draws seeded per token count, so that a setting that a row rejects (e.g. a forced
             # BLOCK_M that does not divide that row's routing block) leaves the others' draws as
             # in every other setting; the rejected row is recorded with the library's message.
             gen.manual_seed(b.SEED + t)
             try:
-                suite.indexed("indexed EP8 prefill", t, up, down, t, e_all, 8, local_ep8, 64, gen)
+                suite.indexed(scenario, t, up, down, t, e_all, 8, local, 64, gen)
             except RuntimeError as e:
-                suite.rows.append(dict(scenario="indexed EP8 prefill", x=t, proj="rejected", chord_us=None,
+                suite.rows.append(dict(scenario=scenario, x=t, proj="rejected", chord_us=None,
                                        check=str(e)[:80]))
         del up, down
         torch.cuda.empty_cache()
@@ -81,9 +87,9 @@ def main():
     ap.add_argument("--out", default=".")
     ap.add_argument("--setting", action="append", default=[])
     ap.add_argument("--child", default=None)
-    ap.add_argument("--rows", default="all", choices=("all", "kimi", "qwen3", "nf4", "prefill"))
+    ap.add_argument("--rows", default="all", choices=("all", "kimi", "qwen3", "nf4", "prefill", "tp8"))
     ap.add_argument("--tokens", default="1,8,64", help="Qwen3 token counts, comma-separated")
-    ap.add_argument("--prefill-tokens", default="1024,2048,4096", help="--rows prefill: token counts")
+    ap.add_argument("--prefill-tokens", default="1024,2048,4096", help="--rows prefill / tp8: token counts")
     args = ap.parse_args()
     if args.child:
         sys.exit(child(args.child, args.rows, [int(t) for t in args.tokens.split(",")],
