@@ -160,8 +160,8 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   if (doc.contains("int4_warp_specialized")) {
     const json& o = doc["int4_warp_specialized"];
     const std::string where = name + " int4_warp_specialized";
-    CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of min_rows_indexed, measured and optional shape_overrides",
-                  where);
+    CHORD_REQUIRE(o.is_object(),
+                  "tuning table {}: must be an object of min_rows_indexed, measured and optional shape_overrides", where);
     auto min_rows = [&](const json& obj, const std::string& at) {
       const int64_t rows = field<int64_t>(obj, "min_rows_indexed", at);
       CHORD_REQUIRE(rows >= 1, "tuning table {}: min_rows_indexed {} must be positive", at, rows);
