@@ -372,15 +372,15 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   CHECK(chord::resolve_w4a16_config(tp8).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(tp8).warp_specialized());
   // The down shape (K 256, below the resolver's K bar) by the table's entry for it: 4 stages
-  // from 85 rows per expert (T=4096), indexed calls only.
-  chord::W4A16Problem tp8_down = problem(7168, 256, 85, chord::kW4A16Indexed);
+  // from 53 rows per expert (T=2560), indexed calls only.
+  chord::W4A16Problem tp8_down = problem(7168, 256, 53, chord::kW4A16Indexed);
   tp8_down.experts = 384;
   tp8_down.block_size = 128;
   const chord::W4A16GemmConfig down_ws = chord::resolve_w4a16_config(tp8_down);
   CHECK(down_ws.warp_specialized());
   CHECK(down_ws.block_n == 256);
   CHECK(down_ws.stages == 4);
-  tp8_down.rows_per_expert = 84;
+  tp8_down.rows_per_expert = 52;
   CHECK(chord::resolve_w4a16_config(tp8_down).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(tp8_down).warp_specialized());
   tp8_down.rows_per_expert = 1024;

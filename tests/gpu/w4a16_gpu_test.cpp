@@ -314,7 +314,7 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   expect_ws(chord::kW4A16Indexed, m * top_k / e, block_size);
   check_indexed(w, r, m, top_k, block_size, rng, stream);
   // Short K by the TP8 table's entry for its down shape (N 7168, K 256: four k blocks, 4
-  // stages), indexed down from 85 rows per expert: 512 tokens x top-2 over 8 experts.
+  // stages), indexed down from 53 rows per expert: 512 tokens x top-2 over 8 experts.
   PackedWeight down = make_weight(e, 7168, 256, rng, stream);
   const int m_down = 512, top_k_down = 2;
   Routing rd = align_routing(m_down, top_k_down, e, block_size, local, block_size, rng);
