@@ -1,5 +1,7 @@
 // Tuning tables: embedded tables are valid, profiles are recognised from (N, K), the
 // resolver follows table -> heuristic -> env, and the vLLM export is consistent.
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <nlohmann/json.hpp>
@@ -7,6 +9,7 @@
 #include "chord/chord.h"
 #include "jit/env.hpp"
 #include "jit/error.hpp"
+#include "jit/profiles.hpp"
 #include "tuning_tables/tuning_table.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -504,4 +507,27 @@ TEST_CASE("tuning: the warp-specialized WGMMA config says what is wrong with it"
   CHECK(error_of([](auto& b) { b.stages = 2; }).find("STAGES") != std::string::npos);
   CHECK(error_of([](auto& b) { b.stages = 9; }).find("227 KiB") != std::string::npos);  // 9 x 25 KiB stages
   CHECK(error_of([](auto& b) { b.split_k = 2; }).find("split-K") != std::string::npos);
+}
+
+TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows resolve to", "[tuning]") {
+  // Indexed calls at >= 128 rows per expert route with the 128-row block of the BM128 rows, or
+  // with 64 under expert parallelism (the block fallback): the profile compiles both, so a
+  // server's first prefill call does not wait for NVRTC.
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  const std::vector<chord::KernelDescriptor> tp8 = chord::profile_descriptors("tp8", arch);
+  auto holds = [&](const std::vector<chord::KernelDescriptor>& list, int n, int k, int experts, int64_t rows,
+                   int block) {
+    chord::W4A16Problem p = problem(n, k, rows, chord::kW4A16Indexed);
+    p.experts = experts;
+    p.block_size = block;
+    const chord::KernelDescriptor d = chord::resolve_w4a16_config(p).descriptor(arch);
+    return std::find(list.begin(), list.end(), d) != list.end();
+  };
+  // TP8 down (K 256) on the warp-specialized kernel from the table's entry, gate_up from its bar.
+  CHECK(holds(tp8, 7168, 256, 384, 128, 128));
+  CHECK(holds(tp8, 7168, 256, 384, 512, 128));
+  CHECK(holds(tp8, 512, 7168, 384, 512, 128));
+  const std::vector<chord::KernelDescriptor> ep8 = chord::profile_descriptors("ep8", arch);
+  CHECK(holds(ep8, 7168, 2048, 48, 128, 64));   // the block fallback tile
+  CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
 }
