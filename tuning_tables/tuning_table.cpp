@@ -37,6 +37,16 @@ T optional_field(const json& object, const char* key, T fallback, const std::str
   return object.is_object() && object.contains(key) ? field<T>(object, key, where) : fallback;
 }
 
+// The entry of a per-shape list (shape_overrides, indexed_block_fallback, the warp-specialized
+// shapes) for (n, k), or nullptr.
+template <class Entry>
+const Entry* find_shape(const std::vector<Entry>& list, int n, int k) {
+  for (const auto& e : list) {
+    if (e.n == n && e.k == k) return &e;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 TuningTable parse_tuning_table(const std::string& name, const std::string& json_text) {
@@ -225,25 +235,15 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   return table;
 }
 
-const TuningTable::WsShape* TuningTable::ws_int4_shape(int n, int k) const {
-  for (const auto& w : ws_int4_shapes) {
-    if (w.n == n && w.k == k) return &w;
-  }
-  return nullptr;
-}
+const TuningTable::WsShape* TuningTable::ws_int4_shape(int n, int k) const { return find_shape(ws_int4_shapes, n, k); }
 
 const TuningTable::BlockFallback* TuningTable::block_fallback(int n, int k) const {
-  for (const auto& f : indexed_block_fallback) {
-    if (f.n == n && f.k == k) return &f;
-  }
-  return nullptr;
+  return find_shape(indexed_block_fallback, n, k);
 }
 
 const W4A16GemmConfig& TuningRow::int4_config(int n, int k) const {
-  for (const auto& s : shape_overrides) {
-    if (s.n == n && s.k == k) return s.config;
-  }
-  return config;
+  const ShapeOverride* s = find_shape(shape_overrides, n, k);
+  return s ? s->config : config;
 }
 
 const std::vector<TuningTable>& tuning_tables() {

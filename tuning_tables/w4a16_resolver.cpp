@@ -122,9 +122,19 @@ std::optional<W4A16GemmConfig> wgmma_config(const W4A16Problem& p) {
   return c;
 }
 
+// `c` as the warp-specialized kernel's tile: 128 tokens x 256 weight rows, 5 stages for NF4,
+// `int4_stages` for INT4 (6, or a table's per-shape count).
+W4A16GemmConfig warp_specialized_tile(W4A16GemmConfig c, bool nf4, int int4_stages = 6) {
+  c.engine = W4A16Engine::kWgmmaWs;
+  c.block_m = kW4A16WgmmaWsBlockM;
+  c.block_n = 256;
+  c.stages = nf4 ? 5 : int4_stages;
+  return c;
+}
+
 // CHORD_W4A16_ENGINE: the chosen config where it has that engine already, else the engine's
-// defaults (the heuristic's for mma.sync; BN256 and 6 stages, 5 for NF4, for the
-// warp-specialized kernel). The WGMMA engines need sm_90a.
+// defaults (the heuristic's for mma.sync; warp_specialized_tile for the warp-specialized
+// kernel). The WGMMA engines need sm_90a.
 W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfig& chosen, W4A16Engine engine) {
   if (chosen.engine == engine) return chosen;
   if (engine == W4A16Engine::kMmaSync) return heuristic(p);
@@ -132,14 +142,8 @@ W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfi
     fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_ENGINE={} needs sm_90a; this GPU is {}", w4a16_engine_name(engine),
          p.arch.name());
   }
-  W4A16GemmConfig c = wgmma_defaults(p);
-  if (engine == W4A16Engine::kWgmmaWs) {
-    c.engine = engine;
-    c.block_m = kW4A16WgmmaWsBlockM;
-    c.block_n = 256;
-    c.stages = p.weight != kW4A16WeightInt4 ? 5 : 6;
-  }
-  return c;
+  const W4A16GemmConfig c = wgmma_defaults(p);
+  return engine == W4A16Engine::kWgmmaWs ? warp_specialized_tile(c, p.weight != kW4A16WeightInt4) : c;
 }
 
 // Engine choice: WGMMA only on sm_90a, never when CHORD_W4A16_PORTABLE=1; a table row
@@ -263,10 +267,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   }
   const bool int4_ws = (p.k >= kW4A16WsMinInt4K || ws_shape) && p.rows_per_expert >= int4_ws_rows;
   if (!forced && c.wgmma() && (c.nf4() || int4_ws) && c.block_m == kW4A16WgmmaWsBlockM) {
-    W4A16GemmConfig ws = c;
-    ws.engine = W4A16Engine::kWgmmaWs;
-    ws.block_n = 256;
-    ws.stages = c.nf4() ? 5 : ws_shape ? ws_shape->stages : 6;
+    const W4A16GemmConfig ws = warp_specialized_tile(c, c.nf4(), ws_shape ? ws_shape->stages : 6);
     if (ws.error() == nullptr && ws.shape_error(p.n, p.k) == nullptr) c = ws;
   }
   if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows
