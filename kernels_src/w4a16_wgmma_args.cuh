@@ -75,13 +75,26 @@ constexpr int kW4A16WgmmaWsSlots = 4;
 CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_barrier_bytes(int stages) {
   return ((2 * stages + 2 * kW4A16WgmmaWsSlots) * 8 + 15) / 16 * 16;
 }
+// INT4 BN256 at <= 4 stages (short K: TP8's down, four k blocks a tile) stores its output
+// through the TMA engine: each consumer warpgroup stages its 128 tokens x 128 outputs in shared
+// memory (token rows padded to 272 bytes against bank conflicts) and issues one bulk copy per
+// token row, which completes while the next tile runs. Other configs store from registers
+// through a 512-byte transpose buffer per consumer warp.
+constexpr int kW4A16WsStoreRowBytes = 272;
+CHORD_W4A16_HD constexpr bool w4a16_wgmma_ws_async_stores(int block_n, int stages, bool nf4) {
+  return block_n == 256 && stages <= 4 && !nf4;
+}
+CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_epi_bytes(int block_n, int stages, bool nf4) {
+  return w4a16_wgmma_ws_async_stores(block_n, stages, nf4) ? 2 * kW4A16WgmmaWsBlockM * kW4A16WsStoreRowBytes : 8 * 512;
+}
 // The stages, the barriers, the tile slots of 128 output rows + 4 ints, the producer's 128 source
-// rows, 64 scheduler ints, 8 consumer warps x 512 bytes of epilogue staging, the NF4 pair table
-// (BN256: 64 KiB of 256-byte entries, BN128: 32 KiB; 256 bytes of alignment slack); 1024 bytes
-// of alignment slack.
+// rows, 64 scheduler ints, the epilogue staging (above), the NF4 pair table (BN256: 64 KiB of
+// 256-byte entries, BN128: 32 KiB; 256 bytes of alignment slack); 1024 bytes of alignment
+// slack.
 CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_smem_bytes(int block_n, int stages, bool nf4) {
   return 1024 + w4a16_wgmma_stage_bytes(kW4A16WgmmaWsBlockM, block_n) * stages + w4a16_wgmma_ws_barrier_bytes(stages) +
-         (kW4A16WgmmaWsSlots * (kW4A16WgmmaWsBlockM + 4) + kW4A16WgmmaWsBlockM + 64) * 4 + 8 * 512 + (nf4 ? 256 * (block_n == 256 ? 64 : 32) * 4 + 256 : 0);
+         (kW4A16WgmmaWsSlots * (kW4A16WgmmaWsBlockM + 4) + kW4A16WgmmaWsBlockM + 64) * 4 +
+         w4a16_wgmma_ws_epi_bytes(block_n, stages, nf4) + (nf4 ? 256 * (block_n == 256 ? 64 : 32) * 4 + 256 : 0);
 }
 CHORD_W4A16_HD constexpr const char* w4a16_wgmma_ws_config_error(int mode, int block_n, int stages, bool nf4) {
   return (block_n != 128 && block_n != 256) ? "BLOCK_N must be 128 or 256 (one or two m64 tiles per consumer)"

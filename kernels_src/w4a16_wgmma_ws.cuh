@@ -63,6 +63,25 @@ __device__ __forceinline__ void tma_load_2d(unsigned int dst, const W4A16TmaMap*
       "l"(reinterpret_cast<unsigned long long>(map)), "r"(col), "r"(row), "r"(bar)
       : "memory");
 }
+// TMA bulk stores (shared -> global, 16-byte aligned, a multiple of 16 bytes), in bulk groups.
+__device__ __forceinline__ void bulk_store(void* dst, unsigned int src, unsigned int bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+// This thread's committed bulk stores have read their shared-memory source.
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+// This thread's committed bulk stores are complete.
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
+// Named barrier 2 + warpgroup among that consumer warpgroup's 128 threads (immediate ids:
+// a register id makes ptxas reserve all 16 barriers).
+__device__ __forceinline__ void consumer_sync(int consumer) {
+  if (consumer == 0) {
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+  } else {
+    asm volatile("bar.sync 3, 128;\n" ::: "memory");
+  }
+}
 template <int REGS>
 __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
@@ -129,7 +148,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   // folded into the load); BN128 on 128-byte entries (its contiguous S6 build serializes the
   // wgmma with the wider table, C7511).
   constexpr int kReplicas = kTiles == 2 ? 64 : 32;
-  const unsigned int nf4_tab = (epi_base + 8 * 512 + 255u) & ~255u;
+  const unsigned int nf4_tab = (epi_base + w4a16_wgmma_ws_epi_bytes(BLOCK_N, STAGES, kNF4) + 255u) & ~255u;
 
   const int tid = threadIdx.x;
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
@@ -361,6 +380,8 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // With two m64 tiles per consumer (BN256) the packed tile does not fit beside the
     // accumulators and fragments: stored right after the tile instead.
     constexpr bool kDeferStores = kTiles == 1;
+    // Short-K INT4 BN256: the tile's output leaves through TMA bulk stores (async_store).
+    constexpr bool kAsyncStores = w4a16_wgmma_ws_async_stores(BLOCK_N, STAGES, kNF4);
     unsigned int packed[kTiles][BM / 8][2];
     int pending_slot = -1;  // slot whose output rows `packed` belongs to
     // T pair h (rows g, g + 8) of token chunk c of m64 tile i. The front end cannot see that
@@ -402,6 +423,36 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       }
       if (lane == 0) mbar_arrive(bar_slot_empty + 8 * pending_slot);
       pending_slot = -1;
+    };
+
+    // kAsyncStores: this warpgroup's 128 tokens x 128 outputs of the finished tile (slot `slot`),
+    // token rows of kW4A16WsStoreRowBytes, one bulk copy per valid token row (thread t: token
+    // t), then the slot is free: the copies complete while the next tile runs.
+    const unsigned int wg_staging = epi_base + (unsigned int)(cw * BM * kW4A16WsStoreRowBytes);
+    auto async_store = [&]() {
+      const int* rows = slots + slot * (BM + 4);
+      bulk_wait_read();             // this thread's previous copies have read the staging,
+      consumer_sync(cw);      // and every thread's of this warpgroup
+#pragma unroll
+      for (int i = 0; i < kTiles; ++i)
+#pragma unroll
+        for (int c = 0; c < BM / 8; c += 2) {
+          const int token = (c + (lane >> 4)) * 8 + (lane & 7);
+          const int col = i * 64 + warp * 16 + ((lane >> 3) & 1) * 8;
+          stmatrix_x4_trans(wg_staging + (unsigned int)(token * kW4A16WsStoreRowBytes + col * 2), pair(i, c, 0),
+                            pair(i, c, 1), pair(i, c + 1, 0), pair(i, c + 1, 1));
+        }
+      fence_proxy_async_shared();  // the generic-proxy writes, read by the bulk copies
+      consumer_sync(cw);
+      const int t = warp * 32 + lane;
+      const int dst = rows[t];
+      if (dst >= 0) {
+        bulk_store(out + (long long)dst * args.ldc + rows[BM] * BLOCK_N + cw * 128,
+                   wg_staging + (unsigned int)(t * kW4A16WsStoreRowBytes), 128 * 2);
+      }
+      bulk_commit();
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bar_slot_empty + 8 * slot);
     };
 
     for (;;) {
@@ -447,6 +498,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
                 packed[i][c][h] = f32x2_to_bf16x2(a[0], a[1]);
               }
             }
+      } else if constexpr (kAsyncStores) {
+        async_store();
+        pending_slot = -1;
       } else {
         store_pending();
       }
@@ -456,6 +510,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       }
     }
     if (pending_slot >= 0) store_pending();
+    if constexpr (kAsyncStores) bulk_wait();  // the last tiles' stores land before exit
   }
 #else
   (void)args;
