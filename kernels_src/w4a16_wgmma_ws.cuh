@@ -431,8 +431,8 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     const unsigned int wg_staging = epi_base + (unsigned int)(cw * BM * kW4A16WsStoreRowBytes);
     auto async_store = [&]() {
       const int* rows = slots + slot * (BM + 4);
-      bulk_wait_read();             // this thread's previous copies have read the staging,
-      consumer_sync(cw);      // and every thread's of this warpgroup
+      bulk_wait_read();   // this thread's previous copies have read the staging,
+      consumer_sync(cw);  // and every thread's of this warpgroup
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
 #pragma unroll
