@@ -1,17 +1,17 @@
 """torch operators over chord's W4A16 C API.
 
-Each operator is a torch custom op (namespace ``chord``) with a fake implementation, so
-torch.compile(fullgraph=True) traces through it. No operator reads device memory from the
+Each operator is a torch library op (namespace ``chord``, defined by schema, implemented for
+CUDA) with a fake implementation, so torch.compile(fullgraph=True) traces through it. No operator reads device memory from the
 host or synchronizes: every check below uses tensor metadata only, and the launch goes on
 torch's current stream, so each call can be captured in a CUDA Graph.
 
 In eager mode the public functions call the same checked launch directly instead of going
 through the dispatcher (the op and the direct call run the same Python code; the
 dispatcher round trip costs several microseconds per call on the host). Under
-torch.compile the custom op is what gets traced.
+torch.compile the op is what gets traced.
 """
 import dataclasses
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Tuple
 
 import torch
 
@@ -312,71 +312,49 @@ def _launch_pack(src, src_format, scales, weight_out, scales_out):
 
 # -- custom ops ---------------------------------------------------------------------------
 
-@torch.library.custom_op("chord::w4a16_contiguous", mutates_args=("out",), device_types="cuda")
-def _op_contiguous(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
-                   m_indices: torch.Tensor, out: torch.Tensor) -> None:
-    _launch_contiguous(a, weight, scales, tag, m_indices, out)
+# The operators are defined on a torch.library fragment and implemented for CUDA directly,
+# rather than with torch.library.custom_op: a custom_op call goes through Python dispatch
+# logic on every call (measured on a CPU op with an empty body, torch 2.11: 17.6 us per call
+# against 3.7 us for the same op defined this way). Schemas mark the written tensors (a!), so
+# torch.compile functionalizes them as it does a custom_op.
+_LIB = torch.library.Library("chord", "FRAGMENT")
 
 
-@_op_contiguous.register_fake
-def _(a, weight, scales, tag, m_indices, out):
-    _check_contiguous_args(a, weight, scales, tag, m_indices, out)
+def _define_op(schema, launch, fake, lib=_LIB, device="CUDA"):
+    """Defines <namespace>::<name> from its schema on `lib`, with `launch` for `device` tensors
+    and `fake` (the same checks, no launch) for tracing: torch.compile, FakeTensorMode."""
+    name = schema.split("(", 1)[0]
+
+    def fake_none(*args):  # the ops return nothing; the checks' results are not outputs
+        fake(*args)
+
+    lib.define(schema)
+    lib.impl(name, launch, device)
+    torch.library.register_fake(f"{lib.ns}::{name}", fake_none, lib=lib)
 
 
-@torch.library.custom_op("chord::w4a16_masked", mutates_args=("out",), device_types="cuda")
-def _op_masked(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
-               masked_m: torch.Tensor, expected_m: int, out: torch.Tensor) -> None:
-    _launch_masked(a, weight, scales, tag, masked_m, expected_m, out)
+_define_op("w4a16_contiguous(Tensor a, Tensor weight, Tensor scales, SymInt[] tag, Tensor m_indices, Tensor(a!) out) -> ()",
+           _launch_contiguous, _check_contiguous_args)
+_define_op("w4a16_masked(Tensor a, Tensor weight, Tensor scales, SymInt[] tag, Tensor masked_m, SymInt expected_m, "
+           "Tensor(a!) out) -> ()",
+           _launch_masked, lambda a, weight, scales, tag, masked_m, expected_m, out:
+           _check_masked_args(a, weight, scales, tag, masked_m, out))
+_define_op("w4a16_offsets(Tensor a, Tensor weight, Tensor scales, SymInt[] tag, Tensor offsets, Tensor(a!) out) -> ()",
+           _launch_offsets, _check_offsets_args)
+_define_op("w4a16_indexed(Tensor a, Tensor weight, Tensor scales, SymInt[] tag, Tensor sorted_ids, Tensor expert_ids, "
+           "Tensor num_tokens_padded, SymInt top_k, SymInt block_size, Tensor(a!) out) -> ()",
+           _launch_indexed, _check_indexed_args)
 
 
-@_op_masked.register_fake
-def _(a, weight, scales, tag, masked_m, expected_m, out):
-    _check_masked_args(a, weight, scales, tag, masked_m, out)
-
-
-@torch.library.custom_op("chord::w4a16_offsets", mutates_args=("out",), device_types="cuda")
-def _op_offsets(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
-                offsets: torch.Tensor, out: torch.Tensor) -> None:
-    _launch_offsets(a, weight, scales, tag, offsets, out)
-
-
-@_op_offsets.register_fake
-def _(a, weight, scales, tag, offsets, out):
-    _check_offsets_args(a, weight, scales, tag, offsets, out)
-
-
-@torch.library.custom_op("chord::w4a16_indexed", mutates_args=("out",), device_types="cuda")
-def _op_indexed(a: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int],
-                sorted_ids: torch.Tensor, expert_ids: torch.Tensor, num_tokens_padded: torch.Tensor, top_k: int,
-                block_size: int, out: torch.Tensor) -> None:
-    _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out)
-
-
-@_op_indexed.register_fake
-def _(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
-    _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out)
-
-
-@torch.library.custom_op("chord::w4a16_dequantize", mutates_args=("out",), device_types="cuda")
-def _op_dequantize(weight: torch.Tensor, scales: torch.Tensor, tag: Sequence[int], out: torch.Tensor) -> None:
-    _launch_dequantize(weight, scales, tag, out)
-
-
-@_op_dequantize.register_fake
-def _(weight, scales, tag, out):
+def _fake_dequantize(weight, scales, tag, out):
     _, e, n, k = _check_tag(tag, weight, scales)
     _check_out(out, (e, n, k))
 
 
-@torch.library.custom_op("chord::w4a16_pack", mutates_args=("weight_out", "scales_out"), device_types="cuda")
-def _op_pack(src: torch.Tensor, src_format: int, scales: torch.Tensor, weight_out: torch.Tensor,
-             scales_out: torch.Tensor) -> None:
-    _launch_pack(src, src_format, scales, weight_out, scales_out)
-
-
-@_op_pack.register_fake
-def _(src, src_format, scales, weight_out, scales_out):
-    return None
+_define_op("w4a16_dequantize(Tensor weight, Tensor scales, SymInt[] tag, Tensor(a!) out) -> ()",
+           _launch_dequantize, _fake_dequantize)
+_define_op("w4a16_pack(Tensor src, SymInt src_format, Tensor scales, Tensor(a!) weight_out, Tensor(b!) scales_out) -> ()",
+           _launch_pack, lambda src, src_format, scales, weight_out, scales_out: None)
 
 
 def _compiling():

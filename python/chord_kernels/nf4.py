@@ -24,7 +24,7 @@ import torch
 
 from . import _ops
 from ._native import lib as _C
-from ._ops import _check_current, _check_device, _check_tensor, _compiling, _fail, _raw_stream
+from ._ops import _check_current, _check_device, _check_tensor, _compiling, _define_op, _fail, _raw_stream
 
 MAGIC = _ops.MAGIC
 FORMAT_NF4 = int(_C.FORMAT_NF4)
@@ -311,26 +311,10 @@ def _launch_dequantize(weight, absmax, tag, dtype, out):
     _C.nf4_dequantize(tag, weight.data_ptr(), absmax.data_ptr(), dtype, out.data_ptr(), _raw_stream(dev))
 
 
-@torch.library.custom_op("chord::nf4_offsets", mutates_args=("out",), device_types="cuda")
-def _op_offsets(x: torch.Tensor, weight: torch.Tensor, absmax: torch.Tensor, tag: Sequence[int],
-                offsets: torch.Tensor, out: torch.Tensor) -> None:
-    _launch_offsets(x, weight, absmax, tag, offsets, out)
-
-
-@_op_offsets.register_fake
-def _(x, weight, absmax, tag, offsets, out):
-    _check_offsets_args(x, weight, absmax, tag, offsets, out)
-
-
-@torch.library.custom_op("chord::nf4_dequantize", mutates_args=("out",), device_types="cuda")
-def _op_dequantize(weight: torch.Tensor, absmax: torch.Tensor, tag: Sequence[int], dtype: int,
-                   out: torch.Tensor) -> None:
-    _launch_dequantize(weight, absmax, tag, dtype, out)
-
-
-@_op_dequantize.register_fake
-def _(weight, absmax, tag, dtype, out):
-    _check_dequantize_args(weight, absmax, tag, dtype, out)
+_define_op("nf4_offsets(Tensor x, Tensor weight, Tensor absmax, SymInt[] tag, Tensor offsets, Tensor(a!) out) -> ()",
+           _launch_offsets, _check_offsets_args)
+_define_op("nf4_dequantize(Tensor weight, Tensor absmax, SymInt[] tag, SymInt dtype, Tensor(a!) out) -> ()",
+           _launch_dequantize, _check_dequantize_args)
 
 
 def _as_tensor(value, name, dtype, numel, device):

@@ -30,9 +30,43 @@ def test_native_module_and_ops_registered():
     assert ck.LAYOUT_VERSION == 1
     assert ck.__version__.count(".") == 2
     assert ck.contiguous_alignment() > 0
+    written = {"w4a16_pack": {"weight_out", "scales_out"}, "nf4_offsets": {"out"}, "nf4_dequantize": {"out"}}
     for name in ("w4a16_indexed", "w4a16_contiguous", "w4a16_masked", "w4a16_offsets", "w4a16_dequantize",
-                 "w4a16_pack"):
+                 "w4a16_pack", "nf4_offsets", "nf4_dequantize"):
         assert hasattr(torch.ops.chord, name), name
+        # The schema marks exactly the tensors the op writes, so torch.compile functionalizes them.
+        args = getattr(torch.ops.chord, name).default._schema.arguments
+        assert {a.name for a in args if a.alias_info is not None and a.alias_info.is_write} == \
+            written.get(name, {"out"}), name
+
+
+def test_op_registration_compiles_fullgraph():
+    """The registration every chord op uses (_ops._define_op: a schema, the device launch, a
+    fake), here on a CPU op: torch.compile(fullgraph=True) traces through it, functionalizes
+    the written output and gives the eager result; the fake's checks run while tracing."""
+    lib = torch.library.Library("chord_test", "FRAGMENT")
+
+    def launch(a, tag, k, out):
+        out.copy_(a * k + tag[0])
+
+    def fake(a, tag, k, out):
+        if a.shape != out.shape:
+            raise ValueError("'out' must have the shape of 'a'")
+
+    _ops._define_op("scale_into(Tensor a, SymInt[] tag, SymInt k, Tensor(a!) out) -> ()", launch, fake, lib=lib,
+                    device="CPU")
+
+    def f(a, out_rows):
+        out = torch.empty(out_rows, a.shape[1])
+        torch.ops.chord_test.scale_into(a, [1, 2], 3, out)
+        return out * 2
+
+    a = torch.randn(4, 8)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager", dynamic=False)
+    assert torch.equal(compiled(a, 4), f(a, 4))
+    assert torch.equal(compiled(a, 4), (a * 3 + 1) * 2)
+    with pytest.raises(Exception, match="must have the shape"):
+        torch.compile(f, fullgraph=True, backend="aot_eager", dynamic=False)(a, 3)
 
 
 def run_fresh(args):
