@@ -1,0 +1,77 @@
+"""One library call per projection of a heavy SHAPES.md row, inside an NVTX range "prof", for
+ncu (`--nvtx --nvtx-include prof/`): every kernel is compiled and warmed up before the range.
+
+    python3 tools/kernel_check/one_call.py tp8|ep8|contig
+
+tp8 / ep8: indexed T=16384 (the bench's draw for that token count, the tuning table's routing
+block), gate_up then down; contig: contiguous 512 rows/expert EP8, gate_up then down.
+scripts/device_ncu.sh runs it under ncu."""
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import torch  # noqa: E402
+import bench_w4a16 as b  # noqa: E402
+from chord_ctypes import Chord  # noqa: E402
+
+
+def indexed_calls(chord, gen, model, e_local, tokens):
+    e_all, n_up, k_up, n_down, k_down = b.MODELS[model]
+    up = b.ExpertWeights(chord, e_local, n_up, k_up, gen)
+    down = b.ExpertWeights(chord, e_local, n_down, k_down, gen)
+    ids = torch.arange(e_all, device="cuda")
+    local = torch.where(ids < e_local, ids, torch.full_like(ids, -1)).to(torch.int32)
+    gen.manual_seed(b.SEED + tokens)
+    topk_ids = b.skewed_topk(tokens, e_all, 8, gen)
+    routes, _, active = b.grouped_rows(topk_ids, local, e_local)
+    block = chord.routing_block(b.ARCH, e_local, n_up, k_up, routes.numel()) or 64
+    sorted_ids, expert_ids, ntp = b.align_block_size(topk_ids, e_all, local, block)
+    print(f"{model} T={tokens}: routing block {block}, {routes.numel()} routed rows, {active} active experts")
+    calls = []
+    for w, a_rows, top_k in ((up, tokens, 8), (down, tokens * 8, 1)):
+        a = torch.randn(a_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.empty((tokens * 8, w.n), dtype=torch.bfloat16, device="cuda")
+        calls.append(lambda a=a, w=w, out=out, top_k=top_k:
+                     chord.indexed(a, w.tag, sorted_ids, expert_ids, ntp, top_k, block, out))
+    return calls
+
+
+def contiguous_calls(chord, gen, rows_per_expert=512, experts=48):
+    _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
+    calls = []
+    m = experts * rows_per_expert
+    m_indices = torch.arange(experts, device="cuda", dtype=torch.int32).repeat_interleave(rows_per_expert)
+    for n, k in ((n_up, k_up), (n_down, k_down)):
+        w = b.ExpertWeights(chord, experts, n, k, gen)
+        a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
+        calls.append(lambda a=a, w=w, out=out: chord.contiguous(a, w.tag, m_indices, out))
+    return calls
+
+
+def main(which):
+    chord = Chord(None)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(b.SEED)
+    if which == "tp8":
+        calls = indexed_calls(chord, gen, "tp8", 384, 16384)
+    elif which == "ep8":
+        calls = indexed_calls(chord, gen, "kimi", 48, 16384)
+    elif which == "contig":
+        calls = contiguous_calls(chord, gen)
+    else:
+        sys.exit(f"unknown row set '{which}': tp8, ep8 or contig")
+    for call in calls:  # compile and warm up outside the profiled range
+        call()
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push("prof")
+    for call in calls:
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "")
