@@ -4,7 +4,7 @@
 
 Weights are INT4 group-32 (W = bf16((code - 8) * scale)), activations and outputs BF16;
 or NF4 in the bitsandbytes format (NF4Weights, nf4_grouped_mm), activations BF16 or FP16.
-Every operator is a torch custom op in the ``chord`` namespace (torch.ops.chord.*) with a
+Every operator is a torch library op in the ``chord`` namespace (torch.ops.chord.*) with a
 fake implementation; none synchronizes the host. docs/python.md has the details.
 """
 from ._native import lib as _lib

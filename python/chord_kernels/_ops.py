@@ -1,9 +1,10 @@
 """torch operators over chord's W4A16 C API.
 
 Each operator is a torch library op (namespace ``chord``, defined by schema, implemented for
-CUDA) with a fake implementation, so torch.compile(fullgraph=True) traces through it. No operator reads device memory from the
-host or synchronizes: every check below uses tensor metadata only, and the launch goes on
-torch's current stream, so each call can be captured in a CUDA Graph.
+CUDA) with a fake implementation, so torch.compile(fullgraph=True) traces through it. No
+operator reads device memory from the host or synchronizes: every check below uses tensor
+metadata only, and the launch goes on torch's current stream, so each call can be captured in
+a CUDA Graph.
 
 In eager mode the public functions call the same checked launch directly instead of going
 through the dispatcher (the op and the direct call run the same Python code; the
@@ -255,7 +256,7 @@ def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_toke
     return tag
 
 
-# -- launches (checked; used by the custom ops and by the eager fast path) ----------------
+# -- launches (checked; used by the torch ops and by the eager fast path) -----------------
 
 def _launch_contiguous(a, weight, scales, tag, m_indices, out):
     tag = _check_contiguous_args(a, weight, scales, tag, m_indices, out)
@@ -310,7 +311,7 @@ def _launch_pack(src, src_format, scales, weight_out, scales_out):
         raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {expected_tag(e, n, k)}")
 
 
-# -- custom ops ---------------------------------------------------------------------------
+# -- torch ops ----------------------------------------------------------------------------
 
 # The operators are defined on a torch.library fragment and implemented for CUDA directly,
 # rather than with torch.library.custom_op: a custom_op call goes through Python dispatch

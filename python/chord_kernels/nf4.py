@@ -11,7 +11,7 @@ format's decision thresholds, and by default the absmax double-quantized (mean o
 signed dynamic 8-bit map, one FP32 scale per 256 blocks). The packed layout, the
 dequantization and the GEMM are the library's (chord_nf4_pack / _dequantize / _offsets).
 
-Like the INT4 operators in _ops.py, each GPU call is a torch custom op (``chord::nf4_*``)
+Like the INT4 operators in _ops.py, each GPU call is a torch library op (``chord::nf4_*``)
 with a fake implementation, every check uses tensor metadata only, and nothing reads
 device memory from the host, so nf4_grouped_mm can be captured in a CUDA Graph. Packing
 (load time) reads the double-quantization offset to the host once.
