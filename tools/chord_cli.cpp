@@ -28,7 +28,10 @@ int usage() {
                "       chord info                                    versions, cache, visible GPUs\n"
                "       chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [--weight W]\n"
                "                    [--a-rows S] [--groups G --max-m M] [--capacity C] [--block-size B] [--sms SMS]\n"
-               "                                                     the W4A16 config and kernel the resolver picks\n"
+               "                    [--cubin FILE]\n"
+               "                                                     the W4A16 config and kernel the resolver picks;\n"
+               "                                                     --cubin: compile it (no cache), write the cubin\n"
+               "                                                     (for nvdisasm), print ptxas's report\n"
                "         MODE: contiguous | masked | offsets | indexed; W: int4 (default) | nf4 | nf4-fp16\n"
                "         R: expected rows per expert as the operator derives it (contiguous m / E, offsets\n"
                "            S / E, masked expected_m or max_m, indexed M * top_k / E); S, G / M, C: the\n"
@@ -77,10 +80,30 @@ int precompile(int argc, char** argv) {
   return 0;
 }
 
+// Compiles `source` without the cache, with ptxas's verbose report (registers, spills, stack,
+// wgmma serialization notes), writes the cubin to `path` and prints the report.
+int write_cubin(const chord::KernelSource& source, const chord::Arch& arch, const std::string& path) {
+  std::vector<std::string> options = source.options;
+  options.push_back("--ptxas-options=-v");
+  std::string log;
+  const std::vector<char> cubin =
+      chord::compile_to_cubin(chord::CompileRequest{source.name, source.text, arch, options}, "", &log);
+  FILE* f = std::fopen(path.c_str(), "wb");
+  bool written = f != nullptr && std::fwrite(cubin.data(), 1, cubin.size(), f) == cubin.size();
+  if (f != nullptr && std::fclose(f) != 0) written = false;
+  if (!written) {
+    std::fprintf(stderr, "chord config: cannot write '%s'\n", path.c_str());
+    return 1;
+  }
+  std::printf("%s", log.c_str());
+  std::printf("cubin: %s (%zu bytes)\n", path.c_str(), cubin.size());
+  return 0;
+}
+
 // The W4A16 config for a shape, as the operators would resolve it (CHORD_W4A16_* included).
 int config(int argc, char** argv) {
   chord::W4A16Problem p;
-  std::string arch_name, mode, weight = "int4";
+  std::string arch_name, mode, weight = "int4", cubin_path;
   p.sm_count = 132;
   auto number = [&](int& i) -> long long {
     if (i + 1 >= argc) throw chord::Error(CHORD_ERROR_INVALID_ARGUMENT, std::string(argv[i]) + " needs a value");
@@ -107,6 +130,7 @@ int config(int argc, char** argv) {
     else if (a == "--capacity") p.capacity = static_cast<int>(number(i));
     else if (a == "--block-size") p.block_size = static_cast<int>(number(i));
     else if (a == "--sms") p.sm_count = static_cast<int>(number(i));
+    else if (a == "--cubin" && i + 1 < argc) cubin_path = argv[++i];
     else {
       std::fprintf(stderr, "chord config: unexpected argument '%s'\n", argv[i]);
       return usage();
@@ -141,6 +165,7 @@ int config(int argc, char** argv) {
               "threads=%d smem=%d kernel=%s\n",
               engine, c.block_m, c.block_n, c.block_k, c.stages, c.warps_m, c.warps_n, c.warpgroups, c.split_k,
               c.threads(), c.smem_bytes(), c.source().name.c_str());
+  if (!cubin_path.empty()) return write_cubin(c.source(), p.arch, cubin_path);
   return 0;
 }
 

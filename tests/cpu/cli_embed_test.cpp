@@ -143,3 +143,25 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
     for (const auto& needle : c.needles) CHECK(out.find(needle) != std::string::npos);
   }
 }
+
+TEST_CASE("cli: config --cubin writes the resolved kernel's cubin and ptxas's report", "[cli]") {
+  TempDir dir;
+  const std::string path = dir.path() + "/tp8_down.cubin";
+  const std::string shape = " config --arch sm_90a --mode indexed --n 7168 --k 256 --experts 384 --rows 341 --block-size 128";
+  int code = -1;
+  std::string out = run(std::string(CHORD_CLI_PATH) + shape + " --cubin " + path, &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("kernel=w4a16_wgmma_ws_indexed_n256s4") != std::string::npos);
+  CHECK(out.find("0 bytes spill stores") != std::string::npos);  // ptxas -v's report
+  CHECK(out.find("Used ") != std::string::npos);
+  std::ifstream cubin(path, std::ios::binary);
+  char magic[4] = {0, 0, 0, 0};
+  cubin.read(magic, 4);
+  CHECK(std::string(magic, 4) == std::string("\x7f" "ELF", 4));
+
+  // An unwritable path is an error that names it.
+  out = run(std::string(CHORD_CLI_PATH) + shape + " --cubin " + dir.path() + "/missing/x.cubin", &code);
+  CHECK(code == 1);
+  CHECK(out.find("cannot write") != std::string::npos);
+}
