@@ -160,6 +160,21 @@ def grouped_rows(topk_ids, local_of_global, num_local):
     return routes, offsets, int((counts > 0).sum())
 
 
+def indexed_routing(chord, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
+                    fixed_block=False):
+    """A skewed top-k draw aligned as vLLM would for our kernels: the routing block our
+    exported tuning table gives the shape (both projections use it), `block_size` where no table
+    holds it or with fixed_block. Returns (routes, offsets, active, block, sorted_ids, expert_ids,
+    num_tokens_padded); routes / offsets / active as grouped_rows gives them."""
+    topk_ids = skewed_topk(tokens, num_global, top_k, gen)
+    routes, offsets, active = grouped_rows(topk_ids, local_of_global, weights_up.experts)
+    if not fixed_block:
+        block_size = chord.routing_block(ARCH, weights_up.experts, weights_up.n, weights_up.k,
+                                         routes.numel()) or block_size
+    sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
+    return routes, offsets, active, block_size, sorted_ids, expert_ids, ntp
+
+
 def rel_error(out, ref):
     return (out.float() - ref.float()).norm().item() / max(ref.float().norm().item(), 1e-30)
 
@@ -201,16 +216,10 @@ class Suite:
     # -- indexed (vLLM routing) -------------------------------------------------------------
     def indexed(self, scenario, x, weights_up, weights_down, tokens, num_global, top_k, local_of_global,
                 block_size, gen):
-        topk_ids = skewed_topk(tokens, num_global, top_k, gen)
-        routes, offsets, active = grouped_rows(topk_ids, local_of_global, weights_up.experts)
+        routes, offsets, active, block_size, sorted_ids, expert_ids, ntp = indexed_routing(
+            self.chord, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen, self.fixed_blocks)
         routed = routes.numel()
-        # The routing block vLLM would align to with our exported tuning table (both
-        # projections use it); `block_size` where no table holds the shape or --fixed-blocks.
-        if not self.fixed_blocks:
-            block_size = self.chord.routing_block(ARCH, weights_up.experts, weights_up.n, weights_up.k,
-                                                  routed) or block_size
         self.block_size = block_size
-        sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
         for proj, w, a_rows, kernel_top_k in (("gate_up", weights_up, tokens, top_k),
                                               ("down", weights_down, tokens * top_k, 1)):
             a = torch.randn(a_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)

@@ -23,10 +23,8 @@ def indexed_calls(chord, gen, model, e_local, tokens):
     ids = torch.arange(e_all, device="cuda")
     local = torch.where(ids < e_local, ids, torch.full_like(ids, -1)).to(torch.int32)
     gen.manual_seed(b.SEED + tokens)
-    topk_ids = b.skewed_topk(tokens, e_all, 8, gen)
-    routes, _, active = b.grouped_rows(topk_ids, local, e_local)
-    block = chord.routing_block(b.ARCH, e_local, n_up, k_up, routes.numel()) or 64
-    sorted_ids, expert_ids, ntp = b.align_block_size(topk_ids, e_all, local, block)
+    routes, _, active, block, sorted_ids, expert_ids, ntp = b.indexed_routing(chord, tokens, e_all, 8, local, up, 64,
+                                                                              gen)
     print(f"{model} T={tokens}: routing block {block}, {routes.numel()} routed rows, {active} active experts")
     calls = []
     for w, a_rows, top_k in ((up, tokens, 8), (down, tokens * 8, 1)):
