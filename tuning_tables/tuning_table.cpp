@@ -191,14 +191,11 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
       w.k = field<int>(e, "k", e_where);
       require_known_shape(w.n, w.k, e_where);
       w.min_rows_indexed = min_rows(e, e_where);
-      // The kernel the entry runs: the warp-specialized 128 x 256 tile with these stages.
+      // The kernel the entry runs: the warp-specialized INT4 tile with these stages.
       W4A16GemmConfig c;
-      c.engine = W4A16Engine::kWgmmaWs;
       c.mode = kW4A16Indexed;
-      c.block_m = kW4A16WgmmaWsBlockM;
-      c.block_n = 256;
       c.block_k = kW4A16WgmmaBlockK;
-      c = overridden(c, e, e_where);  // stages is present (checked above)
+      c = overridden(warp_specialized_tile(c, false), e, e_where);  // stages is present (checked above)
       require_fits_shape(c, w.n, w.k, e_where);
       w.stages = c.stages;
       table.ws_int4_shapes.push_back(w);

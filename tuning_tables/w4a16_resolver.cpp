@@ -122,16 +122,6 @@ std::optional<W4A16GemmConfig> wgmma_config(const W4A16Problem& p) {
   return c;
 }
 
-// `c` as the warp-specialized kernel's tile: 128 tokens x 256 weight rows, 5 stages for NF4,
-// `int4_stages` for INT4 (6, or a table's per-shape count).
-W4A16GemmConfig warp_specialized_tile(W4A16GemmConfig c, bool nf4, int int4_stages = 6) {
-  c.engine = W4A16Engine::kWgmmaWs;
-  c.block_m = kW4A16WgmmaWsBlockM;
-  c.block_n = 256;
-  c.stages = nf4 ? 5 : int4_stages;
-  return c;
-}
-
 // CHORD_W4A16_ENGINE: the chosen config where it has that engine already, else the engine's
 // defaults (the heuristic's for mma.sync; warp_specialized_tile for the warp-specialized
 // kernel). The WGMMA engines need sm_90a.

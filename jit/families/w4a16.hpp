@@ -72,6 +72,17 @@ struct W4A16GemmConfig {
   KernelSource source() const;
 };
 
+// `c` as the warp-specialized kernel's tile: 128 tokens x 256 weight rows, 5 stages for NF4,
+// `int4_stages` for INT4 (6, or a tuning table's per-shape count). The resolver and the tuning
+// table's shape entries both build it here.
+inline W4A16GemmConfig warp_specialized_tile(W4A16GemmConfig c, bool nf4, int int4_stages = 6) {
+  c.engine = W4A16Engine::kWgmmaWs;
+  c.block_m = kW4A16WgmmaWsBlockM;
+  c.block_n = 256;
+  c.stages = nf4 ? 5 : int4_stages;
+  return c;
+}
+
 struct W4A16PackConfig {
   bool unpack = false;                         // packed -> bf16 instead of checkpoint -> packed
   W4A16PackSource source_format = kW4A16SrcCompressed;
