@@ -65,6 +65,29 @@ def time_us(fn, flush, reps=100, warmup=10):
     return times[len(times) // 2]
 
 
+def time_pair_us(fn_a, fn_b, flush, reps=100, warmup=10):
+    """time_us of two functions with their reps interleaved (a, b, a, b, ...), so that both run
+    at the same clock: heavy rows run under the power cap, where each side timed alone settles at
+    its own clock (docs/benchmarking.md, --interleaved)."""
+    for _ in range(warmup):
+        fn_a()
+        fn_b()
+    events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+              for _ in range(2)]
+    for i in range(reps):
+        for fn, (start, end) in ((fn_a, events[0][i]), (fn_b, events[1][i])):
+            flush.zero_()
+            start.record()
+            fn()
+            end.record()
+    torch.cuda.synchronize()
+    medians = []
+    for side in events:
+        times = sorted(s.elapsed_time(e) * 1000.0 for s, e in side)
+        medians.append(times[len(times) // 2])
+    return medians
+
+
 class ExpertWeights:
     """Random INT4 g32 experts packed by chord, plus the BF16 dequantized copy."""
 
@@ -180,8 +203,9 @@ def rel_error(out, ref):
 
 
 class Suite:
-    def __init__(self, chord, quick, only=None, fixed_blocks=False):
+    def __init__(self, chord, quick, only=None, fixed_blocks=False, interleaved=False):
         self.chord, self.quick, self.only, self.fixed_blocks = chord, quick, only, fixed_blocks
+        self.interleaved = interleaved  # time ours and the anchor rep by rep (time_pair_us)
         self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
@@ -198,8 +222,11 @@ class Suite:
         ok, err = check()
         if not ok:
             self.failures += 1
-        ours = time_us(ours_fn, self.flush)
-        anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
+        if ref_fn is not None and self.interleaved:
+            ours, anchor = time_pair_us(ours_fn, ref_fn, self.flush)
+        else:
+            ours = time_us(ours_fn, self.flush)
+            anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
         wbytes = weights.bytes_for(active)
         floor = max(wbytes / STREAM_BYTES_PER_S, flop / BF16_FLOP_PER_S) * 1e6
         row = dict(scenario=scenario, x=x, proj=proj, routed_rows=routed_rows, active_experts=active,
@@ -375,7 +402,7 @@ def run(args):
     chord = Chord(args.library)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
-    suite = Suite(chord, args.quick, args.only, args.fixed_blocks)
+    suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved)
     settle_clocks()
     quick = args.quick
 
@@ -446,11 +473,15 @@ def main():
     parser.add_argument("--fixed-blocks", action="store_true",
                         help="indexed rows: routing block 16 (decode) / 64 (prefill) instead of the block our "
                              "exported tuning table gives vLLM")
+    parser.add_argument("--interleaved", action="store_true",
+                        help="time our call and its BF16 anchor rep by rep (same clock) instead of one after "
+                             "the other (each at its own power-capped clock)")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
-                date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else ""))
+                date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else "") +
+                (" --interleaved" if args.interleaved else ""))
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))
