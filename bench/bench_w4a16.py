@@ -50,32 +50,19 @@ def l2_flush_buffer():
     return torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
 
 
-def time_us(fn, flush, reps=100, warmup=10):
+def time_interleaved_us(fns, flush, reps=100, warmup=10):
+    """Median us of each function over `reps` calls, each after an L2 flush, timed with events;
+    the functions' reps are interleaved (a, b, a, b, ...), so that all of them run at the same
+    clock: heavy rows run under the power cap, where each function timed alone settles at its own
+    clock (docs/benchmarking.md, --interleaved)."""
     for _ in range(warmup):
-        fn()
-    starts = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    ends = [torch.cuda.Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        flush.zero_()
-        starts[i].record()
-        fn()
-        ends[i].record()
-    torch.cuda.synchronize()
-    times = sorted(s.elapsed_time(e) * 1000.0 for s, e in zip(starts, ends))
-    return times[len(times) // 2]
-
-
-def time_pair_us(fn_a, fn_b, flush, reps=100, warmup=10):
-    """time_us of two functions with their reps interleaved (a, b, a, b, ...), so that both run
-    at the same clock: heavy rows run under the power cap, where each side timed alone settles at
-    its own clock (docs/benchmarking.md, --interleaved)."""
-    for _ in range(warmup):
-        fn_a()
-        fn_b()
+        for fn in fns:
+            fn()
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
-              for _ in range(2)]
+              for _ in fns]
     for i in range(reps):
-        for fn, (start, end) in ((fn_a, events[0][i]), (fn_b, events[1][i])):
+        for fn, side in zip(fns, events):
+            start, end = side[i]
             flush.zero_()
             start.record()
             fn()
@@ -86,6 +73,10 @@ def time_pair_us(fn_a, fn_b, flush, reps=100, warmup=10):
         times = sorted(s.elapsed_time(e) * 1000.0 for s, e in side)
         medians.append(times[len(times) // 2])
     return medians
+
+
+def time_us(fn, flush, reps=100, warmup=10):
+    return time_interleaved_us([fn], flush, reps, warmup)[0]
 
 
 class ExpertWeights:
@@ -205,7 +196,7 @@ def rel_error(out, ref):
 class Suite:
     def __init__(self, chord, quick, only=None, fixed_blocks=False, interleaved=False):
         self.chord, self.quick, self.only, self.fixed_blocks = chord, quick, only, fixed_blocks
-        self.interleaved = interleaved  # time ours and the anchor rep by rep (time_pair_us)
+        self.interleaved = interleaved  # time ours and the anchor rep by rep (time_interleaved_us)
         self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
@@ -223,7 +214,7 @@ class Suite:
         if not ok:
             self.failures += 1
         if ref_fn is not None and self.interleaved:
-            ours, anchor = time_pair_us(ours_fn, ref_fn, self.flush)
+            ours, anchor = time_interleaved_us([ours_fn, ref_fn], self.flush)
         else:
             ours = time_us(ours_fn, self.flush)
             anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
