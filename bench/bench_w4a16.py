@@ -194,30 +194,46 @@ def rel_error(out, ref):
 
 
 class Suite:
-    def __init__(self, chord, quick, only=None, fixed_blocks=False, interleaved=False):
+    def __init__(self, chord, quick, only=None, fixed_blocks=False, interleaved=False, against=None):
         self.chord, self.quick, self.only, self.fixed_blocks = chord, quick, only, fixed_blocks
         self.interleaved = interleaved  # time ours and the anchor rep by rep (time_interleaved_us)
+        self.against = against  # another build's Chord, timed rep by rep with ours and the anchor
         self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
         self.failures = 0
 
-    def record(self, scenario, x, proj, routed_rows, weights, active, flop, ours_fn, ref_fn, check):
-        """check() -> (ok, error); times ours and the grouped_mm anchor; appends a row."""
+    def record(self, scenario, x, proj, routed_rows, weights, active, flop, call, ref_fn, check):
+        """call(chord) -> the timed function through that build; check() -> (ok, error) of the
+        output it wrote. Times ours and the grouped_mm anchor (and the --against build's call,
+        checked too, all three rep by rep); appends a row."""
         if self.only and self.only not in scenario:
             return
+        ours_fn = call(self.chord)
         t0 = time.perf_counter()
         ours_fn()
         torch.cuda.synchronize()
         first_call_ms = (time.perf_counter() - t0) * 1000.0
         ok, err = check()
+        timed, against = [ours_fn], {}
+        if self.against is not None:
+            against_fn = call(self.against)
+            against_fn()
+            against_ok, against_err = check()
+            ok = ok and against_ok
+            timed.append(against_fn)
         if not ok:
             self.failures += 1
-        if ref_fn is not None and self.interleaved:
-            ours, anchor = time_interleaved_us([ours_fn, ref_fn], self.flush)
+        if ref_fn is not None and (self.interleaved or len(timed) > 1):
+            times = time_interleaved_us(timed + [ref_fn], self.flush)
+            anchor = times[-1]
         else:
-            ours = time_us(ours_fn, self.flush)
+            times = [time_us(fn, self.flush) for fn in timed]
             anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
+        ours = times[0]
+        if self.against is not None:
+            against = dict(against_us=round(times[1], 2), vs_against=round(times[1] / ours, 3),
+                           against_check="ok" if against_ok else "FAIL", against_rel_error=against_err)
         wbytes = weights.bytes_for(active)
         floor = max(wbytes / STREAM_BYTES_PER_S, flop / BF16_FLOP_PER_S) * 1e6
         row = dict(scenario=scenario, x=x, proj=proj, routed_rows=routed_rows, active_experts=active,
@@ -225,9 +241,10 @@ class Suite:
                    tflops=round(flop / ours / 1e6, 1), weight_gbps=round(wbytes / ours / 1e3, 1),
                    vs_grouped_mm=round(anchor / ours, 3), vs_floor=round(floor / ours, 3),
                    check="ok" if ok else "FAIL", rel_error=err, first_call_ms=round(first_call_ms, 1),
-                   routing_block=self.block_size)
+                   routing_block=self.block_size, **against)
         self.rows.append(row)
-        print(f"{scenario:22s} {str(x):>6s} {proj:8s} rows={routed_rows:6d} chord={ours:9.1f}us "
+        other = f"against={against['against_us']:9.1f}us ({against['vs_against']:.3f}x) " if against else ""
+        print(f"{scenario:22s} {str(x):>6s} {proj:8s} rows={routed_rows:6d} chord={ours:9.1f}us {other}"
               f"bf16_gmm={anchor:9.1f}us floor={floor:8.1f}us {row['tflops']:6.1f}TF "
               f"{row['weight_gbps']:7.1f}GB/s {row['check']} err={err:.2e}", flush=True)
 
@@ -245,8 +262,8 @@ class Suite:
             in_rows = routes // kernel_top_k
             x_grouped = a[in_rows]
 
-            def ours():
-                self.chord.indexed(a, w.tag, sorted_ids, expert_ids, ntp, kernel_top_k, block_size, out)
+            def call(chord, a=a, w=w, kernel_top_k=kernel_top_k, out=out):
+                return lambda: chord.indexed(a, w.tag, sorted_ids, expert_ids, ntp, kernel_top_k, block_size, out)
 
             def anchor():
                 grouped_mm(x_grouped, w.bf16, offsets)
@@ -260,7 +277,7 @@ class Suite:
                 err = rel_error(got, ref) if routed else 0.0
                 return clean and err < 1e-2 and not torch.isnan(got).any().item(), err
 
-            self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, ours, anchor, check)
+            self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, call, anchor, check)
         self.block_size = None
 
     # -- grouped contiguous ------------------------------------------------------------------
@@ -277,7 +294,7 @@ class Suite:
             return err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, m, w, e, 2.0 * m * w.n * w.k,
-                    lambda: self.chord.contiguous(a, w.tag, m_indices, out), lambda: grouped_mm(a, w.bf16, offsets),
+                    lambda chord: lambda: chord.contiguous(a, w.tag, m_indices, out), lambda: grouped_mm(a, w.bf16, offsets),
                     check)
 
     # -- grouped masked ----------------------------------------------------------------------
@@ -299,7 +316,7 @@ class Suite:
             return clean and err < 1e-2 and not torch.isnan(out[valid]).any().item(), err
 
         self.record(scenario, x, self.proj, routed, w, int((masked_m > 0).sum()), 2.0 * routed * w.n * w.k,
-                    lambda: self.chord.masked(a, w.tag, masked_m, tokens_per_expert, out),
+                    lambda chord: lambda: chord.masked(a, w.tag, masked_m, tokens_per_expert, out),
                     lambda: grouped_mm(x_grouped, w.bf16, offsets), check)
 
     # -- offsets (INT4, or NF4 whose dequantize must also have matched bitsandbytes' rule) ----
@@ -311,7 +328,7 @@ class Suite:
         s_rows = routes.numel()
         a = torch.randn(s_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.full((s_rows, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
-        launch = self.chord.nf4_offsets if nf4 else self.chord.offsets
+        launch = lambda chord: chord.nf4_offsets if nf4 else chord.offsets
         weights_exact = w.dequantize_exact if nf4 else True
 
         def check():
@@ -319,7 +336,7 @@ class Suite:
             return weights_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
-                    lambda: launch(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets), check)
+                    lambda chord: lambda: launch(chord)(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets), check)
 
 
 def run_kimi(suite, chord, quick, gen):
@@ -393,7 +410,8 @@ def run(args):
     chord = Chord(args.library)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
-    suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved)
+    against = Chord(args.against) if args.against else None
+    suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved, against)
     settle_clocks()
     quick = args.quick
 
@@ -467,12 +485,16 @@ def main():
     parser.add_argument("--interleaved", action="store_true",
                         help="time our call and its BF16 anchor rep by rep (same clock) instead of one after "
                              "the other (each at its own power-capped clock)")
+    parser.add_argument("--against", default=None, metavar="LIBRARY",
+                        help="another build's libchord.so: each row also times its call (on our packed weights, "
+                             "checked the same way), rep by rep with ours and the anchor (one clock); a "
+                             "before / after comparison in one process")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else "") +
-                (" --interleaved" if args.interleaved else ""))
+                (" --interleaved" if args.interleaved else "") + (" --against " + args.against if args.against else ""))
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))
