@@ -80,6 +80,11 @@ __device__ __forceinline__ void wgmma_wait() {
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+// The reader's half: after the barrier wait that observed such a publication, orders this
+// thread's async-proxy reads (wgmma) after it. No instruction on sm_90a (ptxas emits none).
+__device__ __forceinline__ void fence_proxy_async_acquire() {
+  asm volatile("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;\n" ::: "memory");
+}
 __device__ __forceinline__ void opaque(unsigned int& x) { asm volatile("" : "+r"(x)); }
 
 // Four 8x8 b16 matrices from mma-fragment registers (thread l: row l / 4, columns 2 (l % 4),

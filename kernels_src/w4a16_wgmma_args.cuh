@@ -62,9 +62,11 @@ constexpr int kW4A16WgmmaWsBlockM = 128;
 constexpr int kW4A16WgmmaWsThreads = 384;
 // The warp-specialized kernel copies the activation rows with TMA (one 128-row x 64-element box
 // per stage, from args.a_map) in MASKED and OFFSETS mode, where a tile's rows are one
-// consecutive range of A. INDEXED gathers its rows with cp.async. CONTIGUOUS keeps cp.async
-// too: with TMA its BN256 kernel measured 2.6% slower on EP8 512 rows/expert down (H200,
-// docs/performance.md, session 18), while offsets NF4 gained 2-4%.
+// consecutive range of A. INDEXED gathers its rows with cp.async (TMA boxes of one row each
+// measured 1.4-1.8x slower: session 22). CONTIGUOUS keeps cp.async too: with TMA its BN256
+// kernel measured 2.6% slower on EP8 512 rows/expert down (H200, docs/performance.md, session
+// 18), while offsets NF4 gained 2-4%; with the proxy fence in the producer (session 22) cp.async
+// is still 2% ahead of TMA there.
 CHORD_W4A16_HD constexpr bool w4a16_tma_activations(int mode) {
   return mode == kW4A16Masked || mode == kW4A16Offsets;
 }

@@ -3,14 +3,16 @@
 // w4a16_wgmma_body (w4a16_wgmma.cuh), arranged as
 //   - warpgroup 0, the producer (56 registers after setmaxnreg): resolves tiles with the mode's
 //     scheduler (named barrier 1 among its 128 threads) and copies every stage (activation
-//     rows, packed weights, scales) with cp.async, each thread's copies arriving on the
-//     stage's `full` mbarrier when they land (cp.async.mbarrier.arrive.noinc); in masked and
-//     offsets mode one thread loads the activation rows as one TMA box instead
-//     (w4a16_tma_activations), its bytes expected on the same barrier;
+//     rows, packed weights, scales) with cp.async; each thread publishes a stage on its `full`
+//     mbarrier once its copies have landed and it has fenced the proxies (the copies are
+//     generic-proxy writes, wgmma reads through the async proxy), one stage late; 4-stage
+//     builds arrive as the copies land (cp.async.mbarrier.arrive.noinc) and the consumers fence
+//     (kProducerFence); in masked and offsets mode one thread loads the activation rows as one
+//     TMA box instead (w4a16_tma_activations), its bytes expected on the same barrier, and no
+//     fence is needed;
 //   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
 //     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
-//     fragments (after a proxy fence: the copies are generic-proxy writes, wgmma reads through
-//     the async proxy), issues the wgmma (one group in flight while the next fragments decode,
+//     fragments, issues the wgmma (one group in flight while the next fragments decode,
 //     except INT4 BN256 and NF4 half-width tiles: see k_block) and frees the stage of the
 //     retired group on its `empty` mbarrier; no CTA-wide barrier in the main loop.
 // Persistent: CTA b takes tiles b, b + gridDim.x, ... (n block fastest); any grid is correct,
@@ -123,6 +125,14 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr bool kF16 = kElem == kNF4FP16;
   constexpr int kProducers = 128;
   constexpr bool kTmaA = w4a16_tma_activations(MODE);
+  // How a stage's activation rows become visible to the consumers' wgmma (async proxy): TMA
+  // writes through the async proxy (no fence); cp.async writes through the generic proxy, so a
+  // proxy fence must order them first. Builds of more than 4 stages fence in the producer
+  // (kProducerFence: each thread publishes a stage once its copies landed and it fenced); in the
+  // consumers, right after the stage barrier, that fence cost 3-5% on the long-K prefill rows.
+  // The 4-stage builds run short K (TP8 down: 4 k blocks a tile), where a tile's last stage,
+  // published late, cost 2% and the consumers' fence nothing measurable: they keep it.
+  constexpr bool kProducerFence = !kTmaA && STAGES > 4;
   // Tiles whose valid rows all sit in the first BM / 2 (an expert's last rows) run the
   // half-width wgmma: NF4 weights only. With INT4 weights ptxas serializes the wgmma of some
   // BLOCK_N 256 instantiations once the kernel holds both widths (C7511, "insufficient
@@ -184,6 +194,19 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     int slot = 0;
     unsigned int slot_parity = 1;  // a fresh barrier's previous phase counts as complete
     bool have_slot = false;        // the consumers have released `slot` to this producer
+    // kProducerFence: a stage is published one stage late (kPublishLag; the last ones once the
+    // producer has no more tiles). Waiting for a stage's copies never blocks the consumers: they
+    // free a stage one block after reading it, and kPublishLag <= STAGES - 2. `pending[0]`: the
+    // oldest stage issued but not published (-1). A lag of 2 measured no faster.
+    constexpr int kPublishLag = 1;
+    static_assert(!kProducerFence || (kPublishLag >= 1 && kPublishLag <= STAGES - 2), "publish lag");
+    int pending[kPublishLag];
+#pragma unroll
+    for (int i = 0; i < kPublishLag; ++i) pending[i] = -1;
+    auto publish_stage = [&](int stage_done) {
+      fence_proxy_async_shared();
+      mbar_arrive(bar_full + 8 * stage_done);
+    };
     for (int t = (int)blockIdx.x; t < total; t += (int)gridDim.x) {
       if (!have_slot) {
         mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
@@ -266,12 +289,29 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           cp_async_16(st + Cfg::kABytes + (j * 4 + (tid >> 5)) * 512 + (tid & 31) * 16,
                       w_src + (unsigned long long)j * 4 * num_k * 512 + kb * 512, 16);
         if (tid < s_pieces) cp_async_16(st + s_dst, s_src_ptr + (unsigned long long)kb * N * 4, 16);
-        cp_async_mbar_arrive(bar_full + 8 * stage);
+        if constexpr (!kProducerFence) {
+          cp_async_mbar_arrive(bar_full + 8 * stage);  // arrives once this thread's copies landed
+        } else {
+          cp_async_commit();
+          if (pending[0] >= 0) {
+            cp_async_wait<kPublishLag>();  // the oldest pending stage has landed
+            publish_stage(pending[0]);
+          }
+#pragma unroll
+          for (int i = 0; i + 1 < kPublishLag; ++i) pending[i] = pending[i + 1];
+          pending[kPublishLag - 1] = stage;
+        }
         if (++stage == STAGES) {
           stage = 0;
           empty_parity ^= 1;
         }
       }
+    }
+    if constexpr (kProducerFence) {
+      cp_async_wait<0>();
+#pragma unroll
+      for (int i = 0; i < kPublishLag; ++i)
+        if (pending[i] >= 0) publish_stage(pending[i]);
     }
     // No more tiles: a slot without the valid mark ends the consumers' loop. The copies still in
     // flight land before this thread exits (their mbarrier arrivals are still to come).
@@ -327,9 +367,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     };
     auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first, bool wide) {
       mbar_wait(bar_full + 8 * stage, full_parity);
-      // The stage was written by the producer's cp.async (generic proxy); wgmma reads the
-      // activations through the async proxy.
-      fence_proxy_async_shared();
+      if constexpr (kProducerFence) {
+        fence_proxy_async_acquire();  // the reader's half of the producer's fence
+      } else if constexpr (!kTmaA) {
+        fence_proxy_async_shared();  // cp.async rows, published as they landed
+      }
       const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
       const unsigned long long desc0 = smem_desc_sw128(st);
       const bool groups = per_tile_groups(wide);
