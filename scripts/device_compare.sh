@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Before/after on the GPU machine in one call: builds this tree and a baseline tree (an export
 # of an earlier commit, with .deps, e.g. `git archive <commit> | tar -x -C .clean_base`), runs
-# the C++ GPU tests of this tree, then the same bench subsets on both (each tree's own bench
-# script and library). Results under $OUT.
+# the C++ GPU tests of this tree, then each bench subset once with this tree's bench timing both
+# libraries in one process (--against: rep by rep, one clock; both outputs checked). Results
+# under $OUT.
 # Usage: scripts/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
 # a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well)
 set -uo pipefail
 base=$1; shift
+base_lib="$(cd "$base" && pwd)/build/libchord.so"
 out=${OUT:-/tmp/chord-out}
 mkdir -p "$out"
 export CHORD_CACHE_DIR=/tmp/chord-cache
@@ -25,9 +27,9 @@ for only in "$@"; do
     echo "== after, $var, $filt"; grep -E "us " "/tmp/b_$tag.txt" | sed 's/  */ /g'
     continue
   fi
-  python3 bench/bench_w4a16.py --only "$only" --out "/tmp/a_$tag" > "/tmp/a_$tag.txt" 2>&1
-  (cd "$base" && python3 bench/bench_w4a16.py --only "$only" --out "/tmp/b0_$tag" > "/tmp/b0_$tag.txt" 2>&1)
-  echo "== before ($base), $only"; grep -E "us " "/tmp/b0_$tag.txt" | sed 's/  */ /g'
-  echo "== after, $only"; grep -E "us " "/tmp/a_$tag.txt" | sed 's/  */ /g'
+  # Both builds in one process, rep by rep (one clock): against = the base's time, (N x) = base / ours.
+  python3 bench/bench_w4a16.py --only "$only" --against "$base_lib" --out "/tmp/a_$tag" \
+    > "/tmp/a_$tag.txt" 2>&1
+  echo "== after vs before ($base), $only"; grep -E "us |failed|Error" "/tmp/a_$tag.txt" | sed 's/  */ /g'
 done > "$out/compare.txt" 2>&1
 cat "$out/compare.txt"
