@@ -11,6 +11,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -473,6 +474,18 @@ def draw(rows, path):
     fig.savefig(path, dpi=90)
 
 
+def command_line(args):
+    """The options that change what the rows measure, as a command (recorded in bench.json)."""
+    parts = ["python3", "bench/bench_w4a16.py"]
+    for flag, on in (("--quick", args.quick), ("--fixed-blocks", args.fixed_blocks), ("--interleaved", args.interleaved)):
+        if on:
+            parts.append(flag)
+    for flag, value in (("--only", args.only), ("--library", args.library), ("--against", args.against)):
+        if value:
+            parts += [flag, shlex.quote(value)]
+    return " ".join(parts)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
@@ -493,8 +506,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
-                date=time.strftime("%Y-%m-%d"), command="python3 bench/bench_w4a16.py" + (" --quick" if args.quick else "") +
-                (" --interleaved" if args.interleaved else "") + (" --against " + args.against if args.against else ""))
+                date=time.strftime("%Y-%m-%d"), command=command_line(args))
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))
