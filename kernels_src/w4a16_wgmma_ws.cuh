@@ -194,15 +194,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     int slot = 0;
     unsigned int slot_parity = 1;  // a fresh barrier's previous phase counts as complete
     bool have_slot = false;        // the consumers have released `slot` to this producer
-    // kProducerFence: a stage is published one stage late (kPublishLag; the last ones once the
-    // producer has no more tiles). Waiting for a stage's copies never blocks the consumers: they
-    // free a stage one block after reading it, and kPublishLag <= STAGES - 2. `pending[0]`: the
-    // oldest stage issued but not published (-1). A lag of 2 measured no faster.
-    constexpr int kPublishLag = 1;
-    static_assert(!kProducerFence || (kPublishLag >= 1 && kPublishLag <= STAGES - 2), "publish lag");
-    int pending[kPublishLag];
-#pragma unroll
-    for (int i = 0; i < kPublishLag; ++i) pending[i] = -1;
+    // kProducerFence: a stage is published one stage late (the last one once the producer has
+    // no more tiles). Waiting for a stage's copies never blocks the consumers: they free a stage
+    // one block after reading it, and STAGES > 4. `pending`: the stage issued but not yet
+    // published (-1: none). A lag of two stages measured no faster.
+    int pending = -1;
     auto publish_stage = [&](int stage_done) {
       fence_proxy_async_shared();
       mbar_arrive(bar_full + 8 * stage_done);
@@ -293,13 +289,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           cp_async_mbar_arrive(bar_full + 8 * stage);  // arrives once this thread's copies landed
         } else {
           cp_async_commit();
-          if (pending[0] >= 0) {
-            cp_async_wait<kPublishLag>();  // the oldest pending stage has landed
-            publish_stage(pending[0]);
+          if (pending >= 0) {
+            cp_async_wait<1>();  // the pending stage has landed (this one may still be in flight)
+            publish_stage(pending);
           }
-#pragma unroll
-          for (int i = 0; i + 1 < kPublishLag; ++i) pending[i] = pending[i + 1];
-          pending[kPublishLag - 1] = stage;
+          pending = stage;
         }
         if (++stage == STAGES) {
           stage = 0;
@@ -307,15 +301,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         }
       }
     }
-    if constexpr (kProducerFence) {
-      cp_async_wait<0>();
-#pragma unroll
-      for (int i = 0; i < kPublishLag; ++i)
-        if (pending[i] >= 0) publish_stage(pending[i]);
-    }
-    // No more tiles: a slot without the valid mark ends the consumers' loop. The copies still in
-    // flight land before this thread exits (their mbarrier arrivals are still to come).
+    // No more tiles. The copies still in flight land before this thread exits (without the
+    // producer fence their mbarrier arrivals are still to come; with it the last stage is
+    // published once they have). Then a slot without the valid mark ends the consumers' loop.
     cp_async_wait<0>();
+    if (kProducerFence && pending >= 0) publish_stage(pending);
     if (!have_slot) mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
     if (tid == 0) {
       slots[slot * (BM + 4) + BM + 1] = 0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Profiles the heavy rows' kernels on a GPU machine with ncu (clocks left alone): for each row set
-# (tools/kernel_check/one_call.py: tp8, ep8, contig; default tp8 contig), one library call per
+# (tools/kernel_check/one_call.py: tp8, ep8, contig, masked; default tp8 contig), one library call per
 # projection, with the speed-of-light, warp-state, scheduler, workload and source-counter
 # sections and the tensor-pipe and stall metrics. Writes to $OUT: ncu_SET.txt (the sections),
 # sass_SET.csv.gz (per-SASS-instruction samples, `ncu --page source --csv`) and stalls_SET.txt

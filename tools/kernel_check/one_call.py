@@ -1,10 +1,12 @@
 """One library call per projection of a heavy SHAPES.md row, inside an NVTX range "prof", for
 ncu (`--nvtx --nvtx-include prof/`): every kernel is compiled and warmed up before the range.
 
-    python3 tools/kernel_check/one_call.py tp8|ep8|contig
+    python3 tools/kernel_check/one_call.py tp8|ep8|contig|masked
 
 tp8 / ep8: indexed T=16384 (the bench's draw for that token count, the tuning table's routing
-block), gate_up then down; contig: contiguous 512 rows/expert EP8, gate_up then down.
+block), gate_up then down; contig: contiguous 512 rows/expert EP8, gate_up then down; masked:
+the masked decode, 8 tokens/expert EP8 (4-12 rows per expert as the bench draws them), gate_up
+then down.
 scripts/device_ncu.sh runs it under ncu."""
 import os
 import sys
@@ -48,6 +50,20 @@ def contiguous_calls(chord, gen, rows_per_expert=512, experts=48):
     return calls
 
 
+def masked_calls(chord, gen, tokens_per_expert=8, experts=48):
+    _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
+    calls = []
+    max_m = 2 * tokens_per_expert
+    masked_m = torch.randint(tokens_per_expert // 2, tokens_per_expert + tokens_per_expert // 2 + 1, (experts,),
+                             device="cuda", generator=gen, dtype=torch.int32)
+    for n, k in ((n_up, k_up), (n_down, k_down)):
+        w = b.ExpertWeights(chord, experts, n, k, gen)
+        a = torch.randn(experts, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.empty((experts, max_m, n), dtype=torch.bfloat16, device="cuda")
+        calls.append(lambda a=a, w=w, out=out: chord.masked(a, w.tag, masked_m, tokens_per_expert, out))
+    return calls
+
+
 def main(which):
     chord = Chord(None)
     gen = torch.Generator(device="cuda")
@@ -58,8 +74,10 @@ def main(which):
         calls = indexed_calls(chord, gen, "kimi", 48, 16384)
     elif which == "contig":
         calls = contiguous_calls(chord, gen)
+    elif which == "masked":
+        calls = masked_calls(chord, gen)
     else:
-        sys.exit(f"unknown row set '{which}': tp8, ep8 or contig")
+        sys.exit(f"unknown row set '{which}': tp8, ep8, contig or masked")
     for call in calls:  # compile and warm up outside the profiled range
         call()
         call()
