@@ -158,6 +158,9 @@ inline std::vector<BadInputCase> bad_input_cases(const BadInputBuffers& b) {
                [=] { return chord_w4a16_masked(b.a, E, int64_t{1} << 29, &b.tag, ints(b.routing), 0, b.out, b.stream); }});
   c.push_back({"w4a16_masked", "masked_m = NULL", kInvalid, {"'masked_m'", "null"},
                [=] { return chord_w4a16_masked(b.a, E, 8, &b.tag, nullptr, 0, b.out, b.stream); }});
+  const chord_w4a16_weight_t no_magic = with([](auto& t) { t.magic = 0; });
+  c.push_back({"w4a16_masked", "tag magic = 0 (not a packed weight)", kInvalid, {"'weight'", "magic"},
+               [=] { return chord_w4a16_masked(b.a, E, 8, &no_magic, ints(b.routing), 0, b.out, b.stream); }});
   // ---- chord_w4a16_offsets
   c.push_back({"w4a16_offsets", "S = -3", kInvalid, {"'S'", "out of range"},
                [=] { return chord_w4a16_offsets(b.a, -3, &b.tag, ints(b.routing), b.out, b.stream); }});
@@ -193,6 +196,9 @@ inline std::vector<BadInputCase> bad_input_cases(const BadInputBuffers& b) {
   c.push_back({"w4a16_indexed", "expert_ids misaligned (+1 byte)", kInvalid, {"'expert_ids'", "4-byte"}, [=] {
                  return chord_w4a16_indexed(b.a, 16, &b.tag, ids, 64, ints(b.routing, 2049), ntp, 2, 16, b.out, b.stream);
                }});
+  const chord_w4a16_weight_t group_128 = with([](auto& t) { t.group_size = 128; });
+  c.push_back({"w4a16_indexed", "tag group_size = 128", kInvalid, {"'weight'", "group size 128"},
+               [=] { return chord_w4a16_indexed(b.a, 16, &group_128, ids, 64, experts, ntp, 2, 16, b.out, b.stream); }});
   c.push_back({"w4a16_indexed", "num_tokens_padded = NULL", kInvalid, {"'num_tokens_padded'", "null"},
                [=] { return chord_w4a16_indexed(b.a, 16, &b.tag, ids, 64, experts, nullptr, 2, 16, b.out, b.stream); }});
   c.push_back({"w4a16_indexed", "a = NULL", kInvalid, {"'a'", "null"},

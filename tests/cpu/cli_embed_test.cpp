@@ -102,6 +102,12 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
       {cli + "--mode indexed --n 4096 --k 7168 --experts 48 --rows 683 --block-size 128",
        0,
        {"engine=wgmma block_m=128"}},
+      // A TP8 gate_up shape at 8 rows per expert: the TP8 table's BN128 decode tile, and with an
+      // explicit CHORD_W4A16_PROFILE the named table's row instead (EP8: BN256).
+      {cli + "--mode masked --n 512 --k 7168 --experts 384 --rows 8", 0, {"block_m=16 block_n=128 block_k=128"}},
+      {"CHORD_W4A16_PROFILE=ep8 " + cli + "--mode masked --n 512 --k 7168 --experts 384 --rows 8",
+       0,
+       {"block_m=16 block_n=256 block_k=128"}},
       // Forced knobs on a shape the table runs on WGMMA: the mma.sync kernel with the forced values.
       {"CHORD_W4A16_BM=32 CHORD_W4A16_BN=256 CHORD_W4A16_BK=128 CHORD_W4A16_STAGES=3 " + cli + ep8_down,
        0,

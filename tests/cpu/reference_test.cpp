@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
+#include <tuple>
 
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
+#include "reference/w4a16_pack.hpp"
 
 using namespace chord::ref;
 
@@ -46,4 +49,31 @@ TEST_CASE("reference: compressed-tensors int32 form round-trips with codes", "[r
   // Element j of each group of 8 sits in bits 4j..4j+3, least significant first.
   std::vector<uint8_t> ramp = {1, 2, 3, 4, 5, 6, 7, 8};
   CHECK(static_cast<uint32_t>(codes_to_compressed(ramp, 1, 8)[0]) == 0x87654321u);
+}
+
+TEST_CASE("reference: the packer puts each code where docs/packed_layout.md says; pack then dequantize round-trips",
+          "[reference]") {
+  std::mt19937 rng(13);
+  for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{2, 48, 192}}) {
+    std::vector<uint8_t> codes(static_cast<size_t>(e) * n * k);
+    for (auto& c : codes) c = static_cast<uint8_t>(rng() & 0xf);
+    std::vector<uint16_t> scales(static_cast<size_t>(e) * n * (k / 32));
+    for (auto& s : scales) s = float_to_bf16(std::ldexp(1.0f + (rng() % 128) / 128.0f, static_cast<int>(rng() % 9) - 6));
+    const W4A16Packed packed = pack_w4a16(codes.data(), scales.data(), e, n, k);
+    REQUIRE(packed.weight.size() == codes.size() / 8);
+    size_t misplaced = 0;
+    for (int x = 0; x < e; ++x)
+      for (int row = 0; row < n; ++row)
+        for (int col = 0; col < k; ++col) {
+          // The documented word and nibble slot of (row, col), written out independently.
+          const int nt = row / 16, r = row % 16, kc = col / 64, j = (col % 64) / 16, c = col % 16;
+          const int lane = (r % 8) * 4 + (c % 8) / 2;
+          const int slot = (r / 8) + 2 * (c / 8) + 4 * (c % 2);
+          const size_t word = ((((size_t)x * (n / 16) + nt) * (k / 64) + kc) * 32 + lane) * 4 + j;
+          const uint32_t code = (packed.weight[word] >> (4 * slot)) & 0xf;
+          misplaced += code != codes[((size_t)x * n + row) * k + col];
+        }
+    CHECK(misplaced == 0);
+    CHECK(dequantize_packed(packed) == dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k));
+  }
 }
