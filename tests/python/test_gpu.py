@@ -322,26 +322,28 @@ def test_cuda_graph_replay(weights):
     assert torch.equal(replayed, fn(packed))
 
 
-def host_us(fn, calls=2000):
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(calls):
+def host_us_each(fns, calls=2000, rounds=5):
+    """Best per-call wall time (us) of each function over `rounds` batches of `calls`, the
+    functions taking turns batch by batch, so a slow phase of the host (its clock, another
+    process) falls on all of them rather than on whichever ran then."""
+    for fn in fns.values():
+        for _ in range(50):
             fn()
-        best = min(best, (time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return best
+    torch.cuda.synchronize()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - t0) / calls * 1e6)
+            torch.cuda.synchronize()
+    return {name: round(us, 2) for name, us in best.items()}
 
 
 def test_host_overhead(weights):
     packed, cases, _ = op_cases(weights)
-    result = {}
-    for name in ("indexed", "contiguous", "masked", "grouped_mm"):
-        fn = cases[name]
-        result[name] = round(host_us(lambda: fn(packed)), 2)
+    fns = {name: (lambda fn=cases[name]: fn(packed)) for name in ("indexed", "contiguous", "masked", "grouped_mm")}
     # The same launch through the torch dispatcher (torch.ops.chord.*), as a compiled graph runs it.
     p = packed
     gen = torch.Generator(device="cuda").manual_seed(9)
@@ -349,11 +351,11 @@ def test_host_overhead(weights):
     sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk_ids, 16, 8)
     xi = torch.randn(6, 512, device="cuda").to(torch.bfloat16)
     out = torch.empty(12, 256, dtype=torch.bfloat16, device="cuda")
-    result["indexed_via_torch_ops"] = round(host_us(lambda: torch.ops.chord.w4a16_indexed(
-        xi, p.weight, p.scales, p.tag, sorted_ids, expert_ids, ntp, 2, 16, out)), 2)
-    result["indexed_allocating_output"] = round(host_us(
-        lambda: ck.indexed(xi, p, sorted_ids, expert_ids, ntp, 2, block_size=16)), 2)
-    result["torch_add_baseline"] = round(host_us(lambda: torch.add(xi, xi, out=xi)), 2)
+    fns["indexed_via_torch_ops"] = lambda: torch.ops.chord.w4a16_indexed(
+        xi, p.weight, p.scales, p.tag, sorted_ids, expert_ids, ntp, 2, 16, out)
+    fns["indexed_allocating_output"] = lambda: ck.indexed(xi, p, sorted_ids, expert_ids, ntp, 2, block_size=16)
+    fns["torch_add_baseline"] = lambda: torch.add(xi, xi, out=xi)
+    result = host_us_each(fns)
     print("\nhost overhead per call (us):", json.dumps(result))
     folder = os.environ.get("CHORD_PYTEST_OUT")
     if folder:
