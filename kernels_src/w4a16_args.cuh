@@ -74,6 +74,10 @@ struct W4A16Args {
   // The warp-specialized kernel in masked / offsets mode (w4a16_tma_activations): A as rows of
   // K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
   W4A16TmaMap a_map;
+  // The warp-specialized kernel: the packed weight and scales (w4a16_weight_map_shape,
+  // w4a16_scale_map_shape for its BLOCK_N).
+  W4A16TmaMap w_map;
+  W4A16TmaMap s_map;
 };
 
 // Rows of A as one [rows, K] matrix (row stride lda): MASKED holds G groups of max_m rows.

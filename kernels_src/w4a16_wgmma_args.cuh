@@ -70,6 +70,22 @@ constexpr int kW4A16WgmmaWsThreads = 384;
 CHORD_W4A16_HD constexpr bool w4a16_tma_activations(int mode) {
   return mode == kW4A16Masked || mode == kW4A16Offsets;
 }
+// The warp-specialized kernel's TMA boxes of the packed weight and scales, one of each per stage
+// (args.w_map, args.s_map; the host encodes them from these shapes, row-major, row stride = cols,
+// no swizzle). Weight: a row is one 16-row tile of N across K (K / 64 runs of 512 bytes as
+// uint32), a box the BLOCK_N / 16 runs of one k block. Scales: INT4 the two BF16 group rows of a
+// k block, NF4 its one FP32 absmax row, BLOCK_N columns. Either lands as the stage lays it out.
+struct W4A16MapShape {
+  long long rows, cols;
+  int element_bytes, box_rows, box_cols;
+};
+CHORD_W4A16_HD constexpr W4A16MapShape w4a16_weight_map_shape(int experts, int n, int k, int block_n) {
+  return {(long long)experts * (n / 16), (long long)(k / kW4A16WgmmaBlockK) * 128, 4, block_n / 16, 128};
+}
+CHORD_W4A16_HD constexpr W4A16MapShape w4a16_scale_map_shape(int experts, int n, int k, int block_n, bool nf4) {
+  return nf4 ? W4A16MapShape{(long long)experts * (k / kW4A16WgmmaBlockK), n, 4, 1, block_n}
+             : W4A16MapShape{(long long)experts * (k / 32), n, 2, 2, block_n};
+}
 // Tile slots between the producer and the consumers: how many tiles the producer may resolve
 // ahead (short K: a tile's resolve must not wait for the epilogue two tiles back).
 constexpr int kW4A16WgmmaWsSlots = 4;

@@ -2,14 +2,14 @@
 // same arithmetic, weight decode, modes, tile schedulers and packed layouts as
 // w4a16_wgmma_body (w4a16_wgmma.cuh), arranged as
 //   - warpgroup 0, the producer (56 registers after setmaxnreg): resolves tiles with the mode's
-//     scheduler (named barrier 1 among its 128 threads) and copies every stage (activation
-//     rows, packed weights, scales) with cp.async; each thread publishes a stage on its `full`
-//     mbarrier once its copies have landed and it has fenced the proxies (the copies are
-//     generic-proxy writes, wgmma reads through the async proxy), one stage late; 4-stage
-//     builds arrive as the copies land (cp.async.mbarrier.arrive.noinc) and the consumers fence
-//     (kProducerFence); in masked and offsets mode one thread loads the activation rows as one
-//     TMA box instead (w4a16_tma_activations), its bytes expected on the same barrier, and no
-//     fence is needed;
+//     scheduler (named barrier 1 among its 128 threads); for every stage one thread loads the
+//     packed weights and scales as two TMA boxes (args.w_map, args.s_map), their bytes expected
+//     on the stage's `full` mbarrier, and the activation rows: in masked and offsets mode one
+//     more TMA box (w4a16_tma_activations), else gathered by all 128 threads with cp.async, each
+//     of which publishes the stage on `full` once its copies have landed and it has fenced the
+//     proxies (the copies are generic-proxy writes, wgmma reads through the async proxy), one
+//     stage late; 4-stage builds arrive as the copies land (cp.async.mbarrier.arrive.noinc) and
+//     the consumers fence (kProducerFence);
 //   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
 //     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
 //     fragments, issues the wgmma (one group in flight while the next fragments decode,
@@ -102,6 +102,7 @@ struct W4A16WgmmaWsConfig {
   static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N);
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
+  static constexpr int kSBytes = BLOCK_N * 4;  // INT4: two BF16 group rows; NF4: one FP32 absmax row
   static constexpr int kTiles = BLOCK_N / 128;  // m64 tiles per consumer warpgroup
   static constexpr int kAcc = kBlockM / 2;
   static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, WEIGHT != kW4A16WeightInt4) == nullptr,
@@ -162,9 +163,13 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 
   const int tid = threadIdx.x;
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  // A stage is full after the TMA thread's expect_tx arrival and its bytes, and with cp.async
+  // activation rows, each producer thread's arrival.
+  constexpr int kFullArrivals = (kTmaA ? 0 : kProducers) + 1;
+  constexpr unsigned int kTmaBytes = (kTmaA ? Cfg::kABytes : 0) + Cfg::kWBytes + Cfg::kSBytes;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bar_full + 8 * s, kProducers + (kTmaA ? 1 : 0));  // + the TMA's expect_tx arrival
+      mbar_init(bar_full + 8 * s, kFullArrivals);
       mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
     }
     for (int s = 0; s < kSlots; ++s) {
@@ -187,8 +192,6 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     constexpr int kAPieces = BM * 8 / kProducers;  // 8: rows tid / 8 + 16 i, chunk tid % 8
     const int a_row = tid >> 3, a_ch = tid & 7;
     const unsigned int a_dst = a_row * 128 + ((a_ch ^ (a_row & 7)) << 4);
-    constexpr int kWPieces = BLOCK_N * 2 / kProducers;  // packed chunk j * 4 + tid / 32, piece tid % 32
-    const int s_pieces = BLOCK_N / 4;                   // scale pieces of a stage (threads tid < s_pieces)
     int stage = 0;
     unsigned int empty_parity = 1;  // a fresh barrier's previous phase counts as complete
     int slot = 0;
@@ -249,51 +252,41 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         a_chunk[i] = src >= 0 ? (unsigned int)((unsigned long long)src * (unsigned long long)args.lda / 8ull) + a_ch : 0u;
         a_valid |= (src >= 0 ? 1u : 0u) << i;
       }
-      const unsigned char* w_src = static_cast<const unsigned char*>(args.w) +
-                                   (unsigned long long)expert * N * (unsigned long long)(K / 2) +
-                                   ((unsigned long long)n_block * (BLOCK_N / 16) + (tid >> 5)) * num_k * 512ull +
-                                   (tid & 31) * 16;
-      // Scales: INT4 two group rows of BLOCK_N BF16 (pieces [0, BN/8) row 0, then row 1), NF4 one
-      // absmax row of BLOCK_N FP32; the same bytes per k block, (K / 64) * N * 4.
-      const int s_row = kNF4 ? 0 : tid / (BLOCK_N / 8), s_piece = kNF4 ? tid : tid % (BLOCK_N / 8);
-      const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
-                                       (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
-                                       (kNF4 ? (unsigned long long)n_block * BLOCK_N * 4ull
-                                             : (unsigned long long)s_row * N * 2ull + (unsigned long long)n_block * BLOCK_N * 2ull) +
-                                       s_piece * 16;
-      const unsigned int s_dst = Cfg::kABytes + Cfg::kWBytes + (kNF4 ? 0 : s_row * BLOCK_N * 2) + s_piece * 16;
+      // The TMA boxes' rows (w4a16_weight_map_shape, w4a16_scale_map_shape): the expert's n tiles
+      // of this block; its scale rows of k block 0 (INT4 two per k block, NF4 one).
+      constexpr int kScaleRows = kNF4 ? 1 : 2;
+      const int w_row0 = expert * (N / 16) + n_block * (BLOCK_N / 16);
+      const int s_row0 = expert * num_k * kScaleRows;
       Sync::sync();  // every producer thread has read s_src before the next resolve rewrites it
+      if (kTmaA && tid != 0) continue;  // thread 0 copies the whole stage
 
       for (int kb = 0; kb < num_k; ++kb) {
         mbar_wait(bar_empty + 8 * stage, empty_parity);
         const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
-        const uint4_w* a_k = static_cast<const uint4_w*>(args.a) + kb * (kW4A16WgmmaBlockK / 8);
-        if constexpr (kTmaA) {
+        const unsigned int full = bar_full + 8 * stage;
+        if (tid == 0) {
+          mbar_arrive_expect_tx(full, kTmaBytes);
           // Rows past the tile's valid ones are loaded too (the next expert's, or zeros past the
           // end of A): their output columns are not stored.
-          if (tid == 0) {
-            mbar_arrive_expect_tx(bar_full + 8 * stage, Cfg::kABytes);
-            tma_load_2d(st, &args.a_map, kb * kW4A16WgmmaBlockK, a_row0, bar_full + 8 * stage);
-          }
-        } else {
+          if constexpr (kTmaA) tma_load_2d(st, &args.a_map, kb * kW4A16WgmmaBlockK, a_row0, full);
+          tma_load_2d(st + Cfg::kABytes, &args.w_map, kb * 128, w_row0, full);
+          tma_load_2d(st + Cfg::kABytes + Cfg::kWBytes, &args.s_map, n_block * BLOCK_N, s_row0 + kb * kScaleRows, full);
+        }
+        if constexpr (!kTmaA) {  // the activation rows, gathered by every producer thread
+          const uint4_w* a_k = static_cast<const uint4_w*>(args.a) + kb * (kW4A16WgmmaBlockK / 8);
 #pragma unroll
           for (int i = 0; i < kAPieces; ++i)
             cp_async_16(st + a_dst + i * kProducers * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
-        }
-#pragma unroll
-        for (int j = 0; j < kWPieces; ++j)
-          cp_async_16(st + Cfg::kABytes + (j * 4 + (tid >> 5)) * 512 + (tid & 31) * 16,
-                      w_src + (unsigned long long)j * 4 * num_k * 512 + kb * 512, 16);
-        if (tid < s_pieces) cp_async_16(st + s_dst, s_src_ptr + (unsigned long long)kb * N * 4, 16);
-        if constexpr (!kProducerFence) {
-          cp_async_mbar_arrive(bar_full + 8 * stage);  // arrives once this thread's copies landed
-        } else {
-          cp_async_commit();
-          if (pending >= 0) {
-            cp_async_wait<1>();  // the pending stage has landed (this one may still be in flight)
-            publish_stage(pending);
+          if constexpr (!kProducerFence) {
+            cp_async_mbar_arrive(full);  // arrives once this thread's copies landed
+          } else {
+            cp_async_commit();
+            if (pending >= 0) {
+              cp_async_wait<1>();  // the pending stage has landed (this one may still be in flight)
+              publish_stage(pending);
+            }
+            pending = stage;
           }
-          pending = stage;
         }
         if (++stage == STAGES) {
           stage = 0;
@@ -357,9 +350,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     };
     auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first, bool wide) {
       mbar_wait(bar_full + 8 * stage, full_parity);
-      if constexpr (kProducerFence) {
-        fence_proxy_async_acquire();  // the reader's half of the producer's fence
-      } else if constexpr (!kTmaA) {
+      if constexpr (kProducerFence || kTmaA) {
+        // The reader's half of the producer's fence (TMA-only stages need none; it emits no
+        // instruction, and without it ptxas serializes the NF4 masked / offsets builds, C7511).
+        fence_proxy_async_acquire();
+      } else {
         fence_proxy_async_shared();  // cp.async rows, published as they landed
       }
       const unsigned int st = pipe_base + stage * Cfg::kStageBytes;

@@ -99,22 +99,35 @@ W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A
   return args;
 }
 
-// The warp-specialized kernel's TMA map of A (masked and offsets modes): 128 rows x 64 elements
-// (128 bytes: one swizzle span) per box, as the kernel's shared-memory stage lays them out.
-void set_activation_map(const Launch& l, W4A16Args* args) {
-  if (!l.config.warp_specialized() || !w4a16_tma_activations(args->mode)) return;
+static_assert(sizeof(CUtensorMap) == sizeof(W4A16TmaMap), "the kernel's TMA map holds a CUtensorMap");
+
+void set_map(W4A16TmaMap* dst, const CUtensorMap& map) { std::memcpy(dst, &map, sizeof map); }
+
+CUtensorMap packed_map(const void* base, const W4A16MapShape& s) {
+  return make_tensor_map_2d(base, s.element_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
+                            static_cast<uint64_t>(s.rows), static_cast<uint64_t>(s.cols), static_cast<uint64_t>(s.cols),
+                            s.box_rows, s.box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
+}
+
+// The warp-specialized kernel's TMA maps: the packed weight and scales (one box of each per
+// stage), and in masked and offsets mode A, 128 rows x 64 elements (128 bytes: one swizzle span)
+// per box, as the kernel's shared-memory stage lays them out.
+void set_tma_maps(const Launch& l, W4A16Args* args) {
+  if (!l.config.warp_specialized()) return;
+  const int bn = l.config.block_n;
+  set_map(&args->w_map, packed_map(args->w, w4a16_weight_map_shape(args->num_experts, args->n, args->k, bn)));
+  set_map(&args->s_map,
+          packed_map(args->scales, w4a16_scale_map_shape(args->num_experts, args->n, args->k, bn, l.config.nf4())));
+  if (!w4a16_tma_activations(args->mode)) return;
   const long long rows = w4a16_a_total_rows(args->mode, args->a_rows, args->num_groups, args->max_m);
-  const CUtensorMap map =
-      make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),
-                         static_cast<uint64_t>(args->k), static_cast<uint64_t>(args->lda), kW4A16WgmmaWsBlockM,
-                         kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B);
-  static_assert(sizeof(CUtensorMap) == sizeof(W4A16TmaMap), "the kernel's TMA map holds a CUtensorMap");
-  std::memcpy(&args->a_map, &map, sizeof map);
+  set_map(&args->a_map, make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),
+                                           static_cast<uint64_t>(args->k), static_cast<uint64_t>(args->lda),
+                                           kW4A16WgmmaWsBlockM, kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B));
 }
 
 void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   W4A16Args args = in_args;
-  set_activation_map(l, &args);
+  set_tma_maps(l, &args);
   // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
   const long long ctas = w4a16_m_tiles(args.mode, l.config.block_m, args.a_rows, args.num_experts, args.num_groups,
                                        args.max_m, args.capacity) *

@@ -165,9 +165,10 @@ inline int sm_count() {
   return n;
 }
 
-// The warp-specialized kernel's TMA map of A for `mode` (as ops/w4a16.cpp builds it), through
-// the driver entry point the runtime hands out (no -lcuda needed).
-inline void set_activation_map(W4A16Args& a, int mode) {
+// A 2-D TMA map of row-major `base` (rows x cols elements, row stride in bytes), through the
+// driver entry point the runtime hands out (no -lcuda needed).
+inline void encode_map(chord::W4A16TmaMap* dst, const void* base, CUtensorMapDataType type, long long rows,
+                       long long cols, long long stride_bytes, int box_rows, int box_cols, CUtensorMapSwizzle swizzle) {
   using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                               const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
                               CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -177,22 +178,37 @@ inline void set_activation_map(W4A16Args& a, int mode) {
     CK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q));
     return reinterpret_cast<Encode>(fn);
   }();
-  const long long rows = chord::w4a16_a_total_rows(mode, a.a_rows, a.num_groups, a.max_m);
-  if (rows <= 0) return;
   CUtensorMap map;
-  cuuint64_t dims[2] = {(cuuint64_t)a.k, (cuuint64_t)rows};
-  cuuint64_t strides[1] = {(cuuint64_t)a.lda * 2};
-  cuuint32_t box[2] = {(cuuint32_t)chord::kW4A16WgmmaBlockK, (cuuint32_t)chord::kW4A16WgmmaWsBlockM};
+  cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+  cuuint64_t strides[1] = {(cuuint64_t)stride_bytes};
+  cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
   cuuint32_t elem[2] = {1, 1};
-  const CUresult r = encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(a.a), dims, strides, box, elem,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode(&map, type, 2, const_cast<void*>(base), dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) {
     std::fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", (int)r);
     std::exit(1);
   }
-  static_assert(sizeof(CUtensorMap) == sizeof(a.a_map), "the kernel's TMA map holds a CUtensorMap");
-  std::memcpy(&a.a_map, &map, sizeof map);
+  static_assert(sizeof(CUtensorMap) == sizeof(chord::W4A16TmaMap), "the kernel's TMA map holds a CUtensorMap");
+  std::memcpy(dst, &map, sizeof map);
+}
+
+inline void encode_packed_map(chord::W4A16TmaMap* dst, const void* base, const chord::W4A16MapShape& s) {
+  encode_map(dst, base, s.element_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16, s.rows,
+             s.cols, s.cols * s.element_bytes, s.box_rows, s.box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
+}
+
+// The warp-specialized kernel's TMA maps for `mode` (as ops/w4a16.cpp builds them): the packed
+// weight and scales, and A in masked and offsets mode.
+inline void set_ws_maps(W4A16Args& a, int mode, int block_n, bool nf4) {
+  encode_packed_map(&a.w_map, a.w, chord::w4a16_weight_map_shape(a.num_experts, a.n, a.k, block_n));
+  encode_packed_map(&a.s_map, a.scales, chord::w4a16_scale_map_shape(a.num_experts, a.n, a.k, block_n, nf4));
+  if (!chord::w4a16_tma_activations(mode)) return;
+  const long long rows = chord::w4a16_a_total_rows(mode, a.a_rows, a.num_groups, a.max_m);
+  if (rows <= 0) return;
+  encode_map(&a.a_map, a.a, CU_TENSOR_MAP_DATA_TYPE_UINT16, rows, a.k, a.lda * 2, chord::kW4A16WgmmaWsBlockM,
+             chord::kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 // Launches kEntry over w4a16_grid(a, bm, bn); an empty grid launches nothing. The first call

@@ -121,7 +121,7 @@ struct WsCfg {
     if constexpr (supports(MODE)) {
       const int ctas = g_ws_ctas > 0 ? g_ws_ctas : sm_count();
       W4A16Args args = a;
-      if (chord::w4a16_tma_activations(MODE)) set_activation_map(args, MODE);
+      set_ws_maps(args, MODE, BN, WEIGHT_ != chord::kW4A16WeightInt4);
       launch_entry<ws_entry<MODE, BN, ST, WEIGHT_>>(args, BM, BN, kThreads, kSmem, 1, ctas, /*exact=*/g_ws_ctas > 0);
     } else {
       std::fprintf(stderr, "%s does not support mode %d\n", name().c_str(), MODE);
