@@ -51,7 +51,7 @@ TEST_CASE("reference: compressed-tensors int32 form round-trips with codes", "[r
   CHECK(static_cast<uint32_t>(codes_to_compressed(ramp, 1, 8)[0]) == 0x87654321u);
 }
 
-TEST_CASE("reference: the packer puts each code where docs/packed_layout.md says; pack then dequantize round-trips",
+TEST_CASE("reference: the packer puts each code where docs/packed_layout.md says, and pack then dequantize round-trips",
           "[reference]") {
   std::mt19937 rng(13);
   for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{2, 48, 192}}) {
