@@ -61,14 +61,14 @@ CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int bloc
 constexpr int kW4A16WgmmaWsBlockM = 128;
 constexpr int kW4A16WgmmaWsThreads = 384;
 // The warp-specialized kernel copies the activation rows with TMA (one 128-row x 64-element box
-// per stage, from args.a_map) in MASKED and OFFSETS mode, where a tile's rows are one
+// per stage, from args.a_map) in CONTIGUOUS, MASKED and OFFSETS mode, where a tile's rows are one
 // consecutive range of A. INDEXED gathers its rows with cp.async (TMA boxes of one row each
-// measured 1.4-1.8x slower: session 22). CONTIGUOUS keeps cp.async too: with TMA its BN256
-// kernel measured 2.6% slower on EP8 512 rows/expert down (H200, docs/performance.md, session
-// 18), while offsets NF4 gained 2-4%; with the proxy fence in the producer (session 22) cp.async
-// is still 2% ahead of TMA there.
+// measured 1.4-1.8x slower: session 22). CONTIGUOUS kept cp.async while its weights were
+// cp.async copies too (TMA activations 2-3% slower, sessions 18 and 22); with the weights by TMA
+// (session 23) its all-TMA stages are 1.7-1.8% faster on EP8 512 rows/expert (H200,
+// docs/performance.md).
 CHORD_W4A16_HD constexpr bool w4a16_tma_activations(int mode) {
-  return mode == kW4A16Masked || mode == kW4A16Offsets;
+  return mode == kW4A16Contiguous || mode == kW4A16Masked || mode == kW4A16Offsets;
 }
 // The warp-specialized kernel's TMA boxes of the packed weight and scales, one of each per stage
 // (args.w_map, args.s_map; the host encodes them from these shapes, row-major, row stride = cols,

@@ -4,8 +4,8 @@
 //   - warpgroup 0, the producer (56 registers after setmaxnreg): resolves tiles with the mode's
 //     scheduler (named barrier 1 among its 128 threads); for every stage one thread loads the
 //     packed weights and scales as two TMA boxes (args.w_map, args.s_map), their bytes expected
-//     on the stage's `full` mbarrier, and the activation rows: in masked and offsets mode one
-//     more TMA box (w4a16_tma_activations), else gathered by all 128 threads with cp.async, each
+//     on the stage's `full` mbarrier, and the activation rows: in contiguous, masked and offsets
+//     mode one more TMA box (w4a16_tma_activations), indexed gathered by all 128 threads with cp.async, each
 //     of which publishes the stage on `full` once its copies have landed and it has fenced the
 //     proxies (the copies are generic-proxy writes, wgmma reads through the async proxy), one
 //     stage late; 4-stage builds arrive as the copies land (cp.async.mbarrier.arrive.noinc) and
@@ -132,7 +132,8 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   // (kProducerFence: each thread publishes a stage once its copies landed and it fenced); in the
   // consumers, right after the stage barrier, that fence cost 3-5% on the long-K prefill rows.
   // The 4-stage builds run short K (TP8 down: 4 k blocks a tile), where a tile's last stage,
-  // published late, cost 2% and the consumers' fence nothing measurable: they keep it.
+  // published late, cost 2% and the consumers' fence nothing measurable: they keep it. Only
+  // INDEXED copies its rows with cp.async (w4a16_tma_activations).
   constexpr bool kProducerFence = !kTmaA && STAGES > 4;
   // Tiles whose valid rows all sit in the first BM / 2 (an expert's last rows) run the
   // half-width wgmma: NF4 weights only. With INT4 weights ptxas serializes the wgmma of some
@@ -352,7 +353,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       mbar_wait(bar_full + 8 * stage, full_parity);
       if constexpr (kProducerFence || kTmaA) {
         // The reader's half of the producer's fence (TMA-only stages need none; it emits no
-        // instruction, and without it ptxas serializes the NF4 masked / offsets builds, C7511).
+        // instruction, and without it ptxas serializes some NF4 builds, C7511).
         fence_proxy_async_acquire();
       } else {
         fence_proxy_async_shared();  // cp.async rows, published as they landed

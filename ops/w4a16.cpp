@@ -110,7 +110,7 @@ CUtensorMap packed_map(const void* base, const W4A16MapShape& s) {
 }
 
 // The warp-specialized kernel's TMA maps: the packed weight and scales (one box of each per
-// stage), and in masked and offsets mode A, 128 rows x 64 elements (128 bytes: one swizzle span)
+// stage), and in contiguous, masked and offsets mode A, 128 rows x 64 elements (128 bytes: one swizzle span)
 // per box, as the kernel's shared-memory stage lays them out.
 void set_tma_maps(const Launch& l, W4A16Args* args) {
   if (!l.config.warp_specialized()) return;

@@ -200,7 +200,7 @@ inline void encode_packed_map(chord::W4A16TmaMap* dst, const void* base, const c
 }
 
 // The warp-specialized kernel's TMA maps for `mode` (as ops/w4a16.cpp builds them): the packed
-// weight and scales, and A in masked and offsets mode.
+// weight and scales, and A where w4a16_tma_activations(mode).
 inline void set_ws_maps(W4A16Args& a, int mode, int block_n, bool nf4) {
   encode_packed_map(&a.w_map, a.w, chord::w4a16_weight_map_shape(a.num_experts, a.n, a.k, block_n));
   encode_packed_map(&a.s_map, a.scales, chord::w4a16_scale_map_shape(a.num_experts, a.n, a.k, block_n, nf4));
