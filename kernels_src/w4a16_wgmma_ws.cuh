@@ -5,11 +5,11 @@
 //     scheduler (named barrier 1 among its 128 threads); for every stage one thread loads the
 //     packed weights and scales as two TMA boxes (args.w_map, args.s_map), their bytes expected
 //     on the stage's `full` mbarrier, and the activation rows: in contiguous, masked and offsets
-//     mode one more TMA box (w4a16_tma_activations), indexed gathered by all 128 threads with cp.async, each
-//     of which publishes the stage on `full` once its copies have landed and it has fenced the
-//     proxies (the copies are generic-proxy writes, wgmma reads through the async proxy), one
-//     stage late; 4-stage builds arrive as the copies land (cp.async.mbarrier.arrive.noinc) and
-//     the consumers fence (kProducerFence);
+//     mode one more TMA box (w4a16_tma_activations); indexed rows are gathered by all 128
+//     threads with cp.async, each of which publishes the stage on `full` once its copies have
+//     landed and it has fenced the proxies (the copies are generic-proxy writes, wgmma reads
+//     through the async proxy), one stage late; 4-stage builds arrive as the copies land
+//     (cp.async.mbarrier.arrive.noinc) and the consumers fence (kProducerFence);
 //   - warpgroups 1 and 2, the consumers (224 registers): each owns BLOCK_N / 2 weight rows of
 //     the tile (KTILES = BLOCK_N / 128 m64 tiles), waits for a stage, decodes its weight
 //     fragments, issues the wgmma (one group in flight while the next fragments decode,
