@@ -4,6 +4,7 @@
 #include <random>
 #include <tuple>
 
+#include "kernels_src/w4a16_wgmma_args.cuh"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
 #include "reference/w4a16_pack.hpp"
@@ -76,4 +77,56 @@ TEST_CASE("reference: the packer puts each code where docs/packed_layout.md says
     CHECK(misplaced == 0);
     CHECK(dequantize_packed(packed) == dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k));
   }
+}
+
+TEST_CASE("reference: the warp-specialized kernel's TMA boxes cut the packed weight and scales into its stage layout",
+          "[reference]") {
+  // The host encodes args.w_map / s_map from these shapes (row-major, row stride = cols); the
+  // kernel reads a stage as BLOCK_N / 16 chunks of 512 bytes (chunk c: n tile c of the block, the
+  // k block's four 16 x 16 words per lane) followed by the k block's scale rows.
+  std::mt19937 rng(17);
+  const int e = 3, n = 512, k = 256;
+  std::vector<uint8_t> codes(static_cast<size_t>(e) * n * k);
+  for (auto& c : codes) c = static_cast<uint8_t>(rng() & 0xf);
+  std::vector<uint16_t> scales(static_cast<size_t>(e) * n * (k / 32));
+  for (auto& s : scales) s = static_cast<uint16_t>(rng());
+  const W4A16Packed packed = pack_w4a16(codes.data(), scales.data(), e, n, k);
+  for (int block_n : {128, 256}) {
+    const chord::W4A16MapShape w = chord::w4a16_weight_map_shape(e, n, k, block_n);
+    const chord::W4A16MapShape s = chord::w4a16_scale_map_shape(e, n, k, block_n, false);
+    REQUIRE(w.rows * w.cols == static_cast<long long>(packed.weight.size()));
+    REQUIRE(w.element_bytes == 4);
+    REQUIRE(s.rows * s.cols == static_cast<long long>(packed.scales.size()));
+    REQUIRE(s.element_bytes == 2);
+    REQUIRE(w.box_rows * w.box_cols * 4 == block_n * 32);  // the stage's weight bytes
+    REQUIRE(s.box_rows * s.box_cols * 2 == block_n * 4);   // two BF16 group rows
+    size_t mismatched = 0;
+    for (int x = 0; x < e; ++x)
+      for (int nb = 0; nb < n / block_n; ++nb)
+        for (int kb = 0; kb < k / 64; ++kb) {
+          // The kernel's box coordinates (w4a16_wgmma_ws.cuh): weight (kb * 128, w_row0), scales
+          // (nb * BLOCK_N, s_row0 + 2 kb).
+          const long long w_row0 = static_cast<long long>(x) * (n / 16) + nb * (block_n / 16);
+          const long long s_row0 = static_cast<long long>(x) * (k / 64) * 2 + 2 * kb;
+          for (int c = 0; c < w.box_rows; ++c)
+            for (int word = 0; word < w.box_cols; ++word) {
+              const uint32_t got = packed.weight[(w_row0 + c) * w.cols + kb * w.box_cols + word];
+              const int nt = nb * (block_n / 16) + c, lane = word / 4, j = word % 4;
+              const size_t want = ((((size_t)x * (n / 16) + nt) * (k / 64) + kb) * 32 + lane) * 4 + j;
+              mismatched += got != packed.weight[want];
+            }
+          for (int r = 0; r < s.box_rows; ++r)
+            for (int col = 0; col < s.box_cols; ++col) {
+              const uint16_t got = packed.scales[(s_row0 + r) * s.cols + nb * block_n + col];
+              // bf16 [E, K/32, N]: group 2 kb + r of expert x, packed column nb * BLOCK_N + col.
+              const size_t want = ((size_t)x * (k / 32) + 2 * kb + r) * n + nb * block_n + col;
+              mismatched += got != packed.scales[want];
+            }
+        }
+    CHECK(mismatched == 0);
+  }
+  // NF4: one FP32 absmax row of BLOCK_N per k block, the same bytes as INT4's two BF16 rows.
+  const chord::W4A16MapShape nf4 = chord::w4a16_scale_map_shape(e, n, k, 256, true);
+  CHECK(nf4.rows * nf4.cols * nf4.element_bytes == static_cast<long long>(packed.scales.size()) * 2);
+  CHECK(nf4.box_rows * nf4.box_cols * nf4.element_bytes == 256 * 4);
 }
