@@ -163,6 +163,13 @@ def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_bl
     return sorted_ids, expert_ids, num_tokens_padded
 
 
+def masked_rows(groups, tokens_per_expert, gen):
+    """masked_m of the masked rows: uniform in [t / 2, 1.5 t] per group (ragged), int32 on the
+    device; max_m = 2 t holds them all."""
+    return torch.randint(tokens_per_expert // 2, tokens_per_expert + tokens_per_expert // 2 + 1, (groups,),
+                         device="cuda", generator=gen, dtype=torch.int32)
+
+
 def grouped_rows(topk_ids, local_of_global, num_local):
     """Valid routes (on local experts) sorted by local expert: (route ids, offsets, active)."""
     flat = local_of_global[topk_ids.flatten().long()]
@@ -295,15 +302,14 @@ class Suite:
             return err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, m, w, e, 2.0 * m * w.n * w.k,
-                    lambda chord: lambda: chord.contiguous(a, w.tag, m_indices, out), lambda: grouped_mm(a, w.bf16, offsets),
-                    check)
+                    lambda chord: lambda: chord.contiguous(a, w.tag, m_indices, out),
+                    lambda: grouped_mm(a, w.bf16, offsets), check)
 
     # -- grouped masked ----------------------------------------------------------------------
     def masked(self, scenario, x, w, tokens_per_expert, gen):
         e = w.experts
         max_m = 2 * tokens_per_expert
-        masked_m = torch.randint(tokens_per_expert // 2, tokens_per_expert + tokens_per_expert // 2 + 1, (e,),
-                                 device="cuda", generator=gen, dtype=torch.int32)
+        masked_m = masked_rows(e, tokens_per_expert, gen)
         a = torch.randn(e, max_m, w.k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.full((e, max_m, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
         valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
@@ -337,7 +343,8 @@ class Suite:
             return weights_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
-                    lambda chord: lambda: launch(chord)(a, w.tag, offsets, out), lambda: grouped_mm(a, w.bf16, offsets), check)
+                    lambda chord: lambda: launch(chord)(a, w.tag, offsets, out),
+                    lambda: grouped_mm(a, w.bf16, offsets), check)
 
 
 def run_kimi(suite, chord, quick, gen):

@@ -71,8 +71,8 @@ struct W4A16Args {
   int block_size;            // INDEXED: vLLM alignment block; must be a multiple of BLOCK_M
   int capacity;              // INDEXED: length of sorted_ids (allocated, >= valid prefix)
   int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
-  // The warp-specialized kernel in contiguous / masked / offsets mode (w4a16_tma_activations): A as rows of
-  // K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
+  // The warp-specialized kernel in contiguous / masked / offsets mode (w4a16_tma_activations):
+  // A as rows of K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
   W4A16TmaMap a_map;
   // The warp-specialized kernel: the packed weight and scales (w4a16_weight_map_shape,
   // w4a16_scale_map_shape for its BLOCK_N).

@@ -104,14 +104,14 @@ static_assert(sizeof(CUtensorMap) == sizeof(W4A16TmaMap), "the kernel's TMA map 
 void set_map(W4A16TmaMap* dst, const CUtensorMap& map) { std::memcpy(dst, &map, sizeof map); }
 
 CUtensorMap packed_map(const void* base, const W4A16MapShape& s) {
-  return make_tensor_map_2d(base, s.element_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16,
-                            static_cast<uint64_t>(s.rows), static_cast<uint64_t>(s.cols), static_cast<uint64_t>(s.cols),
-                            s.box_rows, s.box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
+  const CUtensorMapDataType type = s.element_bytes == 4 ? CU_TENSOR_MAP_DATA_TYPE_UINT32 : CU_TENSOR_MAP_DATA_TYPE_UINT16;
+  return make_tensor_map_2d(base, type, static_cast<uint64_t>(s.rows), static_cast<uint64_t>(s.cols),
+                            static_cast<uint64_t>(s.cols), s.box_rows, s.box_cols, CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 // The warp-specialized kernel's TMA maps: the packed weight and scales (one box of each per
-// stage), and in contiguous, masked and offsets mode A, 128 rows x 64 elements (128 bytes: one swizzle span)
-// per box, as the kernel's shared-memory stage lays them out.
+// stage), and in contiguous, masked and offsets mode A, 128 rows x 64 elements (128 bytes: one
+// swizzle span) per box, as the kernel's shared-memory stage lays them out.
 void set_tma_maps(const Launch& l, W4A16Args* args) {
   if (!l.config.warp_specialized()) return;
   const int bn = l.config.block_n;

@@ -54,8 +54,7 @@ def masked_calls(chord, gen, tokens_per_expert=8, experts=48):
     _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
     calls = []
     max_m = 2 * tokens_per_expert
-    masked_m = torch.randint(tokens_per_expert // 2, tokens_per_expert + tokens_per_expert // 2 + 1, (experts,),
-                             device="cuda", generator=gen, dtype=torch.int32)
+    masked_m = b.masked_rows(experts, tokens_per_expert, gen)
     for n, k in ((n_up, k_up), (n_down, k_down)):
         w = b.ExpertWeights(chord, experts, n, k, gen)
         a = torch.randn(experts, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
