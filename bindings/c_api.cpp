@@ -2,11 +2,14 @@
 #include "chord/chord.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "jit/compiler.hpp"
 #include "jit/error.hpp"
+#include "jit/families/activation.hpp"
 #include "jit/runtime.hpp"
+#include "ops/activation.hpp"
 #include "ops/int4_dequantize.hpp"
 #include "ops/nf4.hpp"
 #include "ops/routing_check.hpp"
@@ -73,6 +76,30 @@ chord_status_t chord_int4_dequantize_compressed(const void* packed_dev, const vo
   return guarded([&] {
     chord::int4_dequantize(chord::kInt4Compressed, packed_dev, scales_dev, out_dev, E, N, K,
                            static_cast<CUstream>(stream));
+  });
+}
+
+chord_status_t chord_moe_activation(int kind, const char* expression, int dtype, const void* in_dev, int64_t rows,
+                                    int64_t in_cols, void* out_dev, int64_t out_rows, const int32_t* scatter_idx_dev,
+                                    int64_t scatter_cols, const int32_t* group_rows_dev, int64_t groups,
+                                    const int32_t* num_valid_dev, chord_stream_t stream) {
+  return guarded([&] {
+    CHORD_REQUIRE(expression != nullptr, "argument 'expression' is a null pointer");
+    chord::ActivationCall call;
+    call.kind = kind;
+    call.expression.assign(expression, strnlen(expression, chord::kMaxActivationExpression + 1));
+    call.dtype = dtype;
+    call.in = in_dev;
+    call.rows = rows;
+    call.in_cols = in_cols;
+    call.out = out_dev;
+    call.out_rows = out_rows;
+    call.scatter_idx = scatter_idx_dev;
+    call.scatter_cols = scatter_cols;
+    call.group_rows = group_rows_dev;
+    call.groups = groups;
+    call.num_valid = num_valid_dev;
+    chord::moe_activation(call, static_cast<CUstream>(stream));
   });
 }
 

@@ -19,6 +19,7 @@ enum class KernelFamily : int32_t {
   kRoutingCheck = 5,
   kNF4Pack = 6,
   kNF4Dequant = 7,
+  kActivation = 8,
 };
 
 struct KernelDescriptor {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "jit/error.hpp"
+#include "jit/families/activation.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/nf4.hpp"
 #include "jit/families/routing_check.hpp"
@@ -24,6 +25,7 @@ KernelSource generate_kernel_source(const KernelDescriptor& descriptor) {
     case KernelFamily::kRoutingCheck: return RoutingCheckConfig{}.source();
     case KernelFamily::kNF4Pack:
     case KernelFamily::kNF4Dequant: return NF4KernelConfig::from(descriptor).source();
+    case KernelFamily::kActivation: return ActivationConfig::from(descriptor).source();
   }
   fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
 }

@@ -176,6 +176,32 @@ CHORD_EXPORT chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int6
                                               const chord_w4a16_weight_t* weight, const int32_t* offsets_dev,
                                               void* out_dev, chord_stream_t stream);
 
+/* The MoE activation pass between the gate_up and down GEMMs, in one kernel:
+ * out[dst, j] = f(a, b), f the CUDA C++ expression `expression` in `float a, b` (compiled
+ * into the kernel with NVRTC on first use; the text is part of the kernel's cache key),
+ * evaluated in FP32 from the 16-bit inputs and rounded once to dtype.
+ *   kind CHORD_ACTIVATION_UNARY: a = in[r, j], n = in_cols (b is 0);
+ *        CHORD_ACTIVATION_BINARY_SPLIT: a = in[r, j], b = in[r, n + j], n = in_cols / 2;
+ *        CHORD_ACTIVATION_BINARY_INTERLEAVED: a = in[r, 2j], b = in[r, 2j + 1], n = in_cols / 2.
+ * in [rows, in_cols], out [out_rows, n], both dtype, n a multiple of 8, not overlapping.
+ * Rows: dst = r (out_rows >= rows); or, with scatter_idx [rows, scatter_cols] int32, every
+ * scatter_idx[r, c] >= 0 receives row r; or, with group_rows [groups] int32, rows are
+ * `groups` equal blocks and row i of block g is written only if i < group_rows[g].
+ * num_valid (one int32 on the device, may be NULL): rows (or, with scatter_idx,
+ * destinations) >= *num_valid are skipped. Rows not written keep their contents. No host
+ * synchronization. The expression may not contain '#', quotes, backslashes, comments or
+ * unmatched brackets (CHORD_ERROR_INVALID_ARGUMENT); one that does not compile returns
+ * CHORD_ERROR_COMPILE with NVRTC's log in chord_last_error(). */
+#define CHORD_ACTIVATION_UNARY 0
+#define CHORD_ACTIVATION_BINARY_SPLIT 1
+#define CHORD_ACTIVATION_BINARY_INTERLEAVED 2
+
+CHORD_EXPORT chord_status_t chord_moe_activation(int kind, const char* expression, int dtype, const void* in_dev,
+                                                 int64_t rows, int64_t in_cols, void* out_dev, int64_t out_rows,
+                                                 const int32_t* scatter_idx_dev, int64_t scatter_cols,
+                                                 const int32_t* group_rows_dev, int64_t groups,
+                                                 const int32_t* num_valid_dev, chord_stream_t stream);
+
 /* The W4A16 tuning table of a shape (profile detected from N, K) in the (min_m, max_m,
  * config) form vLLM's Humming backend reads, M in tokens, as JSON:
  *   [[min_m, max_m, {"block_size_m": .., "block_m": .., "block_n": .., ...}], ...]

@@ -1,0 +1,96 @@
+// MoE activation pass: out[dst, j] = f(a, b) with f the caller's expression (compiled into
+// the kernel as chord_activation), computed in FP32 from the 16-bit inputs and rounded
+// once. One thread turns 8 output columns into one 16-byte store.
+#pragma once
+#include "activation_args.cuh"
+#include "bf16_math.cuh"
+
+namespace chord {
+
+template <int DTYPE>
+__device__ __forceinline__ float half_bits_to_float(unsigned short bits) {
+  if (DTYPE == 0) return bf16_bits_to_float(bits);
+  float value;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(bits));
+  return value;
+}
+
+template <int DTYPE>
+__device__ __forceinline__ unsigned int pack_half2(float lo, float hi) {
+  if (DTYPE == 0) return pack_bf16x2(lo, hi);
+  unsigned int packed;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+}
+
+// Eight consecutive 16-bit values (16-byte aligned) as floats.
+template <int DTYPE>
+__device__ __forceinline__ void load_eight(const unsigned short* from, float (&values)[8]) {
+  const uint4 v = *reinterpret_cast<const uint4*>(from);
+  const unsigned int words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    values[2 * i] = half_bits_to_float<DTYPE>(static_cast<unsigned short>(words[i] & 0xffffu));
+    values[2 * i + 1] = half_bits_to_float<DTYPE>(static_cast<unsigned short>(words[i] >> 16));
+  }
+}
+
+// Where a source row goes: its destination row, or -1 when the row is skipped.
+__device__ __forceinline__ long long activation_destination(const ActivationArgs& args, long long pair, int limit) {
+  const long long fanout = args.scatter_idx ? args.scatter_cols : 1;
+  const long long src = pair / fanout;
+  if (args.scatter_idx) {
+    const long long dst = args.scatter_idx[pair];
+    return (dst < 0 || dst >= limit || dst >= args.out_rows) ? -1 : dst;
+  }
+  if (src >= limit) return -1;
+  if (args.group_rows && src % args.rows_per_group >= args.group_rows[src / args.rows_per_group]) return -1;
+  return src;
+}
+
+template <int KIND, int DTYPE>
+__device__ __forceinline__ void activation_body(const ActivationArgs& args) {
+  const long long chunks = args.n / 8;
+  const long long fanout = args.scatter_idx ? args.scatter_cols : 1;
+  const long long total = args.rows * fanout * chunks;
+  const int limit = args.num_valid ? *args.num_valid : 0x7fffffff;
+  const unsigned short* in = static_cast<const unsigned short*>(args.in);
+  unsigned short* out = static_cast<unsigned short*>(args.out);
+  for (long long item = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; item < total;
+       item += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const long long pair = item / chunks;
+    const long long chunk = item % chunks;
+    const long long dst = activation_destination(args, pair, limit);
+    if (dst < 0) continue;
+    const unsigned short* row = in + (pair / fanout) * args.in_cols;
+    float a[8], b[8];
+    if (KIND == kActivationBinaryInterleaved) {
+      float first[8], second[8];  // 16 inputs: 8 (a, b) pairs
+      load_eight<DTYPE>(row + chunk * 16, first);
+      load_eight<DTYPE>(row + chunk * 16 + 8, second);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        a[i] = first[2 * i];
+        b[i] = first[2 * i + 1];
+        a[i + 4] = second[2 * i];
+        b[i + 4] = second[2 * i + 1];
+      }
+    } else {
+      load_eight<DTYPE>(row + chunk * 8, a);
+      if (KIND == kActivationBinarySplit) {
+        load_eight<DTYPE>(row + args.n + chunk * 8, b);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i) b[i] = 0.f;
+      }
+    }
+    unsigned int packed[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      packed[i] = pack_half2<DTYPE>(chord_activation(a[2 * i], b[2 * i]), chord_activation(a[2 * i + 1], b[2 * i + 1]));
+    }
+    *reinterpret_cast<uint4*>(out + dst * args.n + chunk * 8) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+  }
+}
+
+}  // namespace chord
