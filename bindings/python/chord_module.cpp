@@ -192,6 +192,25 @@ NB_MODULE(_chord, m) {
       nb::arg("a"), nb::arg("M"), nb::arg("tag"), nb::arg("weight"), nb::arg("scales"), nb::arg("sorted_ids"),
       nb::arg("capacity"), nb::arg("expert_ids"), nb::arg("num_tokens_padded"), nb::arg("top_k"),
       nb::arg("block_size"), nb::arg("out"), nb::arg("stream"));
+  m.attr("ACTIVATION_UNARY") = CHORD_ACTIVATION_UNARY;
+  m.attr("ACTIVATION_BINARY_SPLIT") = CHORD_ACTIVATION_BINARY_SPLIT;
+  m.attr("ACTIVATION_BINARY_INTERLEAVED") = CHORD_ACTIVATION_BINARY_INTERLEAVED;
+  m.def(
+      "moe_activation",
+      [](int kind, const std::string& expression, int dtype, uintptr_t in, int64_t rows, int64_t in_cols,
+         uintptr_t out, int64_t out_rows, uintptr_t scatter_idx, int64_t scatter_cols, uintptr_t group_rows,
+         int64_t groups, uintptr_t num_valid, uintptr_t stream) {
+        call_without_gil([&] {
+          return chord_moe_activation(kind, expression.c_str(), dtype, ptr(in), rows, in_cols, ptr(out), out_rows,
+                                      static_cast<const int32_t*>(ptr(scatter_idx)), scatter_cols,
+                                      static_cast<const int32_t*>(ptr(group_rows)), groups,
+                                      static_cast<const int32_t*>(ptr(num_valid)), ptr(stream));
+        });
+      },
+      nb::arg("kind"), nb::arg("expression"), nb::arg("dtype"), nb::arg("in_"), nb::arg("rows"), nb::arg("in_cols"),
+      nb::arg("out"), nb::arg("out_rows"), nb::arg("scatter_idx"), nb::arg("scatter_cols"), nb::arg("group_rows"),
+      nb::arg("groups"), nb::arg("num_valid"), nb::arg("stream"));
+
   // NF4 (bitsandbytes format). The absmax buffer travels in the weight's scales slot.
   m.def("nf4_layout_version", [] { return static_cast<int64_t>(chord_nf4_layout_version()); });
   m.def("nf4_weight_bytes", &chord_nf4_weight_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));

@@ -8,6 +8,7 @@ Every operator is a torch library op in the ``chord`` namespace (torch.ops.chord
 fake implementation; none synchronizes the host. docs/python.md has the details.
 """
 from ._native import lib as _lib
+from .activation import moe_activation
 from ._ops import (
     FORMAT_INT4_G32,
     GROUP_SIZE,
@@ -44,7 +45,7 @@ __version__ = _lib.version()
 __all__ = [
     "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "W4A16Weight", "IndexedW4A16Layer",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
-    "indexed", "jit_stats", "masked", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
+    "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
     "routing_capacity", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",
     "nf4_grouped_mm", "quantize_nf4",
 ]

@@ -1,12 +1,11 @@
 """`humming` import root backed by chord.
 
-vLLM's Humming MoE backend (`--quantization humming`, legacy HummingMethod contract)
-imports humming.dtypes, humming.config, humming.layer, humming.schema and
-humming.utils.weight. This package provides those names with chord's W4A16 kernels
-behind them. Supported: BF16 activations x INT4 group-32 symmetric weights (humming
-uint4 group 32, or compressed-tensors pack-quantized int4 group 32 symmetric); every other
-scheme raises NotImplementedError naming what is unsupported. docs/vllm.md has the
-contract and the settings.
+vLLM's Humming backend (vLLM 0.29 to 0.33: vllm/utils/humming.py) imports humming.forward,
+humming.ops, humming.transform, humming.tune, humming.config, humming.dtypes,
+humming.schema and humming.utils.weight. This package serves those names with chord's
+kernels behind them: bfloat16 activations x INT4 group-32 symmetric weights (humming,
+compressed-tensors and GPTQ checkpoints). Every other format resolves as a name and is
+refused with NotImplementedError when the model loads. docs/vllm.md has the contract.
 """
 from . import config, dtypes  # noqa: F401
 

@@ -24,6 +24,13 @@ class DataType:
         raise ValueError(f"humming.dtypes: unknown data type '{s}'")
 
     @classmethod
+    def from_any(cls, value) -> "DataType":
+        """A DataType from a DataType, its name, or a torch dtype."""
+        if isinstance(value, torch.dtype):
+            return cls.from_torch_dtype(value)
+        return cls.from_str(value)
+
+    @classmethod
     def from_torch_dtype(cls, torch_dtype: torch.dtype) -> "DataType":
         name = str(torch_dtype).replace("torch.", "")
         if name in _TORCH_NAMES:
@@ -105,12 +112,19 @@ uint1 = IntegerType.from_str("uint1")
 uint2 = IntegerType.from_str("uint2")
 uint3 = IntegerType.from_str("uint3")
 uint4 = IntegerType.from_str("uint4")
+uint5 = IntegerType.from_str("uint5")
+uint6 = IntegerType.from_str("uint6")
+uint7 = IntegerType.from_str("uint7")
 uint8 = IntegerType.from_str("uint8")
 int4 = IntegerType.from_str("int4")
 int8 = IntegerType.from_str("int8")
 int32 = IntegerType.from_str("int32")
 
+float4e0m3 = FloatingPointType.from_str("float4e0m3")
 float4e2m1 = FloatingPointType.from_str("float4e2m1")
+float6e2m3 = FloatingPointType.from_str("float6e2m3")
+float6e3m2 = FloatingPointType.from_str("float6e3m2")
+float8e3m4 = FloatingPointType.from_str("float8e3m4")
 float8e4m3 = FloatingPointType.from_str("float8e4m3")
 float8e5m2 = FloatingPointType.from_str("float8e5m2")
 float8e8m0 = FloatingPointType.from_str("float8e8m0")

@@ -14,9 +14,10 @@ import torch
 import chord_kernels as ck
 from chord_kernels import _ops
 from humming import dtypes
-from humming.config import GemmType
-from humming.layer import HummingMethod
+from humming.config import GemmType, LayerConfig
 from humming.schema import BaseInputSchema, BaseWeightSchema, HummingInputSchema, HummingWeightSchema
+from humming.transform import prepare_and_transform_humming_tensors
+from humming.tune import get_heuristics_config
 from humming.utils.weight import dequantize_weight, pack_int4, quantize_weight, unpack_int4
 
 CT_CONFIG = {
@@ -292,8 +293,12 @@ def test_weight_schema_from_config():
     ({"strategy": "channel"}, "strategy 'channel'"),
     ({"symmetric": False}, "asymmetric"),
     ({"actorder": "group"}, "actorder 'group'"),
-    ({"quant_method": "gptq"}, "quant_method 'gptq'"),
-    ({"quant_method": "fp8"}, "quant_method 'fp8'"),
+    ({"quant_method": "gptq", "group_size": 128}, "GPTQ group_size 128"),
+    ({"quant_method": "gptq", "sym": False, "desc_act": True}, "GPTQ asymmetric weights .*, desc_act"),
+    ({"quant_method": "awq"}, "AWQ weights"),
+    ({"quant_method": "fp8"}, "FP8 weights"),
+    ({"quant_method": "mxfp4"}, "MXFP4 weights"),
+    ({"quant_method": "quark"}, "weight quant_method 'quark'"),
 ])
 def test_unsupported_schemes_are_named(change, named):
     with pytest.raises(NotImplementedError, match=named):
@@ -335,32 +340,51 @@ def test_convert_compressed_tensors():
         schema.convert_humming(tensors, [n], [k * 2], torch.bfloat16, num_experts=e)
 
 
-def test_layer_meta_and_tuning_rows():
-    layer = torch.nn.Module()
+def test_gptq_converts_to_chords_form():
+    """A symmetric GPTQ g32 layer ([E, K/8, N] qweight, [E, K/32, N] scales) becomes the
+    N-first humming form with the same codes and scales."""
+    gen = torch.Generator().manual_seed(3)
+    e, n, k = 2, 64, 128
+    codes, scale, _, _ = quantize_weight(torch.randn(e, n, k, generator=gen), dtypes.uint4, dtypes.bfloat16, 32,
+                                         pack=True)
+    schema = BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 32, "sym": True,
+                                           "desc_act": False})
+    tensors = {"qweight": codes.transpose(1, 2).contiguous(), "scales": scale.transpose(1, 2).half(),
+               "qzeros": torch.zeros(e, k // 32, n // 8, dtype=torch.int32), "g_idx": torch.zeros(e, k)}
+    humming_schema, out = schema.convert_humming(tensors, [n], [k], torch.bfloat16, num_experts=e)
+    assert isinstance(humming_schema, HummingWeightSchema) and humming_schema.weight_scale_group_size == 32
+    assert torch.equal(out["weight"], codes) and torch.equal(out["weight_scale"], scale)
+    with pytest.raises(ValueError, match="qweight must be int32"):
+        schema.convert_humming({**tensors, "qweight": codes}, [n], [k], torch.bfloat16, num_experts=e)
+
+
+def test_transform_refuses_at_load_and_tuning_rows():
     schema = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32)
-    meta = HummingMethod.prepare_layer_meta(layer, shape_n=512, shape_k=256, weight_schema=schema,
-                                            input_schema=HummingInputSchema(), num_experts=8,
-                                            pad_n_to_multiple=256, pad_k_to_multiple=128,
-                                            torch_dtype=torch.bfloat16, sublayer_name="w13")
-    assert layer.humming_metas["w13"] is meta
-    assert meta.num_experts == 8 and meta.shape_n == 512 and meta.a_dtype == dtypes.bfloat16
-    assert meta.weight_name == "w13_weight" and meta.weight_scale_name == "w13_weight_scale"
-    assert meta.c_dtype.num_bits == 16 and meta.param_dtype is torch.bfloat16
-    rows = HummingMethod.get_default_tuning_configs(layer, gemm_type=GemmType.INDEXED, sublayer_name="w13")
+    weight = torch.zeros(8, 512, 32, dtype=torch.int32)
+    scale = torch.ones(8, 512, 8, dtype=torch.bfloat16)
+    common = dict(shape_n=512, shape_k=256, weight_schema=schema, num_experts=8)
+    with pytest.raises(NotImplementedError, match="bias"):
+        prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale}, has_bias=True, **common)
+    with pytest.raises(NotImplementedError, match="zero_point"):
+        prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale, "zero_point": scale},
+                                              **common)
+    with pytest.raises(NotImplementedError, match="float16"):
+        prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale}, torch_dtype=torch.float16,
+                                              **common)
+    with pytest.raises(NotImplementedError, match="K=96"):
+        prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale}, **{**common, "shape_k": 96})
+    with pytest.raises(ValueError, match="'weight' must be int32"):
+        prepare_and_transform_humming_tensors({"weight": weight[:, :, :16], "weight_scale": scale}, **common)
+    config = LayerConfig(a_dtype=dtypes.bfloat16, b_dtype=dtypes.uint4, c_dtype=dtypes.bfloat16,
+                         bs_dtype=dtypes.bfloat16, shape_n=512, shape_k=256, num_experts=8)
+    rows = get_heuristics_config(layer_config=config, use_f16_accum=False, use_batch_invariant=False,
+                                 gemm_type=GemmType.INDEXED)
     json.dumps(rows)
     for m in (1, 5, 85, 86, 170, 171, 10_000_000):
         covering = [r for r in rows if r[0] < m <= r[1]]
         assert len(covering) == 1, m
         assert covering[0][2]["block_shape"][0] == ck.block_size_for_rows(m / 8)
     with pytest.raises(NotImplementedError, match="VLLM_HUMMING_USE_F16_ACCUM"):
-        HummingMethod.get_default_tuning_configs(layer, use_f16_accum=True, sublayer_name="w13")
+        get_heuristics_config(layer_config=config, use_f16_accum=True)
     with pytest.raises(NotImplementedError, match="VLLM_BATCH_INVARIANT"):
-        HummingMethod.get_default_tuning_configs(layer, use_batch_invariant=True, sublayer_name="w13")
-    x = torch.zeros(4, 256, dtype=torch.bfloat16)
-    assert HummingMethod.may_quant_input(layer, x, sublayer_name="w13")[0] is x
-    with pytest.raises(NotImplementedError, match="bias"):
-        HummingMethod.prepare_layer_meta(layer, 512, 256, schema, has_bias=True)
-    with pytest.raises(NotImplementedError, match="K=96"):
-        HummingMethod.prepare_layer_meta(layer, 512, 96, schema)
-    with pytest.raises(RuntimeError, match="transform_humming_layer"):
-        HummingMethod.forward_layer(layer, x, sublayer_name="w13")
+        get_heuristics_config(layer_config=config, use_batch_invariant=True)

@@ -1,5 +1,5 @@
-"""GPU suite: every operator against a torch reference on ragged inputs, the humming facade
-driven the way vLLM's fused Humming MoE experts drive it, torch.compile(fullgraph=True),
+"""GPU suite: every operator against a torch reference on ragged inputs (the humming contract
+as vLLM drives it: test_vllm_flow_gpu.py), torch.compile(fullgraph=True),
 CUDA Graph replay, and the host overhead of one operator call (printed, and written to
 $CHORD_PYTEST_OUT/overhead.json when that variable is set)."""
 import json
@@ -10,11 +10,6 @@ import pytest
 import torch
 
 import chord_kernels as ck
-from humming import dtypes
-from humming.config import GemmType
-from humming.layer import HummingMethod
-from humming.schema import BaseWeightSchema, HummingInputSchema
-from humming.utils.weight import quantize_weight
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
@@ -137,122 +132,6 @@ def test_indexed(weights, tokens, top_k, ep):
     expect = torch.einsum("mk,mnk->mn", rows[valid].float(), ref[local[valid]].float())
     assert rel_err(out[valid], expect) < REL_TOL
     assert torch.isnan(out[~valid]).all()
-
-
-# -- the humming facade, driven as vLLM's HummingIndexedExperts.main_apply drives it ----------
-
-class FakeMoELayer(torch.nn.Module):
-    """What vLLM's HummingMoEMethod.create_weights leaves on the FusedMoE layer for a
-    compressed-tensors pack-quantized checkpoint (w13 = gate and up stacked)."""
-
-
-def build_moe(num_experts, hidden, inter, gen):
-    schema = BaseWeightSchema.from_config({
-        "quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
-        "strategy": "group", "group_size": 32, "symmetric": True, "dynamic": False})
-    layer = FakeMoELayer()
-    dense = {}
-    for name, n, k in (("w13", 2 * inter, hidden), ("w2", hidden, inter)):
-        w = torch.randn(num_experts, n, k, device="cuda", generator=gen) * 0.05
-        codes, scale, _, _ = quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 32, pack=True)
-        tensors = {"weight_packed": codes, "weight_scale": scale,
-                   "weight_shape": torch.tensor([n, k]).expand(num_experts, 2)}
-        stacks = [inter, inter] if name == "w13" else [n]
-        humming_schema, tensors = schema.convert_humming(tensors, stacks, [k], torch.bfloat16, num_experts)
-        for key, t in tensors.items():
-            setattr(layer, f"{name}_{key}", torch.nn.Parameter(t, requires_grad=False))
-        HummingMethod.prepare_layer_meta(layer, shape_n=n, shape_k=k, pad_n_to_multiple=256, pad_k_to_multiple=128,
-                                         input_schema=HummingInputSchema(), weight_schema=humming_schema,
-                                         num_experts=num_experts, torch_dtype=torch.bfloat16, sublayer_name=name)
-        dense[name] = humming_schema.dequant_tensors(tensors).to(torch.bfloat16)  # what the kernels compute
-        HummingMethod.transform_humming_layer(layer, sublayer_name=name)
-    assert layer.w13_weight.size(0) == num_experts and layer.w2_weight.size(0) == num_experts
-    return layer, dense
-
-
-class VllmStyleExperts:
-    """The call sequence of vLLM's HummingIndexedExperts (init_humming_moe + main_apply),
-    with vLLM's own helpers replaced by torch equivalents."""
-
-    def __init__(self, layer, global_num_experts):
-        self.layer = layer
-        self.num_experts = layer.humming_metas["w13"].num_experts
-        self.global_num_experts = global_num_experts
-        self.compute_config = json.dumps({"use_batch_invariant": False, "use_f16_accum": False,
-                                          "gemm_type": GemmType.INDEXED.value})
-        self.w13_tuning = json.dumps(HummingMethod.get_default_tuning_configs(
-            layer=layer, use_f16_accum=False, use_batch_invariant=False, gemm_type=GemmType.INDEXED,
-            sublayer_name="w13"))
-        self.w2_tuning = json.dumps(HummingMethod.get_default_tuning_configs(
-            layer=layer, use_f16_accum=False, use_batch_invariant=False, gemm_type=GemmType.INDEXED,
-            sublayer_name="w2"))
-
-    def __call__(self, hidden_states, topk_weights, topk_ids, expert_map=None):
-        m, top_k = topk_ids.shape
-        inter = self.layer.humming_metas["w13"].shape_n // 2
-        hidden = hidden_states.shape[-1]
-        valid_shape_m = -(-m * top_k * self.num_experts // self.global_num_experts)
-        for lo, hi, config in json.loads(self.w13_tuning):
-            if lo < valid_shape_m <= hi:
-                block = config["block_shape"][0]
-                break
-        sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk_ids, block, self.num_experts, expert_map)
-        common = dict(sorted_ids=sorted_ids, expert_ids=expert_ids, num_tokens_padded=ntp,
-                      compute_config=self.compute_config, valid_shape_m=valid_shape_m)
-        gate_up = torch.empty(m * top_k, 2 * inter, dtype=torch.bfloat16, device="cuda")
-        act = torch.empty(m * top_k, inter, dtype=torch.bfloat16, device="cuda")
-        down = torch.empty(m * top_k, hidden, dtype=torch.bfloat16, device="cuda")
-        inputs, scale = HummingMethod.may_quant_input(layer=self.layer, inputs=hidden_states, quanted_input=None,
-                                                      sublayer_name="w13")
-        HummingMethod.forward_layer(layer=self.layer, inputs=inputs, input_scale=scale, outputs=gate_up,
-                                    sublayer_name="w13", top_k=top_k, tuning_config=self.w13_tuning, **common)
-        act.copy_(torch.nn.functional.silu(gate_up[:, :inter].float()).mul(gate_up[:, inter:].float()))
-        inputs, scale = HummingMethod.may_quant_input(layer=self.layer, inputs=act, quanted_input=None,
-                                                      sublayer_name="w2")
-        HummingMethod.forward_layer(layer=self.layer, inputs=inputs, input_scale=scale, outputs=down.view(-1, hidden),
-                                    sublayer_name="w2", top_k=1, tuning_config=self.w2_tuning, **common)
-        # moe_fused_mul_sum: weighted sum over top_k, skipping routes to other ranks' experts
-        weights = topk_weights.float()
-        if expert_map is not None:
-            weights = weights * (expert_map[topk_ids.long()] >= 0)
-        rows = down.view(m, top_k, hidden).float()
-        rows = torch.where(weights.unsqueeze(-1) != 0, rows, torch.zeros_like(rows))  # unwritten rows
-        return (rows * weights.unsqueeze(-1)).sum(1).to(torch.bfloat16)
-
-
-def reference_moe(x, topk_weights, topk_ids, dense, expert_map=None):
-    out = torch.zeros(x.shape[0], dense["w2"].shape[1], device="cuda")
-    inter = dense["w13"].shape[1] // 2
-    for t in range(x.shape[0]):
-        for j in range(topk_ids.shape[1]):
-            e = int(topk_ids[t, j])
-            if expert_map is not None:
-                e = int(expert_map[e])
-                if e < 0:
-                    continue
-            h = dense["w13"][e].float() @ x[t].float()
-            a = torch.nn.functional.silu(h[:inter]) * h[inter:]
-            out[t] += topk_weights[t, j].float() * (dense["w2"][e].float() @ a.to(torch.bfloat16).float())
-    return out
-
-
-@pytest.mark.parametrize("tokens,ep", [(3, False), (40, True), (300, False)])
-def test_humming_vllm_flow(tokens, ep):
-    gen = torch.Generator(device="cuda").manual_seed(100 + tokens)
-    num_experts, hidden, inter, top_k = 8, 512, 256, 4
-    layer, dense = build_moe(num_experts, hidden, inter, gen)
-    global_experts, expert_map = num_experts, None
-    if ep:
-        global_experts = 16
-        expert_map = torch.full((16,), -1, dtype=torch.int32, device="cuda")
-        expert_map[8:] = torch.arange(8, dtype=torch.int32, device="cuda")
-    x = torch.randn(tokens, hidden, device="cuda", generator=gen).to(torch.bfloat16)
-    logits = torch.randn(tokens, global_experts, device="cuda", generator=gen)
-    topk_weights, topk_ids = torch.softmax(logits, -1).topk(top_k, dim=-1)
-    topk_ids = topk_ids.to(torch.int32)
-    out = VllmStyleExperts(layer, global_experts)(x, topk_weights, topk_ids, expert_map)
-    ref = reference_moe(x, topk_weights, topk_ids, dense, expert_map)
-    assert rel_err(out, ref) < 2e-2
 
 
 # -- torch.compile, CUDA Graphs, host overhead ------------------------------------------------

@@ -1,4 +1,4 @@
-"""humming's get_default_tuning_configs on the CPU: the library's tuning table (through
+"""humming.tune.get_heuristics_config on the CPU: the library's tuning table (through
 chord_w4a16_tuning_json) where one holds the shape, the mean-rows rule elsewhere, in the
 (min_m, max_m, config) form vLLM reads."""
 import json
@@ -7,9 +7,10 @@ import pytest
 import torch
 
 import chord_kernels as ck
-from humming.config import GemmType
-from humming.layer import HummingMethod, _block_for
-from humming.schema import HummingInputSchema, HummingWeightSchema
+from humming import dtypes
+from humming.config import GemmType, LayerConfig
+from humming.tune import block_for as _block_for
+from humming.tune import get_heuristics_config
 
 # Without a GPU the library reads sm_90a's tables; a GPU picks its own arch's.
 needs_sm90a_tables = pytest.mark.skipif(
@@ -17,13 +18,12 @@ needs_sm90a_tables = pytest.mark.skipif(
     reason="the tuning tables are sm_90a's; this GPU's arch has none")
 
 
-def layer_with(n, k, experts, name="w13"):
-    layer = torch.nn.Module()
-    schema = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32)
-    HummingMethod.prepare_layer_meta(layer, shape_n=n, shape_k=k, weight_schema=schema,
-                                     input_schema=HummingInputSchema(), num_experts=experts,
-                                     torch_dtype=torch.bfloat16, sublayer_name=name)
-    return layer
+def layer_with(n, k, experts):
+    """A transformed layer's config as prepare_and_transform_humming_tensors fills it (no
+    GPU: the library then reads sm_90a's tables)."""
+    return LayerConfig(a_dtype=dtypes.bfloat16, b_dtype=dtypes.uint4, c_dtype=dtypes.bfloat16,
+                       bs_dtype=dtypes.bfloat16, shape_n=n, shape_k=k, num_experts=experts,
+                       device_index=0 if torch.cuda.is_available() else None)
 
 
 def table_rows_per_expert():
@@ -50,8 +50,8 @@ def test_binding_returns_table_or_none():
 @pytest.mark.parametrize("n,k,name", [(1536, 2048, "w13"), (2048, 768, "w2")])
 def test_tuning_rows_come_from_the_library_table(n, k, name):
     experts = 128
-    layer = layer_with(n, k, experts, name)
-    rows = HummingMethod.get_default_tuning_configs(layer, gemm_type=GemmType.INDEXED, sublayer_name=name)
+    rows = get_heuristics_config(layer_config=layer_with(n, k, experts), use_f16_accum=False,
+                                 use_batch_invariant=False, gemm_type=GemmType.INDEXED)
     json.dumps(rows)
     assert all(r[2]["source"] == "tuning_table" and r[2]["backend"] == "chord" for r in rows)
     assert rows[0][0] == 0
@@ -71,8 +71,7 @@ def test_tuning_rows_come_from_the_library_table(n, k, name):
 
 
 def test_tuning_rows_fall_back_without_a_table():
-    layer = layer_with(512, 256, 8)
-    rows = HummingMethod.get_default_tuning_configs(layer, gemm_type=GemmType.INDEXED, sublayer_name="w13")
+    rows = get_heuristics_config(layer_config=layer_with(512, 256, 8), gemm_type=GemmType.GROUPED_CONTIGUOUS)
     assert all("source" not in r[2] for r in rows)
     for m in (1, 85, 86, 171, 10_000_000):
         assert _block_for(rows, m) == ck.block_size_for_rows(m / 8)

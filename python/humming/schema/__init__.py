@@ -1,24 +1,48 @@
-"""Checkpoint schemas. Supported: humming (uint4 group 32) and compressed-tensors
-pack-quantized int4 group 32 symmetric; any other quant_method raises NotImplementedError
-from from_config naming it."""
-from humming.schema.base import BaseInputSchema, BaseWeightSchema
+"""Checkpoint schemas, by quant_method. Served (converted into HummingWeightSchema, INT4
+group 32 symmetric): humming, compressed-tensors pack-quantized, GPTQ. Every other format
+has a schema class that refuses to be built, with a message naming the format."""
+from humming.schema.base import SERVED, BaseInputSchema, BaseWeightSchema
 from humming.schema.compressed_tensors import CompressedTensorsInputSchema, CompressedTensorsWeightSchema
+from humming.schema.gptq import GPTQWeightSchema
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema
+from humming.schema.refused import (
+    AWQWeightSchema,
+    BitnetWeightSchema,
+    Fp8InputSchema,
+    Fp8WeightSchema,
+    GptOssMxfp4WeightSchema,
+    ModeloptMxfp8WeightSchema,
+    ModeloptNvfp4InputSchema,
+    ModeloptNvfp4WeightSchema,
+    Mxfp4WeightSchema,
+)
 
 WEIGHT_SCHEMA_MAP = {
     "humming": HummingWeightSchema,
     "compressed-tensors": CompressedTensorsWeightSchema,
+    "gptq": GPTQWeightSchema,
+    "awq": AWQWeightSchema,
+    "fp8": Fp8WeightSchema,
+    "mxfp4": Mxfp4WeightSchema,
+    "gpt_oss_mxfp4": GptOssMxfp4WeightSchema,
+    "bitnet": BitnetWeightSchema,
+    "modelopt": ModeloptNvfp4WeightSchema,
 }
 
 INPUT_SCHEMA_MAP = {
     "humming": HummingInputSchema,
     "compressed-tensors": CompressedTensorsInputSchema,
+    "fp8": Fp8InputSchema,
+    "modelopt": ModeloptNvfp4InputSchema,
 }
 
 BaseWeightSchema.WEIGHT_SCHEMA_MAP = WEIGHT_SCHEMA_MAP
 BaseInputSchema.INPUT_SCHEMA_MAP = INPUT_SCHEMA_MAP
 
 __all__ = [
-    "BaseInputSchema", "BaseWeightSchema", "CompressedTensorsInputSchema", "CompressedTensorsWeightSchema",
-    "HummingInputSchema", "HummingWeightSchema", "INPUT_SCHEMA_MAP", "WEIGHT_SCHEMA_MAP",
+    "AWQWeightSchema", "BaseInputSchema", "BaseWeightSchema", "BitnetWeightSchema", "CompressedTensorsInputSchema",
+    "CompressedTensorsWeightSchema", "Fp8InputSchema", "Fp8WeightSchema", "GPTQWeightSchema",
+    "GptOssMxfp4WeightSchema", "HummingInputSchema", "HummingWeightSchema", "INPUT_SCHEMA_MAP",
+    "ModeloptMxfp8WeightSchema", "ModeloptNvfp4InputSchema", "ModeloptNvfp4WeightSchema", "Mxfp4WeightSchema",
+    "SERVED", "WEIGHT_SCHEMA_MAP",
 ]

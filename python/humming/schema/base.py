@@ -9,11 +9,13 @@ import torch
 from humming import dtypes
 
 
+SERVED = ("chord serves INT4 W4A16: bfloat16 activations x 4-bit integer weights, group size 32, symmetric "
+          "(humming uint4 / int4 group_size 32, compressed-tensors pack-quantized int4 group 32 symmetric, GPTQ "
+          "4-bit group 32 sym without desc_act)")
+
+
 def unsupported(what: str) -> NotImplementedError:
-    return NotImplementedError(
-        f"humming (chord backend): {what} is unsupported; chord runs bfloat16 activations x INT4 group-32 "
-        "symmetric weights (humming uint4 group_size 32, or compressed-tensors pack-quantized int4 group 32 "
-        "symmetric)")
+    return NotImplementedError(f"humming (chord backend): {what} is unsupported; {SERVED}")
 
 
 def _config_kwargs(cls, config: Dict[str, Any]) -> Dict[str, Any]:
@@ -64,6 +66,10 @@ class BaseWeightSchema:
     def get_tensors_attrs(self, shape_n: int, shape_k: int, param_dtype: torch.dtype,
                           num_experts: Optional[int] = None, has_bias: bool = False,
                           stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
+        raise NotImplementedError
+
+    def to_humming_schema(self, param_dtype: Optional[torch.dtype] = None) -> "BaseWeightSchema":
+        """The humming form this checkpoint converts into (its convert_humming's schema)."""
         raise NotImplementedError
 
     def get_padded_tensors_attrs(self, shape_n: int, shape_k: int, param_dtype: torch.dtype,
@@ -125,6 +131,10 @@ class BaseInputSchema:
     def get_activation_bits(self) -> int:
         return 16
 
+    def to_humming_schema(self, param_dtype: Optional[torch.dtype] = None) -> "BaseInputSchema":
+        from humming.schema.humming import HummingInputSchema
+        return HummingInputSchema()
+
     def get_tensors_attrs(self, shape_k: int, param_dtype: torch.dtype, num_experts: Optional[int] = None,
                           stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
         return {}
@@ -137,7 +147,7 @@ class BaseInputSchema:
 
 def check_param_dtype(param_dtype: torch.dtype):
     if param_dtype != torch.bfloat16:
-        raise unsupported(f"model dtype {param_dtype} (activations must be bfloat16)")
+        raise unsupported(f"model dtype {param_dtype} (FP16 activations; run the model in bfloat16)")
 
 
 def as_dtype(value) -> Optional[dtypes.DataType]:

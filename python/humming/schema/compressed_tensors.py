@@ -50,6 +50,9 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
         attrs["weight_shape"] = {"shape": (2,), "dtype": torch.int64, "extra_attrs": {}}
         return add_expert_dim(attrs, num_experts)
 
+    def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:
+        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=GROUP_SIZE)
+
     def infer_shape(self, tensors):
         weight = tensors["weight_packed"]
         return weight.shape[-2], weight.shape[-1] * 8, (weight.shape[0] if weight.dim() == 3 else None), False
@@ -68,9 +71,8 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
         if tuple(weight.shape) != lead + (n, k // 8) or tuple(scale.shape) != lead + (n, k // GROUP_SIZE):
             raise ValueError(f"humming: compressed-tensors tensors have shapes {tuple(weight.shape)} / "
                              f"{tuple(scale.shape)}, expected {lead + (n, k // 8)} / {lead + (n, k // GROUP_SIZE)}")
-        schema = HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=GROUP_SIZE)
         out = {"weight": weight, "weight_scale": scale.to(param_dtype)}
-        return schema, out
+        return self.to_humming_schema(param_dtype), out
 
 
 @dataclasses.dataclass(kw_only=True)

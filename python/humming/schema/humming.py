@@ -5,7 +5,7 @@ from typing import Any, ClassVar, Dict, List, Optional
 import torch
 
 from humming import dtypes
-from humming.config import WeightScale2Type, WeightScaleType
+from humming.config import InputQuantizationMode, WeightScale2Type, WeightScaleType
 from humming.schema.base import (
     BaseInputSchema,
     BaseWeightSchema,
@@ -108,6 +108,9 @@ class HummingWeightSchema(BaseWeightSchema):
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
         return add_expert_dim(int4_g32_tensor_attrs("weight", shape_n, shape_k, param_dtype, has_bias), num_experts)
 
+    def to_humming_schema(self, param_dtype=None) -> "HummingWeightSchema":
+        return self
+
     def infer_shape(self, tensors):
         weight = tensors["weight"]
         return weight.shape[-2], weight.shape[-1] * 8, (weight.shape[0] if weight.dim() == 3 else None), False
@@ -121,10 +124,17 @@ class HummingWeightSchema(BaseWeightSchema):
     def dequant_tensors(self, tensors: Dict[str, torch.Tensor]) -> torch.Tensor:
         return dequantize_weight(tensors["weight"], tensors["weight_scale"], packed=True)
 
-    def quant_tensor(self, tensor: torch.Tensor, param_dtype: torch.dtype) -> Dict[str, torch.Tensor]:
-        weight, scale, _, _ = quantize_weight(tensor, self.b_dtype, self.bs_dtype or dtypes.bfloat16,
-                                              self.weight_scale_group_size, pack=True)
-        return {"weight": weight, "weight_scale": scale.to(param_dtype)}
+    def quant_tensor(self, tensor: torch.Tensor, target=None, param_dtype=None) -> Dict[str, torch.Tensor]:
+        """Quantizes a float weight into this schema's tensors. Called as (tensor, param_dtype)
+        or, as vLLM's loaders do, (tensor, target_schema, param_dtype)."""
+        if isinstance(target, torch.dtype):
+            target, param_dtype = None, target
+        schema = target or self
+        if not isinstance(schema, HummingWeightSchema):
+            raise unsupported(f"quantizing into {type(schema).__name__}")
+        weight, scale, _, _ = quantize_weight(tensor, schema.b_dtype, schema.bs_dtype or dtypes.bfloat16,
+                                              schema.weight_scale_group_size, pack=True)
+        return {"weight": weight, "weight_scale": scale.to(param_dtype or torch.bfloat16)}
 
     def requant_tensors(self, tensors, target_weight_schema: "HummingWeightSchema", param_dtype):
         if not isinstance(target_weight_schema, HummingWeightSchema):
@@ -134,29 +144,48 @@ class HummingWeightSchema(BaseWeightSchema):
 
 @dataclasses.dataclass(kw_only=True)
 class HummingInputSchema(BaseInputSchema):
-    """Activations: bfloat16 only (a_dtype None means the model dtype)."""
+    """Activations: 16-bit only (a_dtype None means the model dtype); any input quantization
+    is refused when the schema is built."""
 
     quant_method: str = "humming"
     a_dtype: Any = None
     input_scale_group_size: int = 0
     input_scale_dtype: Any = None
+    input_quant_mode: Any = None
 
     KWARGS_ALIAS: ClassVar[Dict[str, List[str]]] = {
         "a_dtype": ["input_dtype", "dtype"],
         "input_scale_group_size": ["group_size"],
         "input_scale_dtype": ["scale_dtype"],
+        "input_quant_mode": ["quant_mode"],
     }
 
     def __post_init__(self):
         self.a_dtype = as_dtype(self.a_dtype)
         self.input_scale_dtype = as_dtype(self.input_scale_dtype)
-        if self.a_dtype not in (None, dtypes.bfloat16):
+        if isinstance(self.input_quant_mode, str):
+            self.input_quant_mode = InputQuantizationMode(self.input_quant_mode)
+        if self.input_quant_mode is None:
+            self.input_quant_mode = InputQuantizationMode.Disabled
+        if self.a_dtype is not None and self.a_dtype.num_bits != 16:
             raise unsupported(f"activation type {self.a_dtype} (input quantization)")
+        if self.input_quant_mode.should_quantize:
+            raise unsupported(f"input quantization mode '{self.input_quant_mode.value}'")
         if self.input_scale_group_size or self.input_scale_dtype is not None:
             raise unsupported("input scales")
 
+    @property
+    def static_tensor_scale_name(self) -> Optional[str]:
+        return None
+
     def get_activation_bits(self) -> int:
         return 16
+
+    def to_humming_schema(self, param_dtype=None) -> "HummingInputSchema":
+        return self
+
+    def is_compatible_with(self, weight_schema, param_dtype=None) -> bool:
+        return isinstance(weight_schema, HummingWeightSchema) and param_dtype in (None, torch.bfloat16)
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None,
                         sm_version=None, device=None):

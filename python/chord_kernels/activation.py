@@ -1,0 +1,97 @@
+"""The MoE activation pass between the gate_up and down GEMMs, as a torch operator.
+
+    out = moe_activation(gate_up, "binary_split", "(a / (1.f + expf(-a))) * b")   # SiLU-and-mul
+
+The expression is CUDA C++ in `float a, b`; the library compiles it into the kernel on
+first use (NVRTC) and keeps the cubin in its cache, keyed by the text. One pass reads each
+input row once and writes each output row once; nothing synchronizes the host, so the call
+can be captured in a CUDA Graph. Layouts: every row (optionally bounded by a device-side
+row count), a scatter of each row to its destination rows, or equal per-expert blocks of
+which only the first group_rows[g] rows are valid.
+"""
+from typing import Optional
+
+import torch
+
+from ._native import lib as _C
+from ._ops import _check_current, _check_device, _compiling, _define_op, _fail, _raw_stream
+
+KINDS = {
+    "unary": int(_C.ACTIVATION_UNARY),
+    "binary_split": int(_C.ACTIVATION_BINARY_SPLIT),
+    "binary_interleaved": int(_C.ACTIVATION_BINARY_INTERLEAVED),
+}
+_DTYPES = {torch.bfloat16: 0, torch.float16: 1}
+
+
+def _check_index(t, name):
+    if t is None:
+        return
+    if t.dtype != torch.int32 or not t.is_contiguous():
+        _fail(f"'{name}' must be a contiguous int32 tensor, got {t.dtype} with strides {t.stride()}")
+
+
+def _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_valid):
+    if kind not in KINDS.values():
+        _fail(f"activation kind {kind} is unknown; known: {KINDS}")
+    if inputs.dtype not in _DTYPES or out.dtype != inputs.dtype:
+        _fail(f"inputs and out must both be bfloat16 or float16, got {inputs.dtype} and {out.dtype}")
+    if inputs.dim() != 2 or out.dim() != 2 or not inputs.is_contiguous() or not out.is_contiguous():
+        _fail(f"inputs and out must be contiguous 2-D tensors, got shapes {tuple(inputs.shape)} and "
+              f"{tuple(out.shape)}")
+    n = inputs.shape[1] if kind == KINDS["unary"] else inputs.shape[1] // 2
+    if out.shape[1] != n:
+        _fail(f"out must have {n} columns for inputs of {inputs.shape[1]}, got {out.shape[1]}")
+    for t, name in ((scatter_idx, "scatter_idx"), (group_rows, "group_rows"), (num_valid, "num_valid")):
+        _check_index(t, name)
+    if scatter_idx is not None and inputs.shape[0] and scatter_idx.numel() % inputs.shape[0]:
+        _fail(f"scatter_idx has {scatter_idx.numel()} entries, not a multiple of the {inputs.shape[0]} input rows")
+    if num_valid is not None and num_valid.numel() != 1:
+        _fail(f"num_valid must hold one count, got shape {tuple(num_valid.shape)}")
+
+
+def _launch(inputs, kind, expression, out, scatter_idx, group_rows, num_valid):
+    _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_valid)
+    extra = [t for t in (scatter_idx, group_rows, num_valid) if t is not None]
+    dev = _check_device(inputs, out, *extra)
+    _check_current(dev)
+    rows = inputs.shape[0]
+    scatter_cols = scatter_idx.numel() // rows if scatter_idx is not None and rows else 0
+    _C.moe_activation(kind, expression, _DTYPES[inputs.dtype], inputs.data_ptr(), rows, inputs.shape[1],
+                      out.data_ptr(), out.shape[0], scatter_idx.data_ptr() if scatter_idx is not None else 0,
+                      scatter_cols, group_rows.data_ptr() if group_rows is not None else 0,
+                      group_rows.numel() if group_rows is not None else 0,
+                      num_valid.data_ptr() if num_valid is not None else 0, _raw_stream(dev))
+
+
+_define_op("moe_activation(Tensor inputs, int kind, str expression, Tensor(a!) out, Tensor? scatter_idx, "
+           "Tensor? group_rows, Tensor? num_valid) -> ()", _launch, _check_args)
+
+
+def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Optional[torch.Tensor] = None,
+                   scatter_idx: Optional[torch.Tensor] = None, group_rows: Optional[torch.Tensor] = None,
+                   num_valid: Optional[torch.Tensor] = None, out_rows: Optional[int] = None) -> torch.Tensor:
+    """out[dst, j] = f(a, b) over the rows of `inputs` [rows, cols] (bf16 or fp16).
+
+    kind: "unary" (a = in[r, j]), "binary_split" (a = in[r, j], b = in[r, n + j]) or
+    "binary_interleaved" (a = in[r, 2j], b = in[r, 2j + 1]); n = out's width, a multiple of 8.
+    scatter_idx int32 [rows, C]: row r goes to every scatter_idx[r, c] >= 0 (else dst = r).
+    group_rows int32 [G]: rows are G equal blocks; row i of block g is written if
+    i < group_rows[g]. num_valid int32 [1]: rows (destinations, with a scatter) from
+    num_valid[0] on are skipped. Rows not written keep out's contents (new out: uninitialized).
+    """
+    if kind not in KINDS:
+        _fail(f"activation kind '{kind}' is unknown; known: {', '.join(KINDS)}")
+    if not isinstance(expression, str):
+        raise TypeError(f"chord_kernels: the activation expression must be a str, got {type(expression).__name__}")
+    code = KINDS[kind]
+    if out is None:
+        n = inputs.shape[-1] if kind == "unary" else inputs.shape[-1] // 2
+        rows = out_rows if out_rows is not None else (
+            scatter_idx.numel() if scatter_idx is not None else inputs.shape[0])
+        out = torch.empty((rows, n), dtype=inputs.dtype, device=inputs.device)
+    if _compiling():
+        torch.ops.chord.moe_activation(inputs, code, expression, out, scatter_idx, group_rows, num_valid)
+    else:
+        _launch(inputs, code, expression, out, scatter_idx, group_rows, num_valid)
+    return out

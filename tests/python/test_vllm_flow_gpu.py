@@ -1,0 +1,442 @@
+"""GPU: the humming contract driven exactly as vLLM 0.33's fused Humming MoE experts drive it
+(HummingIndexedExperts, HummingGroupedExperts, BatchedHummingGroupedExperts): layer config
+from prepare_and_transform_humming_tensors on a compressed-tensors INT4 layer, tuning rows,
+moe_align, gate_up humming_forward, may_process_input with the activation, down
+humming_forward, top-k weighted sum; against a torch MoE, eagerly and replayed from a CUDA
+Graph. Also every activation of vLLM's table, passed as vLLM passes it (the file that
+tools/vllm/export_activations.py writes, named by CHORD_VLLM_ACTIVATIONS), against torch."""
+import json
+import math
+import os
+
+import pytest
+import torch
+
+import chord_kernels as ck
+from humming import dtypes
+from humming.config import GemmType, LayerConfig
+from humming.forward import humming_forward, may_process_input
+from humming.schema import BaseWeightSchema, HummingInputSchema
+from humming.transform import prepare_and_transform_humming_tensors
+from humming.tune import get_heuristics_config
+from humming.utils.weight import pack_int4
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+# What vLLM's compressed-tensors path hands to BaseWeightSchema.from_config (the oracle's
+# _humming_wna16_weight_schema of a Kimi-K2-style checkpoint).
+CT_CONFIG = {"quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
+             "strategy": "group", "group_size": 32, "symmetric": True}
+SILU = {"activation_type": "binary_split", "activation_impl": "(a / (1.f + expf(-a))) * b"}
+
+
+def vllm_activations():
+    path = os.environ.get("CHORD_VLLM_ACTIVATIONS")
+    if not path:
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def silu_kwargs():
+    table = vllm_activations()
+    return table["silu"]["kwargs"] if table else SILU
+
+
+def rel_err(out, ref):
+    return ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
+
+
+# -- torch references -----------------------------------------------------------------------
+
+def _sigmoid(x):
+    return torch.sigmoid(x)
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + torch.erf(x / math.sqrt(2)))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + torch.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+
+
+def _clamped_swiglu(a, b, limit, alpha, beta):
+    g = torch.clamp(a, max=limit)
+    u = torch.clamp(b, -limit, limit)
+    return g * _sigmoid(alpha * g) * (u + beta)
+
+
+def reference_activation(name, config, a, b):
+    """The activation's definition in float64 (a: the gate half, b: the up half)."""
+    config = config or {}
+    if name.endswith("_no_mul"):
+        return reference_activation(name[: -len("_no_mul")], config, a, torch.ones_like(a))
+    if name == "silu":
+        return a * _sigmoid(a) * b
+    if name == "gelu":
+        return _gelu(a) * b
+    if name == "gelu_tanh":
+        return _gelu_tanh(a) * b
+    if name == "relu2":
+        return torch.relu(a) ** 2 * b
+    if name == "swigluoai":  # gpt-oss: fixed limit, alpha, beta
+        return _clamped_swiglu(a, b, 7.0, 1.702, 1.0)
+    if name in ("swigluoai_uninterleave", "silu_clamped"):
+        return _clamped_swiglu(a, b, config["clamp_limit"], config["alpha"], config["beta"])
+    if name == "situ":
+        beta, linear = config["activation_situ_beta"], config["activation_situ_linear_beta"]
+        gate = beta * torch.tanh(a / beta) * _sigmoid(a)
+        return gate * (linear * torch.tanh(b / linear))
+    if name == "swiglustep":
+        return torch.clamp(a * _sigmoid(a), max=7.0) * torch.clamp(b, -7.0, 7.0)
+    raise KeyError(name)
+
+
+def split_operands(kind, x):
+    if kind == "unary":
+        return x, torch.ones_like(x)
+    n = x.shape[1] // 2
+    if kind == "binary_interleaved":
+        return x[:, 0::2], x[:, 1::2]
+    return x[:, :n], x[:, n:]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_every_vllm_activation_matches_torch(dtype):
+    table = vllm_activations()
+    if table is None:
+        pytest.skip("CHORD_VLLM_ACTIVATIONS is unset: run tools/vllm/export_activations.py where vLLM is installed")
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    rows, cols = 77, 2 * 264
+    x = (torch.randn(rows, cols, device="cuda", generator=gen) * 3).to(dtype)
+    for name, entry in sorted(table.items()):
+        kwargs = entry["kwargs"]
+        kind = kwargs["activation_type"]
+        inputs = x[:, : cols // 2].contiguous() if kind == "unary" else x
+        out, _, _ = may_process_input(_config_stub(), inputs, outputs=None, **kwargs)
+        a, b = split_operands(kind, inputs.double())
+        ref = reference_activation(name, entry["config"], a, b)
+        torch.testing.assert_close(out.double(), ref.to(dtype).double(), rtol=8e-3, atol=2e-3, msg=name)
+
+
+def _config_stub():
+    """A transformed layer's config, for the calls that only need its device and modes."""
+    return LayerConfig(a_dtype=dtypes.bfloat16, b_dtype=dtypes.uint4, c_dtype=dtypes.bfloat16,
+                       bs_dtype=dtypes.bfloat16, shape_n=256, shape_k=256, num_experts=1,
+                       device_index=torch.cuda.current_device())
+
+
+def test_activation_layouts_and_graph_replay():
+    gen = torch.Generator(device="cuda").manual_seed(6)
+    rows, n = 40, 128
+    x = torch.randn(rows, 2 * n, device="cuda", generator=gen).to(torch.bfloat16)
+    a, b = split_operands("binary_split", x.double())
+    full = reference_activation("silu", None, a, b).to(torch.bfloat16)
+    cfg = _config_stub()
+    # Row bound on the device: rows from 25 on keep their contents.
+    out = torch.full((rows, n), 7.0, dtype=torch.bfloat16, device="cuda")
+    valid = torch.tensor([25], dtype=torch.int64, device="cuda")
+    may_process_input(cfg, x, outputs=out, num_valid_tokens=valid, **SILU)
+    torch.testing.assert_close(out[:25].double(), full[:25].double(), rtol=8e-3, atol=2e-3)
+    assert (out[25:] == 7.0).all()
+    # Scatter: row r to scatter_idx[r, c] (two destinations each, -1 skipped, >= bound skipped).
+    dest = torch.randperm(2 * rows, device="cuda", generator=gen).view(rows, 2).to(torch.int32)
+    dest[3, 1] = -1
+    out = torch.full((2 * rows, n), 7.0, dtype=torch.bfloat16, device="cuda")
+    bound = torch.tensor([70], dtype=torch.int32, device="cuda")
+    may_process_input(cfg, x, outputs=out, layout="scatter", scatter_idx=dest, num_valid_tokens=bound, **SILU)
+    expect = torch.full_like(out, 7.0)
+    for r in range(rows):
+        for c in range(2):
+            d = int(dest[r, c])
+            if 0 <= d < 70:
+                expect[d] = full[r]
+    torch.testing.assert_close(out.double(), expect.double(), rtol=8e-3, atol=2e-3)
+    # Grouped mask: 4 experts x 10 rows, counts 10, 0, 3, 7.
+    counts = torch.tensor([10, 0, 3, 7], dtype=torch.int32, device="cuda")
+    out = torch.full((rows, n), 7.0, dtype=torch.bfloat16, device="cuda")
+    may_process_input(cfg, x, outputs=out, layout="grouped_mask", expert_tokens=counts, **SILU)
+    for g, c in enumerate(counts.tolist()):
+        blk = slice(10 * g, 10 * g + c)
+        torch.testing.assert_close(out[blk].double(), full[blk].double(), rtol=8e-3, atol=2e-3)
+        assert (out[10 * g + c: 10 * g + 10] == 7.0).all()
+    # CUDA Graph: the same call replays onto new inputs.
+    static_out = torch.empty(rows, n, dtype=torch.bfloat16, device="cuda")
+    may_process_input(cfg, x, outputs=static_out, **SILU)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        may_process_input(cfg, x, outputs=static_out, **SILU)
+    x.copy_(torch.randn(rows, 2 * n, device="cuda", generator=gen).to(torch.bfloat16))
+    graph.replay()
+    a, b = split_operands("binary_split", x.double())
+    torch.testing.assert_close(static_out.double(), reference_activation("silu", None, a, b).to(torch.bfloat16)
+                               .double(), rtol=8e-3, atol=2e-3)
+    # Refused before launch: an expression that could leave the kernel.
+    with pytest.raises(ValueError, match="expression"):
+        may_process_input(cfg, x, outputs=out, activation_type="binary_split", activation_impl="a); } (b")
+
+
+# -- the MoE flow ---------------------------------------------------------------------------
+
+def ct_sublayer(e, n, k, gen):
+    """A compressed-tensors pack-quantized sublayer as vLLM's CT MoE layer holds it, and the
+    dense weight it stands for (W = bf16((code - 8) * scale))."""
+    codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
+    scale = (torch.rand(e, n, k // 32, device="cuda", generator=gen) * 0.01 + 0.002).to(torch.bfloat16)
+    dense = ((codes.float() - 8) * scale.float().repeat_interleave(32, -1)).to(torch.bfloat16)
+    tensors = {"weight_packed": pack_int4(codes), "weight_scale": scale,
+               "weight_shape": torch.tensor([n, k], device="cuda").expand(e, 2)}
+    return tensors, dense
+
+
+def transform(e, n, k, stacks, gen):
+    """vLLM's convert_to_humming_moe_kernel_format for one sublayer."""
+    tensors, dense = ct_sublayer(e, n, k, gen)
+    schema = BaseWeightSchema.from_config(dict(CT_CONFIG))
+    weight_schema, tensors = schema.convert_humming(tensors=tensors, shape_n_stacks=stacks, shape_k_stacks=[k],
+                                                    param_dtype=torch.bfloat16, num_experts=e)
+    input_schema, _ = HummingInputSchema().convert_humming(tensors=tensors, shape_n_stacks=stacks,
+                                                           shape_k_stacks=[k], param_dtype=torch.bfloat16,
+                                                           num_experts=e)
+    config, tensors = prepare_and_transform_humming_tensors(
+        tensors=tensors, shape_n=n, shape_k=k, pad_n_to_multiple=256, pad_k_to_multiple=128,
+        input_schema=input_schema, weight_schema=weight_schema, has_bias=False, num_experts=e,
+        torch_dtype=torch.bfloat16, device=torch.device("cuda"))
+    assert tensors["weight"].size(0) == e and config.shape_n - config.pad_shape_n == n
+    return config, tensors, dense
+
+
+class Model:
+    """One MoE layer's transformed sublayers, and the dense weights they stand for."""
+
+    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed):
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        self.hidden, self.inter, self.local, self.global_experts = hidden, inter, local, global_experts
+        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen)
+        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen)
+        self.gemm_type = gemm_type
+        self.compute = json.dumps({"use_batch_invariant": False, "use_f16_accum": False,
+                                   "gemm_type": gemm_type.value})
+        self.rows13 = get_heuristics_config(layer_config=self.cfg13, use_f16_accum=False, use_batch_invariant=False,
+                                            gemm_type=gemm_type)
+        self.rows2 = get_heuristics_config(layer_config=self.cfg2, use_f16_accum=False, use_batch_invariant=False,
+                                           gemm_type=gemm_type)
+        self.locks = torch.zeros(torch.cuda.get_device_properties(0).multi_processor_count * 8, dtype=torch.int32,
+                                 device="cuda")
+        self.act = silu_kwargs()
+
+    def forward(self, sublayer, inputs, outputs, **kwargs):
+        cfg, t = (self.cfg13, self.t13) if sublayer == "w13" else (self.cfg2, self.t2)
+        tuning = json.dumps(self.rows13 if sublayer == "w13" else self.rows2)
+        return humming_forward(cfg, inputs=inputs, weight=t["weight"], weight_scale=t["weight_scale"],
+                               zero_point=None, bias=None, weight_scale_2=None, input_scale=None,
+                               input_scale_2=None, outputs=outputs, locks=self.locks,
+                               compute_config=self.compute, tuning_config=tuning, **kwargs)
+
+    def valid_shape_m(self, topk_ids):
+        return math.ceil(topk_ids.numel() * self.local / self.global_experts)
+
+
+def block_of(rows, m):
+    for lower, upper, config in rows:
+        if lower < m <= upper:
+            return config["block_shape"][0]
+    return 64
+
+
+def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
+    """HummingIndexedExperts.apply."""
+    m, top_k = topk_ids.shape
+    valid_shape_m = model.valid_shape_m(topk_ids)
+    block = block_of(model.rows13, valid_shape_m)
+    sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk_ids, block, model.local, expert_map)
+    scatter_idx = None
+    if expert_map is not None:  # vLLM's masked identity: the route's own row, -1 off this rank
+        flat = torch.arange(topk_ids.numel(), dtype=torch.int32, device="cuda")
+        local = expert_map[topk_ids.reshape(-1).long()] >= 0
+        scatter_idx = torch.where(local, flat, torch.full_like(flat, -1)).view(-1, 1)
+    common = dict(sorted_ids=sorted_ids, expert_ids=expert_ids, num_tokens_padded=ntp, valid_shape_m=valid_shape_m)
+    gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=torch.bfloat16, device="cuda")
+    down_in = torch.empty(m * top_k, model.inter, dtype=torch.bfloat16, device="cuda")
+    down_out = torch.empty(m * top_k, model.hidden, dtype=torch.bfloat16, device="cuda")
+    inputs, _, _ = may_process_input(model.cfg13, inputs=hidden_states, outputs=None, token_scales=None,
+                                     hadamard_block_size=0, layout="normal", expert_tokens=None, scatter_idx=None,
+                                     num_valid_tokens=None)
+    model.forward("w13", inputs, gate_up, top_k=top_k, **common)
+    w2_block = block_of(model.rows2, valid_shape_m)
+    if w2_block != block:
+        sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk_ids, w2_block, model.local, expert_map)
+        common.update(sorted_ids=sorted_ids, expert_ids=expert_ids, num_tokens_padded=ntp)
+    inputs, _, _ = may_process_input(model.cfg2, inputs=gate_up, outputs=down_in, token_scales=None,
+                                     hadamard_block_size=0, layout="scatter" if scatter_idx is not None else "normal",
+                                     expert_tokens=None, scatter_idx=scatter_idx, num_valid_tokens=None, **model.act)
+    model.forward("w2", inputs, down_out, top_k=1, **common)
+    weights = topk_weights.float()
+    if expert_map is not None:
+        weights = weights * (expert_map[topk_ids.long()] >= 0)
+    rows = down_out.view(m, top_k, -1).float()
+    rows = torch.where(weights.unsqueeze(-1) != 0, rows, torch.zeros_like(rows))  # rows never written
+    return (rows * weights.unsqueeze(-1)).sum(1).to(torch.bfloat16)
+
+
+def prepare_scatter(topk_ids, expert_map, local_experts):
+    """moe_prepare_scatter: routes sorted by local expert; (expert_first_token_offset int64
+    [E + 1], destination row of each route [M, top_k], off-rank routes past the end)."""
+    flat = topk_ids.reshape(-1).long()
+    local = expert_map.long()[flat] if expert_map is not None else flat
+    bucket = torch.where(local >= 0, local, torch.full_like(local, local_experts))
+    order = torch.sort(bucket, stable=True).indices
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.numel(), device="cuda")
+    counts = torch.zeros(local_experts + 1, dtype=torch.int64, device="cuda")
+    counts.scatter_add_(0, bucket, torch.ones_like(bucket))
+    counts = counts[:local_experts]
+    offsets = torch.zeros(local_experts + 1, dtype=torch.int64, device="cuda")
+    offsets[1:] = torch.cumsum(counts, 0)
+    return offsets, inverse.to(torch.int32).view(topk_ids.shape)
+
+
+def grouped_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
+    """HummingGroupedExperts.apply (the path without pre-quantized inputs)."""
+    m, top_k = topk_ids.shape
+    valid_shape_m = model.valid_shape_m(topk_ids)
+    offsets, scatter_idx = prepare_scatter(topk_ids, expert_map, model.local)
+    permuted = torch.empty(m * top_k, model.hidden, dtype=torch.bfloat16, device="cuda")
+    gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=torch.bfloat16, device="cuda")
+    down_in = torch.empty(m * top_k, model.inter, dtype=torch.bfloat16, device="cuda")
+    down_out = torch.empty(m * top_k, model.hidden, dtype=torch.bfloat16, device="cuda")
+    inputs, _, _ = may_process_input(model.cfg13, inputs=hidden_states, outputs=permuted, token_scales=None,
+                                     hadamard_block_size=0, layout="scatter", expert_tokens=None,
+                                     scatter_idx=scatter_idx, num_valid_tokens=offsets[-1:])
+    model.forward("w13", inputs, gate_up, valid_shape_m=valid_shape_m, expert_layout=offsets)
+    inputs, _, _ = may_process_input(model.cfg2, inputs=gate_up, outputs=down_in, token_scales=None,
+                                     hadamard_block_size=0, layout="normal", expert_tokens=None, scatter_idx=None,
+                                     num_valid_tokens=offsets[-1:], **model.act)
+    model.forward("w2", inputs, down_out, valid_shape_m=valid_shape_m, expert_layout=offsets)
+    # moe_unpermute: each token's routes from their permuted rows, off-rank routes dropped.
+    valid = scatter_idx.long() < offsets[-1]
+    rows = down_out[scatter_idx.long().clamp(max=m * top_k - 1)].float()
+    weights = topk_weights.float() * valid
+    rows = torch.where(valid.unsqueeze(-1), rows, torch.zeros_like(rows))
+    return (rows * weights.unsqueeze(-1)).sum(1).to(torch.bfloat16)
+
+
+def batched_apply(model, hidden_states, expert_num_tokens, valid_shape_m):
+    """BatchedHummingGroupedExperts.apply: hidden_states [E, max_tokens, K]."""
+    e, max_tokens, _ = hidden_states.shape
+    flat = hidden_states.view(-1, model.hidden)
+    gate_up = torch.empty(e * max_tokens, 2 * model.inter, dtype=torch.bfloat16, device="cuda")
+    down_in = torch.empty(e * max_tokens, model.inter, dtype=torch.bfloat16, device="cuda")
+    out = torch.zeros(e, max_tokens, model.hidden, dtype=torch.bfloat16, device="cuda")
+    inputs, _, _ = may_process_input(model.cfg13, inputs=flat, outputs=None, token_scales=None,
+                                     hadamard_block_size=0, layout="grouped_mask", expert_tokens=expert_num_tokens,
+                                     scatter_idx=None, num_valid_tokens=None)
+    assert inputs is flat  # nothing to do: no copy
+    model.forward("w13", inputs, gate_up, valid_shape_m=valid_shape_m, expert_layout=expert_num_tokens)
+    inputs, _, _ = may_process_input(model.cfg2, inputs=gate_up, outputs=down_in, token_scales=None,
+                                     hadamard_block_size=0, layout="grouped_mask", expert_tokens=expert_num_tokens,
+                                     scatter_idx=None, num_valid_tokens=None, **model.act)
+    model.forward("w2", inputs, out.view(-1, model.hidden), valid_shape_m=valid_shape_m,
+                  expert_layout=expert_num_tokens)
+    return out
+
+
+def expert_ffn(model, e, x):
+    """One expert on rows x [r, hidden], rounding where the kernels round (bf16 between steps)."""
+    h = (x.float() @ model.d13[e].float().T).to(torch.bfloat16).float()
+    a = (torch.nn.functional.silu(h[:, : model.inter]) * h[:, model.inter:]).to(torch.bfloat16)
+    return a.float() @ model.d2[e].float().T
+
+
+def reference_moe(model, x, topk_weights, topk_ids, expert_map):
+    out = torch.zeros(x.shape[0], model.hidden, device="cuda")
+    local = expert_map.long()[topk_ids.long()] if expert_map is not None else topk_ids.long()
+    for e in range(model.local):
+        tok, slot = torch.nonzero(local == e, as_tuple=True)
+        if tok.numel():
+            out.index_add_(0, tok, expert_ffn(model, e, x[tok]) * topk_weights[tok, slot].float().unsqueeze(-1))
+    return out
+
+
+# Kimi-K2 on 8 ranks (384 experts, 48 local, top 8, hidden 7168, expert width 2048) and
+# Qwen3-30B-A3B (128 experts, top 8, hidden 2048, expert width 768) on one GPU.
+SHAPES = {"kimi_k2_ep8": (7168, 2048, 48, 384, 8), "qwen3_30b_a3b": (2048, 768, 128, 128, 8)}
+_models = {}
+
+
+def model_for(shape, gemm_type):
+    key = (shape, gemm_type)
+    if key not in _models:
+        _models.clear()  # one model at a time: the Kimi layer's dense reference is 4 GB
+        hidden, inter, local, global_experts, _ = SHAPES[shape]
+        _models[key] = Model(hidden, inter, local, global_experts, gemm_type, seed=len(shape))
+    return _models[key]
+
+
+def routing(shape, tokens, seed):
+    hidden, _, local, global_experts, top_k = SHAPES[shape]
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = torch.randn(tokens, hidden, device="cuda", generator=gen).to(torch.bfloat16)
+    logits = torch.randn(tokens, global_experts, device="cuda", generator=gen)
+    topk_weights, topk_ids = torch.softmax(logits, -1).topk(top_k, dim=-1)
+    expert_map = None
+    if global_experts != local:  # this rank owns global experts 96..143
+        expert_map = torch.full((global_experts,), -1, dtype=torch.int32, device="cuda")
+        expert_map[96:96 + local] = torch.arange(local, dtype=torch.int32, device="cuda")
+    return x, topk_weights, topk_ids.to(torch.int32), expert_map
+
+
+APPLY = {GemmType.INDEXED: indexed_apply, GemmType.GROUPED_CONTIGUOUS: grouped_apply}
+
+
+@pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])
+@pytest.mark.parametrize("shape,tokens", [("kimi_k2_ep8", 1), ("kimi_k2_ep8", 20), ("kimi_k2_ep8", 300),
+                                          ("qwen3_30b_a3b", 1), ("qwen3_30b_a3b", 64), ("qwen3_30b_a3b", 600),
+                                          ("qwen3_30b_a3b", 0)])
+def test_vllm_flow_against_torch(gemm_type, shape, tokens):
+    model = model_for(shape, gemm_type)
+    x, w, ids, emap = routing(shape, tokens, seed=tokens + 1)
+    out = APPLY[gemm_type](model, x, w, ids, emap)
+    assert out.shape == (tokens, model.hidden)
+    if tokens:
+        assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
+
+
+@pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])
+def test_vllm_flow_cuda_graph(gemm_type):
+    shape = "kimi_k2_ep8"
+    model = model_for(shape, gemm_type)
+    x, w, ids, emap = routing(shape, 24, seed=3)
+    apply = APPLY[gemm_type]
+    apply(model, x, w, ids, emap)  # compiles and loads outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = apply(model, x, w, ids, emap)
+    x2, w2, ids2, _ = routing(shape, 24, seed=4)
+    x.copy_(x2), w.copy_(w2), ids.copy_(ids2)
+    graph.replay()
+    assert rel_err(static_out, reference_moe(model, x, w, ids, emap)) < 2e-2
+
+
+@pytest.mark.parametrize("shape,max_tokens", [("kimi_k2_ep8", 16), ("qwen3_30b_a3b", 8)])
+def test_vllm_batched_flow_and_graph(shape, max_tokens):
+    model = model_for(shape, GemmType.GROUPED_MASKED)
+    gen = torch.Generator(device="cuda").manual_seed(max_tokens)
+    hidden_states = torch.randn(model.local, max_tokens, model.hidden, device="cuda", generator=gen)
+    hidden_states = hidden_states.to(torch.bfloat16)
+    counts = torch.randint(0, max_tokens + 1, (model.local,), dtype=torch.int32, device="cuda", generator=gen)
+    counts[0], counts[1] = 0, max_tokens
+    valid_shape_m = int(counts.sum())
+    out = batched_apply(model, hidden_states, counts, valid_shape_m)
+    for e in range(model.local):
+        c = int(counts[e])
+        if c:
+            assert rel_err(out[e, :c], expert_ffn(model, e, hidden_states[e, :c])) < 2e-2, e
+        assert (out[e, c:] == 0).all()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = batched_apply(model, hidden_states, counts, valid_shape_m)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(static_out, out)
