@@ -64,9 +64,9 @@ void moe_activation(const ActivationCall& call, CUstream stream) {
   args.n = static_cast<int>(n);
   args.scatter_cols = call.scatter_idx ? static_cast<int>(call.scatter_cols) : 1;
   args.rows_per_group = call.group_rows ? static_cast<int>(call.rows / call.groups) : 1;
-  const int64_t items = call.rows * args.scatter_cols * (n / 8);
-  const int64_t blocks = std::min<int64_t>((items + config.threads - 1) / config.threads,
-                                           static_cast<int64_t>(device.sm_count) * 16);
+  // Enough CTAs to keep every SM's memory pipe busy; each walks pairs of rows.
+  const int64_t pairs = call.rows * args.scatter_cols;
+  const int64_t blocks = std::min<int64_t>(pairs, static_cast<int64_t>(device.sm_count) * 16);
   kernel.launch(LaunchGrid{static_cast<uint32_t>(blocks), 1, 1}, stream, &args);
 }
 

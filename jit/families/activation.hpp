@@ -21,7 +21,7 @@ uint64_t register_activation_expression(const std::string& text);
 struct ActivationConfig {
   int kind = 0;   // ActivationKind (kernels_src/activation_args.cuh)
   int dtype = 0;  // CHORD_DTYPE_BF16 / CHORD_DTYPE_FP16
-  int threads = 256;
+  int threads = 128;
   uint64_t expression_hash = 0;
 
   KernelDescriptor descriptor(const Arch& arch) const;

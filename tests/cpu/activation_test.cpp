@@ -55,7 +55,7 @@ TEST_CASE("activation: every expression shape compiles for sm_90a in bf16 and fp
       auto kernel = compile("sm_90a", kind, dtype, expression);
       CHECK(kernel.info.arch == "sm_90a");
       REQUIRE(kernel.info.has_meta);
-      CHECK(kernel.info.meta.threads == 256);
+      CHECK(kernel.info.meta.threads == 128);
     }
   }
 }

@@ -275,7 +275,7 @@ def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
     weights = topk_weights.float()
     if expert_map is not None:
         weights = weights * (expert_map[topk_ids.long()] >= 0)
-    rows = down_out.view(m, top_k, -1).float()
+    rows = down_out.view(m, top_k, model.hidden).float()
     rows = torch.where(weights.unsqueeze(-1) != 0, rows, torch.zeros_like(rows))  # rows never written
     return (rows * weights.unsqueeze(-1)).sum(1).to(torch.bfloat16)
 

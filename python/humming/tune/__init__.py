@@ -1,6 +1,8 @@
 """Tuning rows for a transformed layer: [min_m, max_m, config] over valid_shape_m (the routed
 rows on this rank), a row covering min_m < m <= max_m. config["block_shape"][0] is the
-moe_align_block_size block for the indexed GEMM; chord picks its tiles itself.
+moe_align_block_size block for the indexed GEMM; chord picks its tiles itself. The first row
+starts at -1 so that it also covers m = 0 (a caller that finds no row falls back to block 64,
+and both GEMMs must see the block moe_align used).
 
 Rows come from the library's measured tuning table for the layer's GPU and shape
 (config["source"] == "tuning_table") where one exists, else from the rule that sizes the
@@ -19,7 +21,7 @@ _NO_ROWS_LIMIT = 1 << 62
 
 def heuristic_rows(num_experts: int) -> List[list]:
     """Block 16 / 32 / 64 by the mean routed rows per expert (1.5x headroom for skew)."""
-    rows, lower = [], 0
+    rows, lower = [], -1
     for block in (16, 32):
         upper = int(block * num_experts / 1.5)
         if upper > lower:
@@ -55,18 +57,20 @@ def table_rows(arch: Optional[str], num_experts: int, n: int, k: int) -> Optiona
     for first, last, config in json.loads(text):
         entry = {"block_shape": [int(config["block_size_m"]), 0, 0], "backend": "chord", "source": "tuning_table"}
         entry.update({key: config[key] for key in ("engine", "block_m", "block_n", "block_k", "stages") if key in config})
-        rows.append([max(int(first) - 1, 0), int(last), entry])
+        rows.append([int(first) - 1 if rows else -1, int(last), entry])
     return rows or None
 
 
+# The block a caller (vLLM's indexed experts) uses when no row covers its m.
+FALLBACK_BLOCK = 64
+
+
 def block_for(rows: List[list], valid_shape_m: int) -> int:
-    """The routing block of the row covering valid_shape_m (the first row's below it)."""
+    """The routing block of the row covering valid_shape_m, found as vLLM finds it."""
     for lower, upper, config in rows:
         if lower < valid_shape_m <= upper:
             return int(config["block_shape"][0])
-    if rows and valid_shape_m <= rows[0][0]:
-        return int(rows[0][2]["block_shape"][0])
-    raise ValueError(f"humming (chord backend): no tuning row covers valid_shape_m = {valid_shape_m}")
+    return FALLBACK_BLOCK
 
 
 def get_heuristics_config(layer_config: LayerConfig, use_f16_accum: bool = False, use_batch_invariant: bool = False,
