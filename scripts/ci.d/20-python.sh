@@ -20,7 +20,8 @@ fi
 py="$work/venv/bin/python"
 "$py" -m pip install -q --upgrade pip
 # kernels: the Hugging Face loader the build-layout test drives (pure Python, ~10 s).
-"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch>=2.4" kernels
+# torch 2.14: the version vLLM 0.33 pins (30-vllm.sh runs vLLM in this environment).
+"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch==2.14.0" kernels
 
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 if [ -d .deps/usr ]; then export CMAKE_PREFIX_PATH="$PWD/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"; fi

@@ -1,0 +1,182 @@
+"""CPU: the installed vLLM (0.33) against this package as its `humming`. Every name of
+vllm.utils.humming's lazy facade resolves; vLLM's own modules that read humming at import
+time load; every call that vLLM's source makes into the facade binds to our signature
+(calls parsed with ast, checked with inspect.signature); vLLM's compressed-tensors schema
+conversion and quant-key mapping run against ours; tuning rows are ones vLLM's row
+lookup finds; unsupported formats are refused by name.
+
+Skips when vLLM is not installed, unless CHORD_REQUIRE_VLLM=1 (CI's vLLM step sets it)."""
+import ast
+import importlib
+import inspect
+import json
+import os
+
+import pytest
+import torch
+
+if os.environ.get("CHORD_REQUIRE_VLLM") == "1":
+    import vllm  # noqa: F401 - must be importable
+else:
+    pytest.importorskip("vllm", reason="vLLM is not installed (CI's vLLM step installs vllm==0.33.0)")
+
+import vllm.utils.humming as facade  # noqa: E402
+
+# vLLM source files that call into the facade.
+CALLERS = [
+    "vllm.model_executor.layers.fused_moe.experts.fused_humming_moe",
+    "vllm.model_executor.layers.quantization.utils.humming.moe",
+    "vllm.model_executor.layers.quantization.utils.humming.linear",
+    "vllm.model_executor.layers.quantization.humming",
+]
+FUNCTIONS = ["humming_forward", "may_process_input", "may_quant_input", "get_heuristics_config",
+             "prepare_and_transform_humming_tensors", "process_input", "quantize_weight"]
+
+
+def test_vllm_version():
+    import vllm
+    assert vllm.__version__.startswith("0.33"), vllm.__version__
+
+
+def test_every_facade_name_resolves_to_this_package():
+    assert facade._EXPORTS, "vLLM's facade lists no names"
+    for name, spec in facade._EXPORTS.items():
+        obj = getattr(facade, name)
+        module = spec.split(":")[0]
+        assert module.startswith("humming"), spec
+        assert obj is not None, name
+    import humming
+    assert humming.BACKEND == "chord"
+
+
+def test_vllm_modules_that_read_humming_import():
+    for module in CALLERS + ["vllm.model_executor.layers.fused_moe.oracle.int_wna16",
+                             "vllm.model_executor.layers.quantization.utils.humming.schema"]:
+        importlib.import_module(module)
+
+
+def _calls_in(module_name):
+    """(function name, number of positional args, keyword names, has **kwargs) of each call
+    to one of FUNCTIONS in a module's source."""
+    path = importlib.import_module(module_name).__file__
+    tree = ast.parse(open(path).read())
+    calls = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in FUNCTIONS:
+            continue
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            continue  # the experts' own wrapper methods of the same name
+        keywords = [k.arg for k in node.keywords if k.arg is not None]
+        starred = any(k.arg is None for k in node.keywords)
+        calls.append((name, len(node.args), keywords, starred, node.lineno))
+    return path, calls
+
+
+def _activation_keys():
+    from vllm.model_executor.layers.fused_moe.activation import ApplyMoEActivationConfig, MoEActivation
+    from vllm.model_executor.layers.quantization.utils.humming.activation import get_humming_activation
+    keys = set()
+    for activation in MoEActivation:
+        config = None
+        if activation.value == "situ":
+            config = ApplyMoEActivationConfig(activation_situ_beta=2.0)
+        if activation.value == "swigluoai_uninterleave":
+            config = ApplyMoEActivationConfig(clamp_limit=7.0)
+        keys |= set(get_humming_activation(activation, config))
+    return keys
+
+
+# Keys that vLLM's **kwargs carry into the calls (the dicts it builds in fused_humming_moe.py).
+MOE_KWARGS = {"sorted_ids", "expert_ids", "num_tokens_padded", "compute_config", "valid_shape_m", "top_k",
+              "tuning_config"}
+
+
+def test_every_vllm_call_binds_to_our_signature():
+    checked = 0
+    activation_keys = _activation_keys()
+    for module in CALLERS:
+        path, calls = _calls_in(module)
+        for name, positional, keywords, starred, line in calls:
+            ours = getattr(facade, name)
+            extra = {}
+            if starred:
+                extra = {k: None for k in (activation_keys if name == "may_process_input" else MOE_KWARGS)}
+            sig = inspect.signature(ours)
+            try:
+                sig.bind(*([None] * positional), **{k: None for k in keywords}, **extra)
+            except TypeError as e:
+                pytest.fail(f"{path}:{line}: vLLM calls {name}({positional} positional, {keywords}, "
+                            f"**{sorted(extra)}): {e}")
+            checked += 1
+    assert checked >= 6, f"only {checked} calls found: has vLLM's source moved?"
+
+
+def test_compressed_tensors_layer_converts_as_vllm_does():
+    """The auto WNA16 path: the oracle's schema dict of a compressed-tensors QuantizationArgs,
+    vLLM's quant key of the converted schema, and the experts' support check."""
+    from compressed_tensors.quantization import QuantizationArgs
+    from vllm.model_executor.layers.fused_moe.experts.fused_humming_moe import HummingExpertsBase
+    from vllm.model_executor.layers.fused_moe.oracle.int_wna16 import _humming_wna16_weight_schema
+    from vllm.model_executor.layers.quantization.utils.humming.schema import (
+        input_schema_to_quant_key,
+        weight_schema_to_quant_key,
+    )
+
+    args = QuantizationArgs(num_bits=4, type="int", symmetric=True, strategy="group", group_size=32)
+    config = _humming_wna16_weight_schema(args)
+    schema = facade.BaseWeightSchema.from_config(config)
+    assert isinstance(schema, facade.CompressedTensorsWeightSchema)
+    e, n, k = 4, 256, 512
+    tensors = {"weight_packed": torch.zeros(e, n, k // 8, dtype=torch.int32),
+               "weight_scale": torch.ones(e, n, k // 32, dtype=torch.bfloat16),
+               "weight_shape": torch.tensor([n, k]).expand(e, 2)}
+    humming_schema, out = schema.convert_humming(tensors=tensors, shape_n_stacks=[n // 2, n // 2],
+                                                 shape_k_stacks=[k], param_dtype=torch.bfloat16, num_experts=e)
+    assert isinstance(humming_schema, facade.HummingWeightSchema)
+    assert set(out) == {"weight", "weight_scale"}
+    weight_key = weight_schema_to_quant_key(humming_schema, torch.bfloat16)
+    assert weight_key.symmetric and weight_key.scale.group_shape.col == 32
+    assert input_schema_to_quant_key(facade.HummingInputSchema(), torch.bfloat16) is None
+    assert HummingExpertsBase._supports_quant_scheme(weight_key, None)
+
+
+def test_tuning_rows_are_what_vllm_looks_up():
+    from humming import dtypes
+    for n, k, e in ((1536, 2048, 128), (2048, 768, 128), (4096, 7168, 48), (512, 256, 8)):
+        config = facade.LayerConfig(a_dtype=dtypes.bfloat16, b_dtype=dtypes.uint4, c_dtype=dtypes.bfloat16,
+                                    bs_dtype=dtypes.bfloat16, shape_n=n, shape_k=k, num_experts=e)
+        rows = facade.get_heuristics_config(layer_config=config, use_f16_accum=False, use_batch_invariant=False,
+                                            gemm_type=facade.GemmType.INDEXED)
+        json.dumps(rows)
+        for m in (0, 1, 7, 160, 1000, 8192, 65536, 10 ** 7):
+            # HummingIndexedExperts.prepare_humming_moe_kwargs's lookup.
+            found = [c["block_shape"][0] for lo, hi, c in rows if m > lo and m <= hi]
+            assert len(found) == 1, (n, k, m)
+            assert found[0] in (8, 16, 32, 64, 128), found  # blocks chord's indexed kernels hold
+
+
+@pytest.mark.parametrize("make", [
+    lambda: facade.AWQWeightSchema(),
+    lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 128,
+                                                 "zero_point": True}),
+    lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                 "desc_act": False, "sym": True}),
+    lambda: facade.Fp8InputSchema(),
+    lambda: facade.Fp8WeightSchema(),
+    lambda: facade.Mxfp4WeightSchema(),
+    lambda: facade.GptOssMxfp4WeightSchema(),
+    lambda: facade.BitnetWeightSchema(),
+    lambda: facade.ModeloptMxfp8WeightSchema(),
+    lambda: facade.ModeloptNvfp4InputSchema(),
+    lambda: facade.ModeloptNvfp4WeightSchema(),
+    lambda: facade.CompressedTensorsInputSchema(num_bits=8),
+    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128),
+    lambda: facade.HummingInputSchema(a_dtype="float8e4m3"),
+])
+def test_unsupported_formats_are_refused_by_name(make):
+    with pytest.raises(NotImplementedError, match="chord serves INT4 W4A16"):
+        make()
