@@ -29,7 +29,8 @@ class Elf {
 
   template <typename... Args>
   [[noreturn]] void bad(fmt::format_string<Args...> format, Args&&... args) const {
-    fail(CHORD_ERROR_INTERNAL, "{} is not a usable cubin: {}", origin_, fmt::format(format, std::forward<Args>(args)...));
+    fail(CHORD_ERROR_INTERNAL, "{} is not a usable cubin: {}", origin_,
+         fmt::format(format, std::forward<Args>(args)...));
   }
 
   bool within(uint64_t offset, uint64_t size) const {

@@ -275,7 +275,7 @@ TEST_CASE("bad input: a corrupted cache entry is rebuilt, not loaded", "[bad_inp
   Run first = run(env + kCli + " precompile --arch sm_90a --profile dequant");
   INFO(first.output);
   REQUIRE(first.exit_code == 0);
-  auto entries = chord::test::list_dir(dir.path() + "/kernels");
+  auto entries = chord::test::cache_files(dir.path(), ".cubin");
   REQUIRE_FALSE(entries.empty());
   // Flip one byte in the middle of every entry's payload.
   for (const auto& name : entries) {
