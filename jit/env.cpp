@@ -48,19 +48,19 @@ std::optional<int> read_positive_int(const char* name) {
   bool ok = !v.empty() && v.size() <= 7 && v.find_first_not_of("0123456789") == std::string::npos;
   if (ok) parsed = std::stol(v);
   if (!ok || parsed <= 0 || parsed > (1 << 20)) {
-    fail(CHORD_ERROR_ENVIRONMENT, "environment variable {}='{}' is invalid: expected a positive integer",
-         name, v);
+    fail(CHORD_ERROR_ENVIRONMENT,
+         "environment variable {}='{}' is invalid: expected a positive integer (digits only, at most 1048576)", name, v);
   }
   return static_cast<int>(parsed);
 }
 
 // An absolute path with no leading or trailing white space (which would be a typo, and one
-// side of it a relative path).
-std::string checked_path(const char* name, const std::string& path) {
-  if (path.empty()) fail(CHORD_ERROR_ENVIRONMENT, "environment variable {} has an empty path", name);
-  if (path[0] != '/' || std::isspace(static_cast<unsigned char>(path.back()))) {
+// side of it a relative path). `value` is the variable's whole value, `path` one of its paths.
+std::string checked_path(const char* name, const std::string& value, const std::string& path) {
+  if (path.empty() || path[0] != '/' || std::isspace(static_cast<unsigned char>(path.back()))) {
     fail(CHORD_ERROR_ENVIRONMENT,
-         "environment variable {}='{}' is invalid: expected an absolute path without surrounding spaces", name, path);
+         "environment variable {}='{}' is invalid: '{}' is not an absolute path without surrounding spaces", name,
+         value, path);
   }
   return path;
 }
@@ -97,7 +97,7 @@ std::vector<std::string> read_path_list(const char* name) {
   size_t start = 0;
   for (;;) {
     const size_t end = list.find(':', start);
-    paths.push_back(checked_path(name, list.substr(start, end == std::string::npos ? end : end - start)));
+    paths.push_back(checked_path(name, list, list.substr(start, end == std::string::npos ? end : end - start)));
     if (end == std::string::npos) return paths;
     start = end + 1;
   }
@@ -132,7 +132,7 @@ Environment read_environment() {
   if (const char* dir = get("CHORD_CACHE_DIR")) {
     std::string d(dir);
     if (d.empty()) fail(CHORD_ERROR_ENVIRONMENT, "environment variable CHORD_CACHE_DIR is set but empty");
-    e.cache_dir = checked_path("CHORD_CACHE_DIR", d);
+    e.cache_dir = checked_path("CHORD_CACHE_DIR", d, d);
   } else {
     e.cache_dir = default_cache_dir();
   }
