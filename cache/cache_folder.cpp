@@ -11,13 +11,20 @@
 namespace chord {
 namespace {
 
+// Creates the missing folders of `path` with exactly `mode` (chmod after mkdir: the umask
+// could make a shared folder unreadable to the others it is built for).
 bool make_dirs(const std::string& path, mode_t mode) {
   size_t pos = 0;
-  while ((pos = path.find('/', pos + 1)) != std::string::npos) {
-    std::string part = path.substr(0, pos);
-    if (::mkdir(part.c_str(), mode) != 0 && errno != EEXIST) return false;
+  for (;;) {
+    pos = path.find('/', pos + 1);
+    const std::string part = path.substr(0, pos);
+    if (::mkdir(part.c_str(), mode) == 0) {
+      ::chmod(part.c_str(), mode);
+    } else if (errno != EEXIST) {
+      return false;
+    }
+    if (pos == std::string::npos) return true;
   }
-  return ::mkdir(path.c_str(), mode) == 0 || errno == EEXIST;
 }
 
 // Why a folder with this owner and mode must not be used for the role ("" when it may).
@@ -71,7 +78,7 @@ CacheFolder open_cache_folder(const std::string& dir, FolderRole role) {
   folder.kernels_fd = open_trusted(dir_fd, "kernels", kernels, role, &folder.problem);
   ::close(dir_fd);
   if (folder.kernels_fd >= 0 && role != FolderRole::kReadOnly) {
-    folder.writable = ::faccessat(AT_FDCWD, kernels.c_str(), W_OK, 0) == 0;
+    folder.writable = ::faccessat(AT_FDCWD, kernels.c_str(), W_OK, AT_EACCESS) == 0;
     if (!folder.writable) folder.problem = fmt::format("cannot write {}: {}", kernels, std::strerror(errno));
   }
   return folder;

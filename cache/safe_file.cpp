@@ -99,7 +99,8 @@ FileRead read_regular_file(int dir_fd, const std::string& name, size_t max_bytes
 int write_new_file(int dir_fd, const std::string& name, const std::vector<char>& bytes, mode_t mode) {
   int fd = ::openat(dir_fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return errno;
-  bool ok = write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
+  // Exactly `mode`, whatever the umask (entries of a shared folder must be readable by others).
+  bool ok = ::fchmod(fd, mode) == 0 && write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
   int saved_errno = ok ? 0 : errno;
   if (::close(fd) != 0 && ok) {
     ok = false;

@@ -18,8 +18,8 @@ struct FileRead {
 // by this user or root and not writable by group or others.
 FileRead read_regular_file(int dir_fd, const std::string& name, size_t max_bytes);
 
-// Creates `name` in `dir_fd` (failing if anything exists under that name), writes the bytes
-// and fsyncs them. Returns 0 or the errno of the failing step; a failed write removes the file.
+// Creates `name` in `dir_fd` with exactly `mode` (failing if anything exists under that
+// name), writes the bytes and fsyncs them. Returns 0 or the errno of the failing step; a failed write removes the file.
 int write_new_file(int dir_fd, const std::string& name, const std::vector<char>& bytes, mode_t mode);
 
 // A fresh folder "<$TMPDIR or /tmp>/<prefix>-XXXXXX", mode 0700 (mkdtemp); "" on failure.
