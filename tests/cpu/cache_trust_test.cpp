@@ -259,3 +259,23 @@ TEST_CASE("cache trust: a compile-error dump never writes through a file planted
   }
   CHECK(read_text(victim) == "precious");
 }
+
+TEST_CASE("cache trust: CHORD_JIT_DUMP_SOURCE replaces a symlink planted beside an entry, never writes through it",
+          "[cache_trust]") {
+  TempDir dir;
+  const std::string cache = dir.path() + "/cache", victim = dir.path() + "/victim.txt";
+  const std::string cli =
+      "CHORD_CACHE_DIR=" + cache + " " + CHORD_CLI_PATH + " precompile --arch sm_90a --profile dequant";
+  REQUIRE(std::system((cli + " > /dev/null 2>&1").c_str()) == 0);
+  std::ofstream(victim) << "precious";
+  const auto entries = chord::test::cache_files(cache, ".cubin");
+  REQUIRE(entries.size() == 2);
+  for (const auto& name : entries) REQUIRE(symlink(victim.c_str(), (cache + "/kernels/" + name + ".cu").c_str()) == 0);
+  REQUIRE(std::system(("CHORD_JIT_DUMP_SOURCE=1 " + cli + " > /dev/null 2>&1").c_str()) == 0);
+  CHECK(read_text(victim) == "precious");
+  for (const auto& name : entries) {
+    const std::string dumped = cache + "/kernels/" + name + ".cu";
+    CHECK(S_ISREG(mode_of(dumped)));
+    CHECK(read_text(dumped).find("chord_entry") != std::string::npos);
+  }
+}
