@@ -5,21 +5,27 @@
 //   - CHORD_* environment parsing: accepted values must be in range, rejected ones must be
 //     ENVIRONMENT errors naming the variable.
 //   - Tuning-table JSON: accepted tables must be well formed; everything else a chord Error.
-//   - Disk-cache entries and cubin headers read back from disk: never a crash.
-// The last input byte picks the target (FuzzedDataProvider reads integers from the end).
+//   - Disk-cache entries read back from disk, and the cubins in them (ELF headers, sections,
+//     string tables, symbols, .nv.info records): never a crash; a refusal is an Error that
+//     names the input. The CI step seeds this with real cubins of every kernel family and
+//     crafted ones (tests/crafted_elf.hpp), so mutations start from well-formed ELFs.
+// The last input byte picks the target (fuzz_targets.hpp).
 // Runs only without a CUDA driver: valid arguments carry fake addresses.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdio>
+#include <cctype>
 #include <cstdlib>
-#include <fstream>
+#include <fcntl.h>
 #include <initializer_list>
 #include <string>
 #include <unistd.h>
 #include <vector>
 
 #include "cache/disk_cache.hpp"
+#include "cache/safe_file.hpp"
 #include "chord/chord.h"
+#include "fuzz_targets.hpp"
 #include "jit/cubin_info.hpp"
 #include "jit/env.hpp"
 #include "jit/error.hpp"
@@ -166,9 +172,15 @@ void fuzz_operator(int which, FuzzedDataProvider& p) {
   }
 }
 
-const char* const kVariables[] = {"CHORD_CACHE_DIR",   "CHORD_JIT_DEBUG", "CHORD_JIT_DUMP_SOURCE", "CHORD_SM90_DECODE",
-                                  "CHORD_W4A16_BM",    "CHORD_W4A16_BN",  "CHORD_W4A16_BK",        "CHORD_W4A16_STAGES",
+const char* const kVariables[] = {"CHORD_CACHE_DIR",        "CHORD_CACHE_READONLY_DIRS", "CHORD_JIT_DEBUG",
+                                  "CHORD_JIT_DUMP_SOURCE",  "CHORD_SM90_DECODE",         "CHORD_W4A16_BM",
+                                  "CHORD_W4A16_BN",         "CHORD_W4A16_BK",            "CHORD_W4A16_STAGES",
                                   "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE"};
+
+// An absolute path without surrounding white space (what a path variable may hold).
+bool clean_path(const std::string& path) {
+  return !path.empty() && path[0] == '/' && !std::isspace(static_cast<unsigned char>(path.back()));
+}
 
 void fuzz_environment(FuzzedDataProvider& p) {
   for (const char* v : kVariables) unsetenv(v);
@@ -177,7 +189,10 @@ void fuzz_environment(FuzzedDataProvider& p) {
   setenv(name, value.c_str(), 1);
   try {
     chord::Environment e = chord::read_environment();
-    if (e.cache_dir.empty() || e.cache_dir[0] != '/') bug("accepted a non-absolute cache dir", e.cache_dir);
+    if (!e.cache_dir.empty() && !clean_path(e.cache_dir)) bug("accepted a cache dir that is no clean path", e.cache_dir);
+    for (const auto& dir : e.cache_readonly_dirs) {
+      if (!clean_path(dir)) bug("accepted a read-only cache dir that is no clean path", dir);
+    }
     for (const auto& forced : {e.w4a16_bm, e.w4a16_bn, e.w4a16_bk, e.w4a16_stages}) {
       if (forced && (*forced <= 0 || *forced > (1 << 20))) bug(std::string("accepted ") + name, value);
     }
@@ -215,34 +230,56 @@ std::string& cache_dir() {
   return dir;
 }
 
+// The runtime's view of an entry: its checksum and key, then its payload as a cubin.
 void fuzz_cache_entry(FuzzedDataProvider& p) {
   static chord::DiskCache cache(cache_dir());
-  const chord::KernelKey key{p.ConsumeIntegral<uint64_t>(), p.ConsumeIntegral<uint64_t>() & 0xff};
-  std::vector<char> payload;
-  const bool forge = p.ConsumeBool();  // a well-formed entry whose bytes are then damaged
+  const chord::KernelKey key = chord::fuzz::kEntryKey;
+  const bool damage = p.ConsumeBool();  // a well-formed entry whose bytes are then damaged
   std::string bytes = p.ConsumeRemainingBytesAsString();
-  if (forge) {
-    payload.assign(bytes.begin(), bytes.end());
-    std::vector<char> entry = chord::encode_cache_entry(key, payload);
+  if (damage) {
+    std::vector<char> entry = chord::encode_cache_entry(key, std::vector<char>(bytes.begin(), bytes.end()));
     if (!bytes.empty()) entry[bytes.size() % entry.size()] ^= static_cast<char>(bytes[0] | 1);
     bytes.assign(entry.begin(), entry.end());
   }
-  std::ofstream(cache.entry_path(key), std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  auto loaded = cache.load(key);
-  if (loaded && !forge) {
+  const std::string path = cache.entry_path(key);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0 || !chord::write_all(fd, bytes.data(), bytes.size())) bug("cache: cannot write the entry", path);
+  ::close(fd);
+  auto check = [](const std::vector<char>& payload, const std::string& entry) {
+    chord::read_cubin_info(payload, "kernel cache entry " + entry);
+  };
+  auto loaded = cache.load(key, check);
+  if (loaded && !damage) {
     // Only a valid encoding of (key, payload) may load; re-encoding must give the bytes back.
     std::vector<char> again = chord::encode_cache_entry(key, *loaded);
     if (std::string(again.begin(), again.end()) != bytes) bug("cache: loaded an entry that does not re-encode", "");
   }
-  ::unlink(cache.entry_path(key).c_str());
+  ::unlink(path.c_str());
 }
+
+// How deep the cubin inputs got: the CI step prints these and fails when no input was read
+// through its symbols (the metadata) and its .nv.info records (a register count).
+struct CubinDepth {
+  uint64_t inputs = 0, refused = 0, with_meta = 0, with_registers = 0;
+  ~CubinDepth() {
+    std::fprintf(stderr, "chord fuzz: cubin inputs %llu, refused %llu, read with metadata %llu, with registers %llu\n",
+                 static_cast<unsigned long long>(inputs), static_cast<unsigned long long>(refused),
+                 static_cast<unsigned long long>(with_meta), static_cast<unsigned long long>(with_registers));
+  }
+};
+CubinDepth g_depth;
 
 void fuzz_cubin(FuzzedDataProvider& p) {
   const std::string bytes = p.ConsumeRemainingBytesAsString();
+  ++g_depth.inputs;
   try {
-    chord::read_cubin_info(std::vector<char>(bytes.begin(), bytes.end()));
+    const chord::CubinInfo info = chord::read_cubin_info(std::vector<char>(bytes.begin(), bytes.end()), "fuzz input");
+    g_depth.with_meta += info.has_meta;
+    g_depth.with_registers += info.registers > 0;
   } catch (const chord::Error& e) {
+    ++g_depth.refused;
     if (e.status() != CHORD_ERROR_INTERNAL) bug("cubin: unexpected status", e.what());
+    if (std::string(e.what()).find("fuzz input") == std::string::npos) bug("cubin: the error names no input", e.what());
   }
 }
 
@@ -260,11 +297,11 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider p(data, size);
-  const int target = p.ConsumeIntegralInRange<int>(0, 11);
-  if (target <= 7) fuzz_operator(target, p);
-  else if (target == 8) fuzz_environment(p);
-  else if (target == 9) fuzz_tuning_table(p);
-  else if (target == 10) fuzz_cache_entry(p);
+  const int target = p.ConsumeIntegralInRange<int>(0, chord::fuzz::kTargetCount - 1);
+  if (target < chord::fuzz::kEnvironment) fuzz_operator(target, p);
+  else if (target == chord::fuzz::kEnvironment) fuzz_environment(p);
+  else if (target == chord::fuzz::kTuningTable) fuzz_tuning_table(p);
+  else if (target == chord::fuzz::kCacheEntry) fuzz_cache_entry(p);
   else fuzz_cubin(p);
   return 0;
 }

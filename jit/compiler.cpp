@@ -3,11 +3,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <unistd.h>
 
 #include <nvrtc.h>
 
+#include "cache/safe_file.hpp"
 #include "jit/cuda_headers.hpp"
 #include "jit/embedded_headers.hpp"
 #include "jit/env.hpp"
@@ -24,12 +23,13 @@ void check_nvrtc(nvrtcResult result, const char* what) {
   }
 }
 
+// A fresh file (O_EXCL, 0600) in the caller's folder or a new private one: a file or symlink
+// planted under a predictable name cannot redirect the write.
 std::string dump_source(const CompileRequest& request, const std::string& dump_dir) {
-  std::string dir = dump_dir.empty() ? "/tmp" : dump_dir;
-  std::string path = fmt::format("{}/{}-{}.cu", dir, request.name, getpid());
-  std::ofstream out(path);
-  out << request.source;
-  return out ? path : std::string("(could not write the source to ") + path + ")";
+  const std::string dir = dump_dir.empty() ? make_private_temp_dir("chord-dump") : dump_dir;
+  const std::string path = dir.empty() ? "" : write_private_file(dir, request.name, ".cu", request.source);
+  return path.empty() ? fmt::format("(could not write the source into {})", dir.empty() ? "a temp folder" : dir)
+                      : path;
 }
 
 // Owns an nvrtcProgram so every exit path destroys it.

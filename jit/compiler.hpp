@@ -22,8 +22,10 @@ std::vector<std::string> nvrtc_options(const CompileRequest& request);
 std::string nvrtc_version();
 
 // Compiles to a cubin. On failure throws Error(CHORD_ERROR_COMPILE) with the NVRTC log and
-// the path where the generated source was dumped. `log`, if given, receives the NVRTC log of a
-// successful compile (ptxas notes such as wgmma serialization, C7510-C7520, land there).
+// the path where the generated source was dumped: a new file in `dump_dir` (a private
+// folder), or with dump_dir "" in a new private folder under $TMPDIR or /tmp. `log`, if
+// given, receives the NVRTC log of a successful compile (ptxas notes such as wgmma
+// serialization, C7510-C7520, land there).
 std::vector<char> compile_to_cubin(const CompileRequest& request, const std::string& dump_dir,
                                    std::string* log = nullptr);
 

@@ -23,7 +23,8 @@ struct CubinInfo {
   int registers = 0;           // per thread, most of any kernel in the cubin (0: not recorded)
 };
 
-// Throws Error(CHORD_ERROR_INTERNAL) when the bytes are not a CUDA ELF.
-CubinInfo read_cubin_info(const std::vector<char>& cubin);
+// Throws Error(CHORD_ERROR_INTERNAL) naming `origin` (e.g. the cache entry the bytes came
+// from) when the bytes are not a well-formed CUDA ELF; never reads outside them.
+CubinInfo read_cubin_info(const std::vector<char>& cubin, const std::string& origin = "cubin");
 
 }  // namespace chord

@@ -1,13 +1,28 @@
 #include "jit/env.hpp"
 
-#include <cerrno>
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "jit/error.hpp"
 
+extern char** environ;
+
 namespace chord {
 namespace {
+
+// Every variable the library reads (docs/environment.md).
+constexpr const char* kVariables[] = {
+    "CHORD_CACHE_DIR",      "CHORD_CACHE_READONLY_DIRS", "CHORD_JIT_DEBUG",     "CHORD_JIT_DUMP_SOURCE",
+    "CHORD_SM90_DECODE",    "CHORD_W4A16_PORTABLE",      "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",
+    "CHORD_W4A16_ENGINE",   "CHORD_W4A16_BM",            "CHORD_W4A16_BN",      "CHORD_W4A16_BK",
+    "CHORD_W4A16_STAGES",   "CHORD_W4A16_WARPS_N",       "CHORD_W4A16_SPLIT_K"};
 
 const char* get(const char* name) {
   const char* value = std::getenv(name);
@@ -23,40 +38,105 @@ std::optional<bool> read_flag(const char* name) {
   fail(CHORD_ERROR_ENVIRONMENT, "environment variable {}='{}' is invalid: expected 0 or 1", name, v);
 }
 
+// Digits only: no sign, no space on either side (strtol alone would take " 64" and "+64"
+// but not "64 ").
 std::optional<int> read_positive_int(const char* name) {
   const char* value = get(name);
   if (value == nullptr) return std::nullopt;
   std::string v(value);
-  char* end = nullptr;
-  errno = 0;
-  long parsed = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end != '\0' || errno != 0 || parsed <= 0 || parsed > (1 << 20)) {
-    fail(CHORD_ERROR_ENVIRONMENT, "environment variable {}='{}' is invalid: expected a positive integer",
-         name, v);
+  long parsed = 0;
+  bool ok = !v.empty() && v.size() <= 7 && v.find_first_not_of("0123456789") == std::string::npos;
+  if (ok) parsed = std::stol(v);
+  if (!ok || parsed <= 0 || parsed > (1 << 20)) {
+    fail(CHORD_ERROR_ENVIRONMENT,
+         "environment variable {}='{}' is invalid: expected a positive integer (digits only, at most 1048576)", name, v);
   }
   return static_cast<int>(parsed);
 }
 
+// An absolute path with no leading or trailing white space (which would be a typo, and one
+// side of it a relative path). `value` is the variable's whole value, `path` one of its paths.
+std::string checked_path(const char* name, const std::string& value, const std::string& path) {
+  if (path.empty() || path[0] != '/' || std::isspace(static_cast<unsigned char>(path.back()))) {
+    fail(CHORD_ERROR_ENVIRONMENT,
+         "environment variable {}='{}' is invalid: '{}' is not an absolute path without surrounding spaces", name,
+         value, path);
+  }
+  return path;
+}
+
+// An absolute base directory from a variable, if it is set to one.
+std::optional<std::string> absolute_dir(const char* value) {
+  if (value == nullptr || value[0] != '/') return std::nullopt;
+  return std::string(value);
+}
+
+// The user's cache root: $XDG_CACHE_HOME, else $HOME/.cache, else <home from the user
+// database>/.cache; "" when there is none (the cache is then memory-only: a shared
+// fallback such as /tmp/chord-<uid> could be planted by another user beforehand).
 std::string default_cache_dir() {
-  const char* home = get("HOME");
-  if (home != nullptr && home[0] != '\0') return std::string(home) + "/.cache/chord";
-  return "/tmp/chord-cache-" + std::to_string(getuid());
+  if (auto xdg = absolute_dir(get("XDG_CACHE_HOME"))) return *xdg + "/chord";
+  std::optional<std::string> home = absolute_dir(get("HOME"));
+  if (!home) {
+    struct passwd entry, *found = nullptr;
+    std::vector<char> buffer(16384);
+    struct stat st;
+    if (getpwuid_r(geteuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr &&
+        stat(found->pw_dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+      home = absolute_dir(found->pw_dir);
+    }
+  }
+  return home ? *home + "/.cache/chord" : "";
+}
+
+std::vector<std::string> read_path_list(const char* name) {
+  std::vector<std::string> paths;
+  const char* value = get(name);
+  if (value == nullptr) return paths;
+  std::string list(value);
+  size_t start = 0;
+  for (;;) {
+    const size_t end = list.find(':', start);
+    paths.push_back(checked_path(name, list, list.substr(start, end == std::string::npos ? end : end - start)));
+    if (end == std::string::npos) return paths;
+    start = end + 1;
+  }
+}
+
+// Variables chord's own tools and tests read (not the library): known, so not warned about.
+constexpr const char* kToolVariables[] = {"CHORD_BAD_INPUT_CHILD", "CHORD_BAD_INPUT_REPORT", "CHORD_BENCH_COMMIT",
+                                          "CHORD_FUZZ_SECONDS",    "CHORD_LIBRARY",          "CHORD_PYTEST_OUT",
+                                          "CHORD_PY_CI_DIR",       "CHORD_SKIP_PORTABLE"};
+
+// A CHORD_* variable the library does not read is most likely a misspelt one that the
+// user believes is in effect (e.g. CHORD_W4A16_CM for CHORD_W4A16_BM).
+void warn_unknown_variables() {
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string name(*entry, std::strcspn(*entry, "="));
+    if (name.rfind("CHORD_", 0) != 0) continue;
+    const auto known = [&name](const char* k) { return name == k; };
+    if (std::any_of(std::begin(kVariables), std::end(kVariables), known) ||
+        std::any_of(std::begin(kToolVariables), std::end(kToolVariables), known)) {
+      continue;
+    }
+    warn(fmt::format("environment variable {} is not one chord reads (docs/environment.md lists them); it has "
+                     "no effect", name));
+  }
 }
 
 }  // namespace
 
 Environment read_environment() {
   Environment e;
+  warn_unknown_variables();
   if (const char* dir = get("CHORD_CACHE_DIR")) {
     std::string d(dir);
     if (d.empty()) fail(CHORD_ERROR_ENVIRONMENT, "environment variable CHORD_CACHE_DIR is set but empty");
-    if (d[0] != '/') {
-      fail(CHORD_ERROR_ENVIRONMENT, "environment variable CHORD_CACHE_DIR='{}' is invalid: expected an absolute path", d);
-    }
-    e.cache_dir = d;
+    e.cache_dir = checked_path("CHORD_CACHE_DIR", d, d);
   } else {
     e.cache_dir = default_cache_dir();
   }
+  e.cache_readonly_dirs = read_path_list("CHORD_CACHE_READONLY_DIRS");
   e.jit_debug = read_flag("CHORD_JIT_DEBUG").value_or(false);
   e.dump_source = read_flag("CHORD_JIT_DUMP_SOURCE").value_or(false);
   e.sm90_decode = read_flag("CHORD_SM90_DECODE");

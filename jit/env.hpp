@@ -1,15 +1,18 @@
 // Every CHORD_* environment variable is read here and nowhere else. An invalid value is
-// an Error(CHORD_ERROR_ENVIRONMENT) naming the variable. docs/environment.md lists them.
+// an Error(CHORD_ERROR_ENVIRONMENT) naming the variable; a CHORD_* variable chord does not
+// know is warned about once. docs/environment.md lists them.
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "jit/families/w4a16_engine.hpp"
 
 namespace chord {
 
 struct Environment {
-  std::string cache_dir;             // CHORD_CACHE_DIR (default ~/.cache/chord)
+  std::string cache_dir;             // CHORD_CACHE_DIR (default $XDG_CACHE_HOME/chord, ~/.cache/chord; "" = none)
+  std::vector<std::string> cache_readonly_dirs;  // CHORD_CACHE_READONLY_DIRS: read-only layers, in order
   bool jit_debug = false;            // CHORD_JIT_DEBUG=0|1: log compiles, cache hits, header source
   bool dump_source = false;          // CHORD_JIT_DUMP_SOURCE=0|1: write generated source next to the cubin
   std::optional<bool> sm90_decode;   // CHORD_SM90_DECODE=0|1: force the decode schedule off/on

@@ -2,6 +2,7 @@
 // loaded in a context (memo). The launch path is `kernel()`: one shared-lock lookup.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -23,6 +24,7 @@ struct CompiledKernel {
   KernelKey key;
   std::vector<char> cubin;
   CubinInfo info;
+  std::string entry_path;  // the cache entry it was loaded from ("" if compiled here)
 };
 
 struct JitStats {
@@ -33,16 +35,26 @@ struct JitStats {
 
 class JitRuntime {
  public:
-  explicit JitRuntime(const std::string& cache_dir);
+  explicit JitRuntime(const std::string& cache_dir, const std::vector<std::string>& readonly_dirs = {},
+                      FolderRole role = FolderRole::kPrivate);
 
-  // The process-wide runtime, caching in CHORD_CACHE_DIR.
+  // The process-wide runtime, caching in CHORD_CACHE_DIR over CHORD_CACHE_READONLY_DIRS.
   static JitRuntime& global();
 
-  // Needs no GPU: memo, then disk cache, then NVRTC (publishing the result to disk).
+  // Needs no GPU: memo, then disk cache, then NVRTC (publishing the result to disk). A miss
+  // takes the key's inter-process lock, so processes missing one key compile it once.
   std::shared_ptr<const CompiledKernel> compile(const KernelDescriptor& descriptor);
 
   // The launch path: the kernel loaded in `context`, compiled and loaded on first use.
   const LoadedKernel& kernel(const KernelDescriptor& descriptor, CUcontext context);
+
+  // Compiles (or loads) the descriptor and hands it to `load`. A cubin from the disk cache
+  // that `load` refuses with a CUDA error is treated like a corrupt entry: dropped, rebuilt
+  // with NVRTC and handed over once more. (kernel() loads into a context this way; tests
+  // pass a fake loader.)
+  std::unique_ptr<LoadedKernel> load_with_rebuild(
+      const KernelDescriptor& descriptor,
+      const std::function<std::unique_ptr<LoadedKernel>(const CompiledKernel&)>& load);
 
   DiskCache& disk_cache() { return disk_; }
   JitStats stats() const;
@@ -63,7 +75,9 @@ class JitRuntime {
     }
   };
 
-  std::shared_ptr<const CompiledKernel> build(const KernelDescriptor& descriptor);
+  std::shared_ptr<CompileSlot> slot(const KernelDescriptor& descriptor);
+  // use_disk = false: compile with NVRTC even if an entry exists (it was found unusable).
+  std::shared_ptr<const CompiledKernel> build(const KernelDescriptor& descriptor, bool use_disk);
 
   DiskCache disk_;
   std::mutex slots_mutex_;

@@ -37,8 +37,12 @@ void launch_nf4(const NF4KernelConfig& config, const Args& args, CUstream stream
 
 }  // namespace
 
-int64_t nf4_weight_bytes(int64_t experts, int64_t n, int64_t k) { return experts * n * k / 2; }
-int64_t nf4_absmax_bytes(int64_t experts, int64_t n, int64_t k) { return experts * n * (k / kNF4BlockSize) * 4; }
+int64_t nf4_weight_bytes(int64_t experts, int64_t n, int64_t k) {
+  return size_if_valid([&] { require_shape(experts, n, k); }, [&] { return experts * n * k / 2; });
+}
+int64_t nf4_absmax_bytes(int64_t experts, int64_t n, int64_t k) {
+  return size_if_valid([&] { require_shape(experts, n, k); }, [&] { return experts * n * (k / kNF4BlockSize) * 4; });
+}
 
 void nf4_pack(const void* packed, const void* absmax, const void* nested_absmax, const void* nested_code,
               float offset, int64_t experts, int64_t n, int64_t k, void* weight_out, void* absmax_out,

@@ -21,4 +21,16 @@ inline void require_multiple(int64_t value, const char* name, int64_t multiple) 
   CHORD_REQUIRE(value % multiple == 0, "argument '{}' = {} must be a multiple of {}", name, value, multiple);
 }
 
+// bytes() for a shape that require() accepts, else -1: the C API's size helpers answer every
+// input, and a negative or overflowed size is never an answer.
+template <typename Require, typename Bytes>
+int64_t size_if_valid(Require require, Bytes bytes) {
+  try {
+    require();
+  } catch (const Error&) {
+    return -1;
+  }
+  return bytes();
+}
+
 }  // namespace chord

@@ -155,17 +155,12 @@ void launch_pack_family(const W4A16PackConfig& config, const Args& args, CUstrea
 
 }  // namespace
 
-// Sizes of a shape the operators accept, else -1 (never a negative or overflowed size).
 int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k) {
-  try {
-    require_weight_shape(experts, n, k);
-  } catch (const Error&) {
-    return -1;
-  }
-  return experts * n * k / 2;
+  return size_if_valid([&] { require_weight_shape(experts, n, k); }, [&] { return experts * n * k / 2; });
 }
 int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k) {
-  return w4a16_weight_bytes(experts, n, k) < 0 ? -1 : experts * n * (k / kW4A16GroupSize) * 2;
+  return size_if_valid([&] { require_weight_shape(experts, n, k); },
+                       [&] { return experts * n * (k / kW4A16GroupSize) * 2; });
 }
 
 void w4a16_pack(const void* src, int src_format, const void* scales, int64_t experts, int64_t n, int64_t k,

@@ -1,6 +1,8 @@
 // The `chord` command line: precompile kernels into the disk cache, describe the install, show
 // the config the resolver picks for a GEMM shape.
 #include <chrono>
+#include <climits>
+#include <memory>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
@@ -24,7 +26,10 @@ namespace {
 
 int usage() {
   std::fprintf(stderr,
-               "usage: chord precompile --arch ARCH --profile NAME   compile a profile's kernels into the cache\n"
+               "usage: chord precompile --arch ARCH --profile NAME [--out DIR]\n"
+               "                                                     compile a profile's kernels into the cache, or\n"
+               "                                                     into DIR: a folder for others to read through\n"
+               "                                                     CHORD_CACHE_READONLY_DIRS (0755, entries 0644)\n"
                "       chord info                                    versions, cache, visible GPUs\n"
                "       chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [--weight W]\n"
                "                    [--a-rows S] [--groups G --max-m M] [--capacity C] [--block-size B] [--sms SMS]\n"
@@ -48,12 +53,14 @@ void progress(size_t done, size_t total, const std::string& what) {
 }
 
 int precompile(int argc, char** argv) {
-  std::string arch_name, profile;
+  std::string arch_name, profile, out_dir;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
       arch_name = argv[++i];
     } else if (std::strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
       profile = argv[++i];
+    } else if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc && argv[i + 1][0] != '\0') {
+      out_dir = argv[++i];
     } else {
       std::fprintf(stderr, "chord precompile: unexpected argument '%s'\n", argv[i]);
       return usage();
@@ -62,7 +69,11 @@ int precompile(int argc, char** argv) {
   if (arch_name.empty() || profile.empty()) return usage();
   chord::Arch arch = chord::parse_arch(arch_name);
   auto descriptors = chord::profile_descriptors(profile, arch);
-  auto& runtime = chord::JitRuntime::global();
+  // --out builds a layer of its own: no read-only layers under it, nothing from the user's cache.
+  std::unique_ptr<chord::JitRuntime> shared;
+  if (!out_dir.empty()) shared = std::make_unique<chord::JitRuntime>(out_dir, std::vector<std::string>{},
+                                                                      chord::FolderRole::kShared);
+  auto& runtime = shared ? *shared : chord::JitRuntime::global();
   auto start = std::chrono::steady_clock::now();
   uint64_t compiles_before = chord::nvrtc_compile_count();
   for (size_t i = 0; i < descriptors.size(); ++i) {
@@ -105,13 +116,14 @@ int config(int argc, char** argv) {
   chord::W4A16Problem p;
   std::string arch_name, mode, weight = "int4", cubin_path;
   p.sm_count = 132;
-  auto number = [&](int& i) -> long long {
+  // Digits only, within [0, most]: a value past the field's type is an error, not wrapped.
+  auto number = [&](int& i, long long most = INT32_MAX) -> long long {
     if (i + 1 >= argc) throw chord::Error(CHORD_ERROR_INVALID_ARGUMENT, std::string(argv[i]) + " needs a value");
-    char* end = nullptr;
-    const long long v = std::strtoll(argv[++i], &end, 10);
-    if (end == argv[i] || *end != '\0' || v < 0 || v > (1LL << 40)) {
-      throw chord::Error(CHORD_ERROR_INVALID_ARGUMENT,
-                         std::string(argv[i - 1]) + " needs a non-negative integer, not '" + argv[i] + "'");
+    const std::string text = argv[++i];
+    const bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+    const long long v = digits ? std::stoll(text) : -1;
+    if (v < 0 || v > most) {
+      chord::fail(CHORD_ERROR_INVALID_ARGUMENT, "{} needs an integer in [0, {}], not '{}'", argv[i - 1], most, text);
     }
     return v;
   };
@@ -123,7 +135,7 @@ int config(int argc, char** argv) {
     else if (a == "--n") p.n = static_cast<int>(number(i));
     else if (a == "--k") p.k = static_cast<int>(number(i));
     else if (a == "--experts") p.experts = static_cast<int>(number(i));
-    else if (a == "--rows") p.rows_per_expert = number(i);
+    else if (a == "--rows") p.rows_per_expert = number(i, int64_t{1} << 40);
     else if (a == "--a-rows") p.a_rows = static_cast<int>(number(i));
     else if (a == "--groups") p.num_groups = static_cast<int>(number(i));
     else if (a == "--max-m") p.max_m = static_cast<int>(number(i));
@@ -169,14 +181,17 @@ int config(int argc, char** argv) {
   return 0;
 }
 
+// Bytes and number of the entries (<key>.cubin) in a kernels folder.
 uint64_t directory_bytes(const std::string& dir, size_t* files) {
   uint64_t total = 0;
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return 0;
   while (dirent* entry = readdir(d)) {
     struct stat st;
-    std::string path = dir + "/" + entry->d_name;
-    if (entry->d_name[0] != '.' && stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+    const std::string name = entry->d_name;
+    const std::string path = dir + "/" + name;
+    if (name[0] != '.' && name.size() > 6 && name.compare(name.size() - 6, 6, ".cubin") == 0 &&
+        lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
       total += static_cast<uint64_t>(st.st_size);
       ++*files;
     }
@@ -192,9 +207,15 @@ int info() {
   std::printf("CUDA headers: %s%s%s\n", headers.origin.c_str(), headers.include_dir.empty() ? "" : " at ",
               headers.include_dir.c_str());
   const auto& environment = chord::env();
-  size_t files = 0;
-  uint64_t bytes = directory_bytes(environment.cache_dir + "/kernels", &files);
-  std::printf("cache: %s (%zu entries, %.1f MiB)\n", environment.cache_dir.c_str(), files, bytes / 1048576.0);
+  const auto& cache = chord::JitRuntime::global().disk_cache();  // warns about folders it refuses
+  auto folder = [](const char* label, const std::string& dir, const char* note) {
+    size_t files = 0;
+    const uint64_t bytes = directory_bytes(dir + "/kernels", &files);
+    std::printf("%s: %s (%zu entries, %.1f MiB)%s\n", label, dir.empty() ? "(none)" : dir.c_str(), files,
+                bytes / 1048576.0, note);
+  };
+  folder("cache", environment.cache_dir, cache.memory_only() ? " (not written: memory only)" : "");
+  for (const std::string& dir : environment.cache_readonly_dirs) folder("read-only cache", dir, "");
   std::string why;
   if (!chord::driver_available(&why)) {
     std::printf("GPUs: none (%s)\n", why.c_str());

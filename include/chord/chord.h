@@ -141,7 +141,9 @@ CHORD_EXPORT chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, co
 #define CHORD_DTYPE_FP16 1
 
 CHORD_EXPORT uint32_t chord_nf4_layout_version(void);
-/* Bytes of the packed weight (E*N*K/2) and of the packed FP32 absmax (E*N*K/16). */
+/* Bytes of the packed weight (E*N*K/2) and of the packed FP32 absmax (E*N*K/16); -1 for a
+ * shape chord_nf4_pack rejects (E in [1, 65536], N a multiple of 16, K of 64, N and K <= 2^20,
+ * E*N*K <= 2^40), so a negative or overflowed size is never returned. */
 CHORD_EXPORT int64_t chord_nf4_weight_bytes(int64_t E, int64_t N, int64_t K);
 CHORD_EXPORT int64_t chord_nf4_absmax_bytes(int64_t E, int64_t N, int64_t K);
 

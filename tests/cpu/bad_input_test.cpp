@@ -16,12 +16,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cache/disk_cache.hpp"
 #include "chord/chord.h"
 #include "jit/arch.hpp"
 #include "jit/env.hpp"
 #include "jit/error.hpp"
 #include "launcher/driver_api.hpp"
 #include "tests/bad_input_cases.hpp"
+#include "tests/crafted_elf.hpp"
 #include "test_support.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -154,7 +156,9 @@ TEST_CASE("bad input: each invalid CHORD_* value is rejected naming the variable
       {"CHORD_CACHE_DIR", ""},           {"CHORD_CACHE_DIR", "relative/dir"}, {"CHORD_JIT_DEBUG", "yes"},
       {"CHORD_JIT_DUMP_SOURCE", "2"},    {"CHORD_SM90_DECODE", "on"},        {"CHORD_W4A16_BM", "abc"},
       {"CHORD_W4A16_BN", "-64"},         {"CHORD_W4A16_BK", "0"},            {"CHORD_W4A16_STAGES", "3x"},
-      {"CHORD_W4A16_BM", "99999999999"},
+      {"CHORD_W4A16_BM", "99999999999"}, {"CHORD_W4A16_BM", " 64"},         {"CHORD_W4A16_BM", "+64"},
+      {"CHORD_W4A16_BM", "64 "},         {"CHORD_CACHE_DIR", "/var/cache/chord "},
+      {"CHORD_CACHE_READONLY_DIRS", "/opt/chord:relative"},
   };
   for (const auto& c : cases) {
     INFO(c.name << "='" << c.value << "'");
@@ -275,7 +279,7 @@ TEST_CASE("bad input: a corrupted cache entry is rebuilt, not loaded", "[bad_inp
   Run first = run(env + kCli + " precompile --arch sm_90a --profile dequant");
   INFO(first.output);
   REQUIRE(first.exit_code == 0);
-  auto entries = chord::test::list_dir(dir.path() + "/kernels");
+  auto entries = chord::test::cache_files(dir.path(), ".cubin");
   REQUIRE_FALSE(entries.empty());
   // Flip one byte in the middle of every entry's payload.
   for (const auto& name : entries) {
@@ -299,4 +303,41 @@ TEST_CASE("bad input: a corrupted cache entry is rebuilt, not loaded", "[bad_inp
   auto at = second.output.find("chord: ");
   report_row("cache", "any operator (first compile)", "cache entry with a flipped payload byte", CHORD_SUCCESS,
              second.output.substr(at, second.output.find('\n', at) - at) + " (entry recompiled)");
+}
+
+TEST_CASE("bad input: a cache entry holding a crafted cubin under a valid checksum is rebuilt, run after run",
+          "[bad_input]") {
+  TempDir dir;
+  const std::string env = "CHORD_CACHE_DIR='" + dir.path() + "' ";
+  REQUIRE(run(env + kCli + " precompile --arch sm_90a --profile dequant").exit_code == 0);
+  const auto entries = chord::test::cache_files(dir.path(), ".cubin");
+  REQUIRE(entries.size() == 2);
+  const char* damage_name = "string table at a wild offset";  // crashed the old reader (SIGSEGV)
+  for (const auto& name : entries) {
+    const std::string path = dir.path() + "/kernels/" + name;
+    const chord::KernelKey key{std::stoull(name.substr(0, 16), nullptr, 16),
+                               std::stoull(name.substr(16, 16), nullptr, 16)};
+    std::ifstream in(path, std::ios::binary);
+    const std::vector<char> entry((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const size_t header = chord::encode_cache_entry(key, {}).size();
+    std::vector<char> cubin(entry.begin() + static_cast<long>(header), entry.end());
+    REQUIRE(chord::encode_cache_entry(key, cubin) == entry);
+    for (const auto& damage : chord::test::elf_damages()) {
+      if (std::string(damage.name) == damage_name) REQUIRE(damage.apply(cubin));
+    }
+    const std::vector<char> crafted = chord::encode_cache_entry(key, cubin);
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(crafted.data(), static_cast<long>(crafted.size()));
+  }
+  Run first = run(env + kCli + " precompile --arch sm_90a --profile dequant");
+  INFO(first.output);
+  CHECK(first.exit_code == 0);
+  CHECK(first.output.find("is not a usable cubin") != std::string::npos);
+  CHECK(first.output.find("(2 compiled, 0 from cache)") != std::string::npos);
+  Run second = run(env + kCli + " precompile --arch sm_90a --profile dequant");
+  CHECK(second.exit_code == 0);
+  CHECK(second.output.find("(0 compiled, 2 from cache)") != std::string::npos);
+  const auto at = first.output.find("chord: ");
+  report_row("cache", "any operator (first compile)",
+             "cache entry with a valid checksum holding a crafted cubin (string table at a wild offset)", CHORD_SUCCESS,
+             first.output.substr(at, first.output.find('\n', at) - at) + " (entry recompiled; the next run loads it)");
 }

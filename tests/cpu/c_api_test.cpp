@@ -80,3 +80,26 @@ TEST_CASE("c api: jit stats are readable", "[capi]") {
   chord_get_jit_stats(nullptr);  // tolerated
   CHECK(stats.disk_rebuilds <= stats.nvrtc_compiles + stats.disk_hits + 1);
 }
+
+TEST_CASE("c api: size helpers answer -1 for negative, invalid or overflowing shapes, never a wrapped size",
+          "[capi]") {
+  using Helper = int64_t (*)(int64_t, int64_t, int64_t);
+  const Helper helpers[] = {chord_w4a16_weight_bytes, chord_w4a16_scale_bytes, chord_nf4_weight_bytes,
+                            chord_nf4_absmax_bytes};
+  const int64_t big = int64_t{1} << 40;
+  const int64_t bad[][3] = {{-1, 16, 64}, {2, -16, 64}, {2, 16, -64}, {0, 16, 64},  {2, 40, 64},
+                            {2, 16, 100}, {big, 16, 64}, {2, big, 64}, {2, 16, big}, {INT64_MIN, INT64_MIN, 64}};
+  for (Helper helper : helpers) {
+    for (const auto& s : bad) {
+      INFO(s[0] << " x " << s[1] << " x " << s[2]);
+      CHECK(helper(s[0], s[1], s[2]) == -1);
+    }
+  }
+  // E*N*K past 2^40 (the NF4 pack's limit), where E*N*K/2 itself would still fit.
+  CHECK(chord_nf4_weight_bytes(65536, 1 << 20, 1 << 20) == -1);
+  CHECK(chord_nf4_absmax_bytes(65536, 1 << 20, 1 << 20) == -1);
+  CHECK(chord_nf4_weight_bytes(2, 16, 64) == 2 * 16 * 64 / 2);
+  CHECK(chord_nf4_absmax_bytes(2, 16, 64) == 2 * 16 * 64 / 64 * 4);
+  CHECK(chord_w4a16_weight_bytes(2, 16, 64) == 2 * 16 * 64 / 2);
+  CHECK(chord_w4a16_scale_bytes(2, 16, 64) == 2 * 16 * 64 / 32 * 2);
+}

@@ -12,7 +12,6 @@
 #include "jit/embedded_headers.hpp"
 #include "test_support.hpp"
 
-using chord::test::list_dir;
 using chord::test::TempDir;
 
 namespace {
@@ -49,7 +48,7 @@ TEST_CASE("cli: precompile fills the cache without a GPU, and a second run compi
   CHECK(code == 0);
   CHECK(out.find("2/2") != std::string::npos);  // the progress bar reached the end
   CHECK(out.find("(2 compiled, 0 from cache)") != std::string::npos);
-  CHECK(list_dir(dir.path() + "/kernels").size() == 2);
+  CHECK(chord::test::cache_files(dir.path(), ".cubin").size() == 2);
   out = run(prefix + " precompile --arch sm_90a --profile dequant", &code);
   CHECK(code == 0);
   CHECK(out.find("(0 compiled, 2 from cache)") != std::string::npos);
@@ -68,6 +67,23 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   out = run("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
   CHECK(code != 0);
   CHECK(out.find("CHORD_JIT_DEBUG") != std::string::npos);
+}
+
+TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "[cli]") {
+  const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a --mode contiguous ";
+  const std::string rest = " --experts 8 --rows 16";
+  for (const std::string& bad : {"--n 4294967360 --k 128", "--n 64 --k 18446744073709551680", "--n -64 --k 128",
+                                 "--n ' 64' --k 128", "--n +64 --k 128", "--n 64 --k 2147483648"}) {
+    int code = 0;
+    const std::string out = run(cli + bad + rest, &code);
+    INFO(bad << ": " << out);
+    CHECK(code == 1);
+    CHECK(out.find("needs an integer in [0, 2147483647]") != std::string::npos);
+  }
+  int code = 0;
+  const std::string out = run(cli + "--n 64 --k 128" + rest, &code);
+  CHECK(code == 0);
+  CHECK(out.find("engine=") != std::string::npos);
 }
 
 TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
@@ -139,7 +155,9 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
        2,
        {"--mode (contiguous, masked, offsets, indexed)"}},
       {cli + "--mode masked --n 100 --k 7168 --experts 48 --rows 8", 1, {"N = 100 is unsupported"}},
-      {cli + "--mode masked --n x --k 7168 --experts 48 --rows 8", 1, {"--n needs a non-negative integer"}},
+      {cli + "--mode masked --n x --k 7168 --experts 48 --rows 8",
+       1,
+       {"--n needs an integer in [0, 2147483647], not 'x'"}},
   };
   for (const auto& c : cases) {
     int code = -1;

@@ -1,21 +1,28 @@
-// The disk cache: hits without NVRTC, corruption, truncation, races, unusable folders.
+// The disk cache: hits without NVRTC, corruption (of the entry or of the cubin in it), truncation,
+// races, one compile per key across processes, orphaned temp files, unusable folders.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <csignal>
+#include <fcntl.h>
 #include <fstream>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../crafted_elf.hpp"
 #include "cache/disk_cache.hpp"
 #include "jit/compiler.hpp"
+#include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/w4a16.hpp"
+#include "jit/profiles.hpp"
 #include "jit/runtime.hpp"
 #include "test_support.hpp"
 
-using chord::test::list_dir;
 using chord::test::TempDir;
 
 namespace {
@@ -24,13 +31,8 @@ chord::KernelDescriptor dequant_descriptor() {
   return chord::Int4DequantConfig{}.descriptor(chord::parse_arch("sm_90a"));
 }
 
-std::vector<std::string> cubin_entries(const std::string& dir) {
-  std::vector<std::string> out;
-  for (const auto& n : list_dir(dir + "/kernels")) {
-    if (n.size() > 6 && n.substr(n.size() - 6) == ".cubin") out.push_back(n);
-  }
-  return out;
-}
+std::vector<std::string> cubin_entries(const std::string& dir) { return chord::test::cache_files(dir, ".cubin"); }
+std::vector<std::string> temp_files(const std::string& dir) { return chord::test::cache_files(dir, ".tmp"); }
 
 std::vector<char> read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -154,7 +156,7 @@ TEST_CASE("disk cache: 8 processes racing on one key all succeed and leave one v
     return runtime.compile(dequant_descriptor())->info.has_meta ? 0 : 3;
   });
   CHECK(cubin_entries(dir.path()).size() == 1);
-  CHECK(list_dir(dir.path() + "/kernels").size() == 1);  // no temp files left
+  CHECK(temp_files(dir.path()).empty());
   chord::JitRuntime runtime(dir.path());
   uint64_t before = chord::nvrtc_compile_count();
   CHECK(runtime.compile(dequant_descriptor())->info.has_meta);
@@ -243,7 +245,7 @@ TEST_CASE("disk cache: 16 processes racing on the same keys all succeed and leav
     return runtime.disk_cache().memory_only() ? 5 : 0;
   });
   CHECK(cubin_entries(dir.path()).size() == 2);
-  CHECK(list_dir(dir.path() + "/kernels").size() == 2);  // no temp files left behind
+  CHECK(temp_files(dir.path()).empty());
   chord::JitRuntime runtime(dir.path());
   uint64_t before = chord::nvrtc_compile_count();
   for (int i = 0; i < 2; ++i) CHECK(runtime.compile(keys[i])->cubin == expected[i]);
@@ -282,5 +284,105 @@ TEST_CASE("disk cache: a write failing midway (as on a full disk) leaves no temp
   REQUIRE(waitpid(pid, &status, 0) == pid);
   REQUIRE(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) == 0);
-  CHECK(list_dir(dir.path() + "/kernels").empty());  // neither the entry nor the partial temp file
+  CHECK(cubin_entries(dir.path()).empty());  // neither the entry nor the partial temp file
+  CHECK(temp_files(dir.path()).empty());
+}
+
+TEST_CASE("disk cache: an entry whose checksum is valid but whose cubin is crafted is dropped and rebuilt",
+          "[cache]") {
+  TempDir dir;
+  std::shared_ptr<const chord::CompiledKernel> good;
+  {
+    chord::JitRuntime runtime(dir.path());
+    good = runtime.compile(dequant_descriptor());
+  }
+  const std::string path = dir.path() + "/kernels/" + good->key.hex() + ".cubin";
+  for (const chord::test::ElfDamage& damage : chord::test::elf_damages()) {
+    INFO(damage.name);
+    std::vector<char> crafted = good->cubin;
+    REQUIRE(damage.apply(crafted));
+    write_bytes(path, chord::encode_cache_entry(good->key, crafted));
+    chord::test::CaptureStderr err;
+    chord::JitRuntime runtime(dir.path());
+    const uint64_t before = chord::nvrtc_compile_count();
+    CHECK(runtime.compile(dequant_descriptor())->cubin == good->cubin);
+    CHECK(chord::nvrtc_compile_count() == before + 1);
+    CHECK(runtime.stats().disk_rebuilds == 1);
+    const std::string warning = err.text();
+    INFO(warning);
+    CHECK(warning.find("kernel cache entry " + path + " is not a usable cubin") != std::string::npos);
+    CHECK(warning.find("rebuilding it") != std::string::npos);
+    CHECK(read_bytes(path) == chord::encode_cache_entry(good->key, good->cubin));  // republished
+  }
+}
+
+TEST_CASE("disk cache: an entry the driver refuses to load is dropped, rebuilt and loaded again", "[cache]") {
+  TempDir dir;
+  { chord::JitRuntime(dir.path()).compile(dequant_descriptor()); }
+  chord::JitRuntime runtime(dir.path());
+  const uint64_t before = chord::nvrtc_compile_count();
+  std::vector<std::string> offered;  // where each cubin handed to the loader came from
+  auto loader = [&offered](const chord::CompiledKernel& kernel) -> std::unique_ptr<chord::LoadedKernel> {
+    offered.push_back(kernel.entry_path.empty() ? "nvrtc" : "disk");
+    if (!kernel.entry_path.empty()) throw chord::Error(CHORD_ERROR_CUDA, "cuModuleLoadData: CUDA_ERROR_INVALID_IMAGE");
+    return nullptr;  // a real loader returns the module; the test needs none
+  };
+  runtime.load_with_rebuild(dequant_descriptor(), loader);
+  CHECK(offered == std::vector<std::string>{"disk", "nvrtc"});
+  CHECK(chord::nvrtc_compile_count() == before + 1);
+  CHECK(runtime.stats().disk_rebuilds == 1);
+  CHECK(runtime.compile(dequant_descriptor())->entry_path.empty());  // the memo holds the rebuilt kernel
+  // Other failures (no driver, a bad argument) say nothing about the entry: it stays.
+  chord::JitRuntime fresh(dir.path());
+  auto no_driver = [](const chord::CompiledKernel&) -> std::unique_ptr<chord::LoadedKernel> {
+    throw chord::Error(CHORD_ERROR_NO_DRIVER, "libcuda.so.1 missing");
+  };
+  CHECK_THROWS_AS(fresh.load_with_rebuild(dequant_descriptor(), no_driver), chord::Error);
+  CHECK(fresh.stats().disk_rebuilds == 0);
+  CHECK(fresh.stats().disk_hits == 1);
+}
+
+TEST_CASE("disk cache: 8 processes missing the same kernels compile each once", "[cache]") {
+  TempDir dir;
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  std::vector<chord::KernelDescriptor> kernels = chord::profile_descriptors("dequant", arch);
+  for (bool unpack : {false, true}) {
+    chord::W4A16PackConfig pack;
+    pack.unpack = unpack;
+    kernels.push_back(pack.descriptor(arch));
+  }
+  // NVRTC calls summed over the processes, in memory they share.
+  auto* compiles = static_cast<std::atomic<uint64_t>*>(
+      mmap(nullptr, sizeof(std::atomic<uint64_t>), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
+  REQUIRE(compiles != MAP_FAILED);
+  new (compiles) std::atomic<uint64_t>(0);
+  race(8, [&](int i) {
+    chord::JitRuntime runtime(dir.path());
+    const uint64_t before = chord::nvrtc_compile_count();
+    for (size_t j = 0; j < kernels.size(); ++j) {
+      if (!runtime.compile(kernels[(i + j) % kernels.size()])->info.has_meta) return 3;
+    }
+    compiles->fetch_add(chord::nvrtc_compile_count() - before);
+    return runtime.disk_cache().memory_only() ? 5 : 0;
+  });
+  CHECK(compiles->load() == kernels.size());
+  munmap(compiles, sizeof(std::atomic<uint64_t>));
+  CHECK(cubin_entries(dir.path()).size() == kernels.size());
+  CHECK(temp_files(dir.path()).empty());
+}
+
+TEST_CASE("disk cache: temp files a killed store left behind are removed on open once a day old", "[cache]") {
+  TempDir dir;
+  { chord::DiskCache cache(dir.path()); }
+  const std::string kernels = dir.path() + "/kernels/";
+  for (const char* name : {".old.123.0.tmp", ".new.123.1.tmp", "old-but-not-ours.tmp"}) {
+    write_bytes(kernels + name, {'x'});
+  }
+  const timespec two_days_ago[2] = {{time(nullptr) - 2 * 86400, 0}, {time(nullptr) - 2 * 86400, 0}};
+  REQUIRE(utimensat(AT_FDCWD, (kernels + ".old.123.0.tmp").c_str(), two_days_ago, 0) == 0);
+  REQUIRE(utimensat(AT_FDCWD, (kernels + "old-but-not-ours.tmp").c_str(), two_days_ago, 0) == 0);
+  chord::DiskCache cache(dir.path());
+  auto left = chord::test::list_dir(dir.path() + "/kernels");
+  std::sort(left.begin(), left.end());
+  CHECK(left == std::vector<std::string>{".new.123.1.tmp", "old-but-not-ours.tmp"});
 }

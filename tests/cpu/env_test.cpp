@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <vector>
+
 #include "jit/env.hpp"
 #include "jit/error.hpp"
 #include "test_support.hpp"
@@ -22,7 +24,7 @@ void expect_rejected(const char* name, const char* value) {
 
 TEST_CASE("env: defaults when nothing is set", "[env]") {
   ScopedEnv a("CHORD_CACHE_DIR", std::nullopt), b("CHORD_JIT_DEBUG", std::nullopt),
-      c("CHORD_W4A16_BM", std::nullopt), d("HOME", std::string("/home/someone"));
+      c("CHORD_W4A16_BM", std::nullopt), d("HOME", std::string("/home/someone")), x("XDG_CACHE_HOME", std::nullopt);
   chord::Environment e = chord::read_environment();
   CHECK(e.cache_dir == "/home/someone/.cache/chord");
   CHECK_FALSE(e.jit_debug);
@@ -82,4 +84,56 @@ TEST_CASE("env: invalid profile names are rejected", "[env]") {
 TEST_CASE("env: invalid cache dir values are rejected", "[env]") {
   expect_rejected("CHORD_CACHE_DIR", "");
   expect_rejected("CHORD_CACHE_DIR", "relative/path");
+  expect_rejected("CHORD_CACHE_DIR", " /var/cache/chord");
+  expect_rejected("CHORD_CACHE_DIR", "/var/cache/chord ");
+}
+
+TEST_CASE("env: the default cache is $XDG_CACHE_HOME/chord, then ~/.cache/chord, never a shared /tmp path",
+          "[env]") {
+  ScopedEnv a("CHORD_CACHE_DIR", std::nullopt), h("HOME", std::string("/home/someone"));
+  {
+    ScopedEnv x("XDG_CACHE_HOME", std::string("/fast/cache"));
+    CHECK(chord::read_environment().cache_dir == "/fast/cache/chord");
+  }
+  {
+    ScopedEnv x("XDG_CACHE_HOME", std::string("relative"));  // the XDG spec says to ignore it
+    CHECK(chord::read_environment().cache_dir == "/home/someone/.cache/chord");
+  }
+  ScopedEnv x("XDG_CACHE_HOME", std::nullopt), no_home("HOME", std::nullopt);
+  // Without HOME: the user database's home, else no disk cache; never a predictable /tmp folder
+  // that another user could create first.
+  const std::string dir = chord::read_environment().cache_dir;
+  INFO(dir);
+  CHECK(dir.find("/tmp") != 0);
+  CHECK((dir.empty() || chord::test::ends_with(dir, "/.cache/chord")));
+}
+
+TEST_CASE("env: integers take digits only, with no sign and no space on either side", "[env]") {
+  for (const char* bad : {" 64", "64 ", "+64", "\t64", "64\n", "6 4", "0x40", "-0"}) {
+    expect_rejected("CHORD_W4A16_BM", bad);
+  }
+  ScopedEnv ok("CHORD_W4A16_BM", std::string("064"));
+  CHECK(chord::read_environment().w4a16_bm == 64);
+}
+
+TEST_CASE("env: read-only cache folders are absolute paths separated by ':'", "[env]") {
+  for (const char* bad : {"", "relative", "/a::/b", "/a:", ":/a", "/a: /b", "/a :/b"}) {
+    expect_rejected("CHORD_CACHE_READONLY_DIRS", bad);
+  }
+  ScopedEnv ok("CHORD_CACHE_READONLY_DIRS", std::string("/opt/chord/kernels:/usr/share/chord"));
+  CHECK(chord::read_environment().cache_readonly_dirs ==
+        std::vector<std::string>{"/opt/chord/kernels", "/usr/share/chord"});
+}
+
+TEST_CASE("env: a CHORD_* variable chord does not read is warned about, once", "[env]") {
+  ScopedEnv typo("CHORD_W4A16_CM", std::string("64")), tool("CHORD_FUZZ_SECONDS", std::string("5"));
+  chord::test::CaptureStderr err;
+  chord::read_environment();
+  chord::read_environment();
+  const std::string text = err.text();
+  INFO(text);
+  const std::string warning = "environment variable CHORD_W4A16_CM is not one chord reads";
+  CHECK(text.find(warning) != std::string::npos);
+  CHECK(text.find(warning) == text.rfind(warning));
+  CHECK(text.find("CHORD_FUZZ_SECONDS") == std::string::npos);  // read by chord's CI scripts: known
 }
