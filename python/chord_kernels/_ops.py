@@ -90,6 +90,15 @@ def _fail(message):
     raise ValueError("chord_kernels: " + message)
 
 
+def checked_bytes(size_fn, e, n, k):
+    """A library size helper's answer; -1 (a shape the library's packer refuses) becomes a
+    ValueError naming the shape instead of reaching torch.empty."""
+    size = size_fn(e, n, k)
+    if size < 0:
+        _fail(f"shape E={e} N={n} K={k} is out of the packed layout's range ({size_fn.__name__})")
+    return size
+
+
 @dataclasses.dataclass(frozen=True)
 class _PackedFormat:
     """What the tag of one packed-weight format must say, and how its two buffers are named
@@ -145,7 +154,7 @@ _INT4_G32 = _PackedFormat(
     label="packed weight", group_field="group_size", format=FORMAT_INT4_G32,
     format_message="packed weight format {fmt} is not INT4 group-32 (" + str(FORMAT_INT4_G32) + ")",
     version=LAYOUT_VERSION, group=GROUP_SIZE,
-    buffer_bytes=lambda e, n, k: (_C.weight_bytes(e, n, k), _C.scale_bytes(e, n, k)),
+    buffer_bytes=lambda e, n, k: (checked_bytes(_C.weight_bytes, e, n, k), checked_bytes(_C.scale_bytes, e, n, k)),
     weight_what="packed weight", second_what="packed scales")
 
 
@@ -410,8 +419,8 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor) -> W4A16Weight:
     scales = _as_bf16_scales(scale, e, n, k)
     if scales.device != src.device:
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
-    weight_out = torch.empty(_C.weight_bytes(e, n, k), dtype=_U8, device=src.device)
-    scales_out = torch.empty(_C.scale_bytes(e, n, k), dtype=_U8, device=src.device)
+    weight_out = torch.empty(checked_bytes(_C.weight_bytes, e, n, k), dtype=_U8, device=src.device)
+    scales_out = torch.empty(checked_bytes(_C.scale_bytes, e, n, k), dtype=_U8, device=src.device)
     if _compiling():
         torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
     else:

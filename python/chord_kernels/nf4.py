@@ -24,7 +24,7 @@ import torch
 
 from . import _ops
 from ._native import lib as _C
-from ._ops import _check_current, _check_device, _check_tensor, _compiling, _define_op, _fail, _raw_stream
+from ._ops import checked_bytes, _check_current, _check_device, _check_tensor, _compiling, _define_op, _fail, _raw_stream
 
 MAGIC = _ops.MAGIC
 FORMAT_NF4 = int(_C.FORMAT_NF4)
@@ -253,7 +253,8 @@ _NF4 = _ops._PackedFormat(
     format_message="'w' has format {fmt}, not NF4 (" + str(FORMAT_NF4) + "); INT4 group-32 weights go through "
                    "grouped_mm",
     version=NF4_LAYOUT_VERSION, group=NF4_BLOCK_SIZE,
-    buffer_bytes=lambda e, n, k: (_C.nf4_weight_bytes(e, n, k), _C.nf4_absmax_bytes(e, n, k)),
+    buffer_bytes=lambda e, n, k: (checked_bytes(_C.nf4_weight_bytes, e, n, k),
+                                  checked_bytes(_C.nf4_absmax_bytes, e, n, k)),
     weight_what="NF4 weight", second_what="NF4 absmax")
 
 
@@ -411,8 +412,8 @@ class NF4Weights:
         tensors = [state.packed, state.absmax] + ([state.nested_absmax, state.nested_code] if state.nested else [])
         dev = _check_device(*tensors)
         _check_current(dev)
-        weight = torch.empty(_C.nf4_weight_bytes(e, n, k), dtype=_U8, device=device)
-        absmax_out = torch.empty(_C.nf4_absmax_bytes(e, n, k), dtype=_U8, device=device)
+        weight = torch.empty(checked_bytes(_C.nf4_weight_bytes, e, n, k), dtype=_U8, device=device)
+        absmax_out = torch.empty(checked_bytes(_C.nf4_absmax_bytes, e, n, k), dtype=_U8, device=device)
         packed = state.packed.contiguous()
         absmax = state.absmax.contiguous()
         if state.nested:

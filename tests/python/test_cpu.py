@@ -388,3 +388,14 @@ def test_transform_refuses_at_load_and_tuning_rows():
         get_heuristics_config(layer_config=config, use_f16_accum=True)
     with pytest.raises(NotImplementedError, match="VLLM_BATCH_INVARIANT"):
         get_heuristics_config(layer_config=config, use_batch_invariant=True)
+
+
+def test_size_helpers_refusal_is_a_named_error():
+    """The library answers -1 for shapes its packers refuse; Python turns that into chord's
+    ValueError rather than a negative torch.empty size."""
+    from chord_kernels._ops import checked_bytes
+    from chord_kernels._ops import _C as lib
+    assert checked_bytes(lib.nf4_weight_bytes, 1, 16, 64) == 16 * 64 // 2
+    for fn in (lib.nf4_weight_bytes, lib.nf4_absmax_bytes, lib.weight_bytes, lib.scale_bytes):
+        with pytest.raises(ValueError, match="E=-1 N=16 K=64"):
+            checked_bytes(fn, -1, 16, 64)
