@@ -45,10 +45,19 @@ struct Program {
 std::vector<std::string> nvrtc_options(const CompileRequest& request) {
   std::vector<std::string> options = {"-std=c++17", "--gpu-architecture=" + request.arch.name(),
                                       "-default-device", "-DCHORD_JIT=1"};
-  const CudaHeaders& headers = cuda_headers();
-  if (!headers.include_dir.empty()) options.push_back("--include-path=" + headers.include_dir);
   if (env().jit_debug) options.push_back("-lineinfo");
   options.insert(options.end(), request.options.begin(), request.options.end());
+  return options;
+}
+
+// The CUDA include folder is passed to NVRTC but kept out of nvrtc_options (and so out of
+// the kernel key): chord's kernels include only the embedded headers, so where the toolkit
+// is installed cannot change a cubin, and kernels built on one machine (the wheel's) stay
+// cache hits on another.
+static std::vector<std::string> nvrtc_compile_options(const CompileRequest& request) {
+  std::vector<std::string> options = nvrtc_options(request);
+  const CudaHeaders& headers = cuda_headers();
+  if (!headers.include_dir.empty()) options.push_back("--include-path=" + headers.include_dir);
   return options;
 }
 
@@ -70,7 +79,7 @@ std::vector<char> compile_to_cubin(const CompileRequest& request, const std::str
     name_ptrs.push_back(header_names[i].c_str());
     content_ptrs.push_back(header_contents[i].c_str());
   }
-  std::vector<std::string> options = nvrtc_options(request);
+  std::vector<std::string> options = nvrtc_compile_options(request);
   std::vector<const char*> option_ptrs;
   for (const auto& o : options) option_ptrs.push_back(o.c_str());
 

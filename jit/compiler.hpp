@@ -15,7 +15,8 @@ struct CompileRequest {
   std::vector<std::string> options;  // extra NVRTC options (arch and standard are added)
 };
 
-// The full option list NVRTC receives (part of the cache key).
+// The options that identify a compile, part of the kernel key. NVRTC also receives the
+// CUDA include folder (see compiler.cpp), which is kept out of the key.
 std::vector<std::string> nvrtc_options(const CompileRequest& request);
 
 // "13.0"

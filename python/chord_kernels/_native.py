@@ -41,6 +41,12 @@ def _preload_nvrtc():
 
 nvrtc_path = _preload_nvrtc()
 
+# The wheel's read-only kernel layer (sm_90a kernels of the default profiles), searched after
+# the user's cache. An explicit CHORD_CACHE_READONLY_DIRS (even empty) is left as it is.
+KERNEL_LAYER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_layer")
+if os.path.isdir(KERNEL_LAYER) and "CHORD_CACHE_READONLY_DIRS" not in os.environ:
+    os.environ["CHORD_CACHE_READONLY_DIRS"] = KERNEL_LAYER
+
 try:
     from . import _chord as lib  # noqa: E402
 except ImportError as e:  # pragma: no cover - depends on the machine

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include "jit/arch.hpp"
+#include "jit/compiler.hpp"
 #include "jit/embedded_headers.hpp"
 #include "jit/kernel_key.hpp"
 
@@ -41,4 +43,14 @@ TEST_CASE("kernel key: header contents and NVRTC version are part of the key", "
 TEST_CASE("kernel key: field boundaries matter", "[key]") {
   CHECK_FALSE(make_kernel_key("s", kHeaders, "13.0", {"ab", "c"}) ==
               make_kernel_key("s", kHeaders, "13.0", {"a", "bc"}));
+}
+
+TEST_CASE("kernel key: where the CUDA toolkit is installed is not part of it", "[key]") {
+  // Kernels precompiled on one machine (the wheel's read-only layer) must be hits on a machine
+  // whose toolkit lives elsewhere: the include folder reaches NVRTC but not the key's options.
+  chord::CompileRequest request{"k", "extern \"C\" __global__ void k() {}", chord::parse_arch("sm_90a"), {}};
+  for (const std::string& option : chord::nvrtc_options(request)) {
+    CHECK(option.rfind("--include-path", 0) == std::string::npos);
+    CHECK(option.find("/usr/local/cuda") == std::string::npos);
+  }
 }
