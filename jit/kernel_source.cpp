@@ -2,12 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <unordered_map>
+
 #include "jit/error.hpp"
-#include "jit/families/activation.hpp"
-#include "jit/families/int4_dequant.hpp"
-#include "jit/families/nf4.hpp"
-#include "jit/families/routing_check.hpp"
-#include "jit/families/w4a16.hpp"
 
 namespace chord {
 
@@ -16,18 +14,45 @@ std::string kernel_meta_definition(const KernelMeta& meta) {
                      meta.threads, meta.shared_bytes, meta.cluster_size);
 }
 
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::unordered_map<int32_t, SourceGenerator>& registry() {
+  static std::unordered_map<int32_t, SourceGenerator> generators;
+  return generators;
+}
+
+}  // namespace
+
+bool register_source_generator(KernelFamily family, SourceGenerator generator) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  registry()[static_cast<int32_t>(family)] = generator;
+  return true;
+}
+
 KernelSource generate_kernel_source(const KernelDescriptor& descriptor) {
-  switch (descriptor.family) {
-    case KernelFamily::kInt4Dequant: return Int4DequantConfig::from(descriptor).source();
-    case KernelFamily::kW4A16Gemm: return W4A16GemmConfig::from(descriptor).source();
-    case KernelFamily::kW4A16Pack:
-    case KernelFamily::kW4A16Unpack: return W4A16PackConfig::from(descriptor).source();
-    case KernelFamily::kRoutingCheck: return RoutingCheckConfig{}.source();
-    case KernelFamily::kNF4Pack:
-    case KernelFamily::kNF4Dequant: return NF4KernelConfig::from(descriptor).source();
-    case KernelFamily::kActivation: return ActivationConfig::from(descriptor).source();
+  SourceGenerator generator = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(registry_mutex());
+    auto it = registry().find(static_cast<int32_t>(descriptor.family));
+    if (it != registry().end()) generator = it->second;
   }
-  fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
+  if (generator == nullptr) {
+    fail(CHORD_ERROR_INTERNAL, "no source generator for kernel family {}", static_cast<int>(descriptor.family));
+  }
+  return generator(descriptor);
+}
+
+std::string entry_point_source(const std::string& header, const std::string& launch_bounds,
+                               const std::string& args_type, const std::string& body) {
+  return fmt::format(
+      "#include \"{}\"\n\nextern \"C\" __global__ void __launch_bounds__({}) chord_entry(const __grid_constant__ "
+      "chord::{} args) {{\n  {}(args);\n}}\n",
+      header, launch_bounds, args_type, body);
 }
 
 }  // namespace chord

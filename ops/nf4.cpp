@@ -4,6 +4,7 @@
 #include "jit/runtime.hpp"
 #include "kernels_src/w4a16_args.cuh"
 #include "launcher/device_context.hpp"
+#include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
 #include "ops/w4a16.hpp"
 
@@ -25,14 +26,6 @@ int element_of(int dtype, const char* name) {
   CHORD_REQUIRE(dtype == CHORD_DTYPE_BF16 || dtype == CHORD_DTYPE_FP16,
                 "argument '{}' = {} is invalid: CHORD_DTYPE_BF16 (0) or CHORD_DTYPE_FP16 (1)", name, dtype);
   return dtype == CHORD_DTYPE_FP16 ? kNF4FP16 : kNF4BF16;
-}
-
-template <typename Args>
-void launch_nf4(const NF4KernelConfig& config, const Args& args, CUstream stream) {
-  DeviceContext device = current_device_context(stream);
-  const LoadedKernel& kernel = JitRuntime::global().kernel(config.descriptor(device.arch), device.context);
-  W4A16Dim3 grid = w4a16_pack_grid(args.num_experts, args.n, args.k);
-  kernel.launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
 }
 
 }  // namespace
@@ -66,7 +59,7 @@ void nf4_pack(const void* packed, const void* absmax, const void* nested_absmax,
   config.absmax_form = nested ? kNF4AbsmaxNested : kNF4AbsmaxFP32;
   NF4PackArgs args{packed,     absmax, nested_absmax,           nested_code,        weight_out, absmax_out, offset,
                    static_cast<int>(experts), static_cast<int>(n), static_cast<int>(k)};
-  launch_nf4(config, args, stream);
+  launch_pack_grid(config, args, stream);
   *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, CHORD_FORMAT_NF4, kNF4LayoutVersion,
                                  static_cast<uint32_t>(kNF4BlockSize), experts, n, k, weight_out, absmax_out};
 }
@@ -79,7 +72,7 @@ void nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out, CU
   require_pointer(out, "out", 16);
   NF4DequantArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),
                       static_cast<int>(weight->n), static_cast<int>(weight->k), 0};
-  launch_nf4(config, args, stream);
+  launch_pack_grid(config, args, stream);
 }
 
 void nf4_offsets(const void* x, int dtype, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,

@@ -11,6 +11,7 @@
 #include "launcher/device_context.hpp"
 #include "launcher/tensor_map.hpp"
 #include "ops/routing_check.hpp"
+#include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -144,15 +145,6 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
 }
 
-// Pack and unpack share one launch shape: a grid-stride loop over the packed words.
-template <typename Args>
-void launch_pack_family(const W4A16PackConfig& config, const Args& args, CUstream stream) {
-  DeviceContext device = current_device_context(stream);
-  const LoadedKernel& kernel = JitRuntime::global().kernel(config.descriptor(device.arch), device.context);
-  W4A16Dim3 grid = w4a16_pack_grid(args.num_experts, args.n, args.k);
-  kernel.launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
-}
-
 }  // namespace
 
 int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k) {
@@ -177,7 +169,7 @@ void w4a16_pack(const void* src, int src_format, const void* scales, int64_t exp
   config.source_format = static_cast<W4A16PackSource>(src_format);
   W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
                      static_cast<int>(k), 0};
-  launch_pack_family(config, args, stream);
+  launch_pack_grid(config, args, stream);
   *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, kW4A16LayoutVersion,
                                  static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
 }
@@ -189,7 +181,7 @@ void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream st
   config.unpack = true;
   W4A16UnpackArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),
                        static_cast<int>(weight->n), static_cast<int>(weight->k), 0};
-  launch_pack_family(config, args, stream);
+  launch_pack_grid(config, args, stream);
 }
 
 void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* m_indices,

@@ -51,6 +51,9 @@ void check_expression(const std::string& text) {
                 "activation expression may not contain comments");
 }
 
+const bool kRegistered = register_source_generator(
+    KernelFamily::kActivation, [](const KernelDescriptor& d) { return ActivationConfig::from(d).source(); });
+
 }  // namespace
 
 uint64_t register_activation_expression(const std::string& text) {
@@ -117,14 +120,10 @@ __device__ __forceinline__ float chord_activation(float a, float b) {{
   );
 }}
 }}  // namespace chord
-#include "activation.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::ActivationArgs args) {{
-  chord::activation_body<{kind}, {dtype}>(args);
-}}
 )",
-                       fmt::arg("expression", expression), fmt::arg("threads", threads), fmt::arg("kind", kind),
-                       fmt::arg("dtype", dtype));
+                       fmt::arg("expression", expression));
+  s.text += entry_point_source("activation.cuh", std::to_string(threads), "ActivationArgs",
+                               fmt::format("chord::activation_body<{}, {}>", kind, dtype));
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads), 0, 1});
   return s;
 }

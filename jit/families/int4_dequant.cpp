@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 namespace chord {
+namespace {
+const bool kRegistered = register_source_generator(
+    KernelFamily::kInt4Dequant, [](const KernelDescriptor& d) { return Int4DequantConfig::from(d).source(); });
+}  // namespace
 
 KernelDescriptor Int4DequantConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
@@ -23,13 +27,8 @@ Int4DequantConfig Int4DequantConfig::from(const KernelDescriptor& d) {
 KernelSource Int4DequantConfig::source() const {
   KernelSource s;
   s.name = fmt::format("int4_dequant_{}_t{}", format == kInt4Codes ? "codes" : "compressed", threads);
-  s.text = fmt::format(R"(#include "int4_dequant.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::Int4DequantArgs args) {{
-  chord::int4_dequant_body<{format}>(args);
-}}
-)",
-                       fmt::arg("threads", threads), fmt::arg("format", static_cast<int>(format)));
+  s.text = entry_point_source("int4_dequant.cuh", std::to_string(threads), "Int4DequantArgs",
+                              fmt::format("chord::int4_dequant_body<{}>", static_cast<int>(format)));
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads), 0, 1});
   return s;
 }

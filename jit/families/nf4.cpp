@@ -5,6 +5,11 @@
 #include "kernels_src/w4a16_args.cuh"
 
 namespace chord {
+namespace {
+KernelSource generate(const KernelDescriptor& d) { return NF4KernelConfig::from(d).source(); }
+const bool kRegistered =
+    register_source_generator(KernelFamily::kNF4Pack, generate) && register_source_generator(KernelFamily::kNF4Dequant, generate);
+}  // namespace
 
 KernelDescriptor NF4KernelConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
@@ -29,22 +34,12 @@ KernelSource NF4KernelConfig::source() const {
   KernelSource s;
   if (dequant) {
     s.name = fmt::format("nf4_dequant_{}", element == kNF4FP16 ? "fp16" : "bf16");
-    s.text = fmt::format(R"(#include "nf4_pack.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::NF4DequantArgs args) {{
-  chord::nf4_dequant_body<{elem}>(args);
-}}
-)",
-                         fmt::arg("threads", kW4A16PackThreads), fmt::arg("elem", static_cast<int>(element)));
+    s.text = entry_point_source("nf4_pack.cuh", std::to_string(kW4A16PackThreads), "NF4DequantArgs",
+                                fmt::format("chord::nf4_dequant_body<{}>", static_cast<int>(element)));
   } else {
     s.name = fmt::format("nf4_pack_{}", absmax_form == kNF4AbsmaxNested ? "nested" : "fp32");
-    s.text = fmt::format(R"(#include "nf4_pack.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::NF4PackArgs args) {{
-  chord::nf4_pack_body<{form}>(args);
-}}
-)",
-                         fmt::arg("threads", kW4A16PackThreads), fmt::arg("form", static_cast<int>(absmax_form)));
+    s.text = entry_point_source("nf4_pack.cuh", std::to_string(kW4A16PackThreads), "NF4PackArgs",
+                                fmt::format("chord::nf4_pack_body<{}>", static_cast<int>(absmax_form)));
   }
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kW4A16PackThreads), 0, 1});
   return s;

@@ -3,6 +3,10 @@
 #include <fmt/format.h>
 
 namespace chord {
+namespace {
+const bool kRegistered = register_source_generator(
+    KernelFamily::kRoutingCheck, [](const KernelDescriptor&) { return RoutingCheckConfig{}.source(); });
+}  // namespace
 
 KernelDescriptor RoutingCheckConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
@@ -14,13 +18,8 @@ KernelDescriptor RoutingCheckConfig::descriptor(const Arch& arch) const {
 KernelSource RoutingCheckConfig::source() const {
   KernelSource s;
   s.name = "routing_check";
-  s.text = fmt::format(R"(#include "routing_check.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::RoutingCheckArgs args) {{
-  chord::routing_check_body(args);
-}}
-)",
-                       fmt::arg("threads", kThreads));
+  s.text = entry_point_source("routing_check.cuh", std::to_string(kThreads), "RoutingCheckArgs",
+                              "chord::routing_check_body");
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kThreads), 0, 1});
   return s;
 }

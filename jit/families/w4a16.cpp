@@ -5,6 +5,13 @@
 #include "jit/error.hpp"
 
 namespace chord {
+namespace {
+KernelSource generate_gemm(const KernelDescriptor& d) { return W4A16GemmConfig::from(d).source(); }
+KernelSource generate_pack(const KernelDescriptor& d) { return W4A16PackConfig::from(d).source(); }
+const bool kRegistered = register_source_generator(KernelFamily::kW4A16Gemm, generate_gemm) &&
+                         register_source_generator(KernelFamily::kW4A16Pack, generate_pack) &&
+                         register_source_generator(KernelFamily::kW4A16Unpack, generate_pack);
+}  // namespace
 
 const char* w4a16_mode_name(W4A16Mode mode) {
   switch (mode) {
@@ -57,15 +64,10 @@ KernelSource W4A16GemmConfig::source() const {
     // consumers); docs/wgmma_prefill.md, "Warp-specialized variant".
     s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", w4a16_mode_name(mode), block_n, stages);
     if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
-    s.text = fmt::format(R"(#include "w4a16_wgmma_ws.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
-  chord::w4a16_wgmma_ws_body<{mode}, {bn}, {stages}, {weight}>(args);
-}}
-)",
-                         fmt::arg("threads", threads()), fmt::arg("min_blocks", launch_min_blocks()),
-                         fmt::arg("mode", static_cast<int>(mode)), fmt::arg("bn", block_n), fmt::arg("stages", stages),
-                         fmt::arg("weight", static_cast<int>(weight)));
+    s.text = entry_point_source("w4a16_wgmma_ws.cuh", fmt::format("{}, {}", threads(), launch_min_blocks()),
+                                "W4A16Args",
+                                fmt::format("chord::w4a16_wgmma_ws_body<{}, {}, {}, {}>", static_cast<int>(mode),
+                                            block_n, stages, static_cast<int>(weight)));
     s.text += kernel_meta_definition(
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
     return s;
@@ -85,16 +87,9 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entr
       weight_args = fmt::format(", {}, {}", inflight, static_cast<int>(weight));
     }
     const int min_blocks = launch_min_blocks();
-    s.text = fmt::format(R"(#include "w4a16_wgmma.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
-  chord::w4a16_wgmma_body<{mode}, {bm}, {bn}, {wg}, {stages}{weight}>(args);
-}}
-)",
-                         fmt::arg("threads", threads()), fmt::arg("min_blocks", min_blocks),
-                         fmt::arg("mode", static_cast<int>(mode)), fmt::arg("bm", block_m), fmt::arg("bn", block_n),
-                         fmt::arg("wg", warpgroups),
-                         fmt::arg("stages", stages), fmt::arg("weight", weight_args));
+    s.text = entry_point_source("w4a16_wgmma.cuh", fmt::format("{}, {}", threads(), min_blocks), "W4A16Args",
+                                fmt::format("chord::w4a16_wgmma_body<{}, {}, {}, {}, {}{}>", static_cast<int>(mode),
+                                            block_m, block_n, warpgroups, stages, weight_args));
     s.text += kernel_meta_definition(
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
     return s;
@@ -113,21 +108,14 @@ extern "C" __global__ void __launch_bounds__({threads}, {min_blocks}) chord_entr
     s.name += fmt::format("_sk{}", split_k);
     weight_args += fmt::format(", {}", split_k);
   }
-  s.text = fmt::format(R"(#include "w4a16_gemm.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}{min_blocks}) chord_entry(const __grid_constant__ chord::W4A16Args args) {{
-  chord::w4a16_gemm_body<{mode}, {bm}, {bn}, {bk}, {stages}, {wm}, {wn}{weight}>(args);
-}}
-)",
-                       fmt::arg("threads", threads()),
-                       // 256-thread (prefill) tiles: cap registers at 128 for 2 CTAs per SM
-                       // (H200, kernel_check: contiguous EP8 512 rows/expert BM128 3718 us vs
-                       // 4603 us at 1 CTA/SM); smaller CTAs already fit several per SM.
-                       fmt::arg("min_blocks", launch_min_blocks() > 0 ? fmt::format(", {}", launch_min_blocks()) : ""),
-                       fmt::arg("mode", static_cast<int>(mode)),
-                       fmt::arg("bm", block_m), fmt::arg("bn", block_n), fmt::arg("bk", block_k),
-                       fmt::arg("stages", stages), fmt::arg("wm", warps_m), fmt::arg("wn", warps_n),
-                       fmt::arg("weight", weight_args));
+  // 256-thread (prefill) tiles: cap registers at 128 for 2 CTAs per SM (H200, kernel_check:
+  // contiguous EP8 512 rows/expert BM128 3718 us vs 4603 us at 1 CTA/SM); smaller CTAs
+  // already fit several per SM.
+  const std::string bounds = launch_min_blocks() > 0 ? fmt::format("{}, {}", threads(), launch_min_blocks())
+                                                     : std::to_string(threads());
+  s.text = entry_point_source("w4a16_gemm.cuh", bounds, "W4A16Args",
+                              fmt::format("chord::w4a16_gemm_body<{}, {}, {}, {}, {}, {}, {}{}>", static_cast<int>(mode),
+                                          block_m, block_n, block_k, stages, warps_m, warps_n, weight_args));
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()),
                                               static_cast<uint32_t>(split_k)});
   return s;
@@ -152,22 +140,12 @@ KernelSource W4A16PackConfig::source() const {
   KernelSource s;
   if (unpack) {
     s.name = "w4a16_unpack";
-    s.text = fmt::format(R"(#include "w4a16_pack.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::W4A16UnpackArgs args) {{
-  chord::w4a16_unpack_body(args);
-}}
-)",
-                         fmt::arg("threads", kW4A16PackThreads));
+    s.text = entry_point_source("w4a16_pack.cuh", std::to_string(kW4A16PackThreads), "W4A16UnpackArgs",
+                                "chord::w4a16_unpack_body");
   } else {
     s.name = fmt::format("w4a16_pack_{}", source_format == kW4A16SrcCodes ? "codes" : "compressed");
-    s.text = fmt::format(R"(#include "w4a16_pack.cuh"
-
-extern "C" __global__ void __launch_bounds__({threads}) chord_entry(const __grid_constant__ chord::W4A16PackArgs args) {{
-  chord::w4a16_pack_body<{format}>(args);
-}}
-)",
-                         fmt::arg("threads", kW4A16PackThreads), fmt::arg("format", static_cast<int>(source_format)));
+    s.text = entry_point_source("w4a16_pack.cuh", std::to_string(kW4A16PackThreads), "W4A16PackArgs",
+                                fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));
   }
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kW4A16PackThreads), 0, 1});
   return s;
