@@ -260,11 +260,10 @@ NB_MODULE(_chord, m) {
         const char* name = arch ? arch->c_str() : nullptr;
         const int64_t length = chord_w4a16_tuning_json(name, E, N, K, top_k, nullptr, 0);
         if (length < 0) {
-          const std::string error = chord_last_error();
-          if (error.find("no tuning table") != std::string::npos) return std::nullopt;
-          PyErr_SetString(PyExc_ValueError, ("chord: " + error).c_str());
+          PyErr_SetString(PyExc_ValueError, (std::string("chord: ") + chord_last_error()).c_str());
           throw nb::python_error();
         }
+        if (length == 0) return std::nullopt;
         std::string text(static_cast<size_t>(length) + 1, '\0');
         chord_w4a16_tuning_json(name, E, N, K, top_k, text.data(), length + 1);
         text.resize(static_cast<size_t>(length));

@@ -211,7 +211,8 @@ CHORD_EXPORT chord_status_t chord_moe_activation(int kind, const char* expressio
  * BLOCK_M dividing it for both projections (the other fields: the INT4 tile it runs for this
  * N, K). arch: "sm_90a" etc. (NULL = "sm_90a").
  * Writes at most `capacity` bytes including the NUL; returns the full length (excluding
- * the NUL), or -1 with chord_last_error() set (e.g. no table for this shape). */
+ * the NUL); 0 (and an empty string) when no table holds the shape, so the caller uses its
+ * own rule; -1 with chord_last_error() set for bad arguments. */
 CHORD_EXPORT int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k,
                                              char* buffer, int64_t capacity);
 

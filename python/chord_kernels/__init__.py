@@ -27,6 +27,7 @@ from ._ops import (
     offsets,
     pack_w4a16,
     pack_w4a16_grouped,
+    tuning_table_json,
 )
 from .layer import IndexedW4A16Layer
 from .nf4 import (
@@ -46,6 +47,6 @@ __all__ = [
     "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "W4A16Weight", "IndexedW4A16Layer",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
-    "routing_capacity", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",
+    "routing_capacity", "tuning_table_json", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",
     "nf4_grouped_mm", "quantize_nf4",
 ]

@@ -537,6 +537,13 @@ def contiguous_alignment() -> int:
     return int(_C.contiguous_alignment())
 
 
+def tuning_table_json(arch: Optional[str], experts: int, n: int, k: int, top_k: int) -> Optional[str]:
+    """The library's measured tuning table for an (E, N, K) layer on `arch` ("sm_90a"; None =
+    "sm_90a") as JSON rows [[min_m, max_m, config], ...] with M in tokens (top_k routes each),
+    or None when no table holds the shape. ValueError for an unknown arch or bad sizes."""
+    return _C.tuning_json(arch, experts, n, k, top_k)
+
+
 def jit_stats() -> dict:
     return dict(_C.jit_stats())
 

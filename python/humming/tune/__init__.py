@@ -48,7 +48,7 @@ def table_rows(arch: Optional[str], num_experts: int, n: int, k: int) -> Optiona
     with top_k = 1 so that its M is routed rows; its inclusive [min, max] ranges become
     (min - 1, max] ones."""
     try:
-        text = chord_kernels._ops._C.tuning_json(arch, num_experts, n, k, 1)
+        text = chord_kernels.tuning_table_json(arch, num_experts, n, k, 1)
     except ValueError:  # an arch the library does not know: keep the rule
         return None
     if text is None:
