@@ -13,7 +13,7 @@ namespace {
 constexpr int kSmemPerSm = 228 * 1024;
 constexpr int kSmemReservedPerCta = 1024;
 
-// Configs measured on the H200 with tools/kernel_check (docs/performance.md):
+// Configs measured on the H200 with lab/kernel_check (docs/performance.md):
 //  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
 //    5-6 CTAs per SM keep enough weight bytes in flight; more stages or warps were 10-25%
 //    slower at 8 tokens per expert.
@@ -170,7 +170,7 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
 // Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
 // 8 tiles x 12 n blocks = 96 CTAs on 132 SMs): double the split while the grid stays within
 // two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 1024 of K.
-// Measured on the H200 (scripts/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
+// Measured on the H200 (lab/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
 // gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
 // blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. 512 of K per split loses to
 // 1024 where the grid would allow both: NF4's 256-row tile (48 CTAs at 1 token, BK 128)
