@@ -97,7 +97,7 @@ W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, 
 }
 
 // The WGMMA prefill config for the problem, if the GPU, the mode's routing block and the
-// shape allow one (measured 1.5x the mma.sync prefill: docs/wgmma_prefill.md).
+// shape allow one (measured 1.5x the mma.sync prefill: docs/kernels.md).
 // The one-role WGMMA defaults: BM128 (BM64 where the indexed routing block needs it) x BN128,
 // two consumer warpgroups, 5 stages.
 W4A16GemmConfig wgmma_defaults(const W4A16Problem& p) {
