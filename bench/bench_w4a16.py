@@ -1,4 +1,4 @@
-"""The benchmark suite of shared/design/SHAPES.md for chord's W4A16 MoE GEMM.
+"""The benchmark suite of docs/shapes.md for chord's W4A16 MoE GEMM.
 
 One command on a GPU machine (after scripts/setup.sh):
     python3 bench/bench_w4a16.py --out DIR [--quick]
@@ -21,7 +21,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 from chord_ctypes import Chord  # noqa: E402
 
-STREAM_BYTES_PER_S = 4.47e12   # SHAPES.md, measured on this H200
+STREAM_BYTES_PER_S = 4.47e12   # docs/shapes.md, measured on this H200
 BF16_FLOP_PER_S = 790e12
 SEED = 2026
 

@@ -26,7 +26,7 @@ struct ModelShape {
   int experts, n, k;
 };
 
-// The GEMM shapes of shared/design/SHAPES.md, per profile (gate_up and down).
+// The GEMM shapes of docs/shapes.md, per profile (gate_up and down).
 std::vector<ModelShape> model_shapes(const std::string& name) {
   if (name == "ep8") return {{48, 4096, 7168}, {48, 7168, 2048}};
   if (name == "tp8") return {{384, 512, 7168}, {384, 7168, 256}};
@@ -35,7 +35,7 @@ std::vector<ModelShape> model_shapes(const std::string& name) {
 }
 
 // The configs the resolver picks for a profile's shapes: every mode at the row counts of the
-// SHAPES.md suite, without routing geometry (no split-K), and the offsets mode (INT4, and NF4
+// suite (docs/shapes.md), without routing geometry (no split-K), and the offsets mode (INT4, and NF4
 // for qwen3) at 1..4096 tokens routed top-8 on a 132-SM GPU, which adds the split-K kernels
 // of the smallest grids. Other geometries (a few rows in other modes, other SM counts) can
 // still compile a kernel at their first call.

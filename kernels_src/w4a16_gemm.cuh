@@ -216,7 +216,7 @@ constexpr int kW4A16PathDirect = 1;
 // The JIT names a config by (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS): STAGES == 2 at a decode
 // tile (BLOCK_M <= 32, one warp along M) selects the direct path, which then fills the shared
 // memory of two full stages with up to four activation stages. Measured on the H200
-// (tools/kernel_check, docs/performance.md): since the staged copies issue as straight-line
+// (lab/kernel_check): since the staged copies issue as straight-line
 // code, staged leads on every decode shape timed (Qwen3 1-8 tokens included); no tuning row
 // picks the direct path now, the heuristic's small-expert fallback and CHORD_W4A16_STAGES=2
 // still can, and kernel_check keeps it checked.

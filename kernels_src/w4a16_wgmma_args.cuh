@@ -63,10 +63,9 @@ constexpr int kW4A16WgmmaWsThreads = 384;
 // The warp-specialized kernel copies the activation rows with TMA (one 128-row x 64-element box
 // per stage, from args.a_map) in CONTIGUOUS, MASKED and OFFSETS mode, where a tile's rows are one
 // consecutive range of A. INDEXED gathers its rows with cp.async (TMA boxes of one row each
-// measured 1.4-1.8x slower: session 22). CONTIGUOUS kept cp.async while its weights were
-// cp.async copies too (TMA activations 2-3% slower, sessions 18 and 22); with the weights by TMA
-// (session 23) its all-TMA stages are 1.7-1.8% faster on EP8 512 rows/expert (H200,
-// docs/performance.md).
+// measured 1.4-1.8x slower). With the weights and scales loaded by TMA as well, a CONTIGUOUS
+// stage is all TMA (one producer thread, no proxy fence): 1.7-1.8% faster than cp.async rows on
+// EP8 512 rows/expert (H200, bench --against).
 CHORD_W4A16_HD constexpr bool w4a16_tma_activations(int mode) {
   return mode == kW4A16Contiguous || mode == kW4A16Masked || mode == kW4A16Offsets;
 }

@@ -21,7 +21,7 @@
 // kW4A16WgmmaWsSlots slots (output rows, n block, a "done" mark, the wgmma width) with their
 // own full / empty mbarriers; NF4 tiles whose rows fit in the first 64 tokens run the m64n64
 // wgmma. The resolver runs it for NF4 prefill and large long-K INT4 prefill
-// (docs/wgmma_prefill.md).
+// (docs/kernels.md).
 #pragma once
 
 #include "w4a16_wgmma.cuh"

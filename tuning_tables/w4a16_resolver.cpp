@@ -13,7 +13,7 @@ namespace {
 constexpr int kSmemPerSm = 228 * 1024;
 constexpr int kSmemReservedPerCta = 1024;
 
-// Configs measured on the H200 with tools/kernel_check (docs/performance.md):
+// Configs measured on the H200 with lab/kernel_check:
 //  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
 //    5-6 CTAs per SM keep enough weight bytes in flight; more stages or warps were 10-25%
 //    slower at 8 tokens per expert.
@@ -23,8 +23,8 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
   c.mode = p.mode;
   // Routing is ragged: size the tile for 1.5x the mean rows per expert, so that an expert
   // a little above the mean still streams its weights once (a second M tile re-reads them;
-  // measured: masked 8 tokens/expert with up to 12 rows took 461 us with BM8, see
-  // docs/performance.md).
+  // measured: masked 8 tokens/expert with up to 12 rows took 461 us with BM8 against 391 us
+  // with BM16, bench, H200).
   const int64_t rows = p.rows_per_expert + p.rows_per_expert / 2;
   c.block_m = 128;
   for (int bm : {8, 16, 32, 64}) {
@@ -44,12 +44,11 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
   c.warps_n = c.block_n >= 64 ? 4 : 1;
   // Small experts (<= 2 MB packed, e.g. Qwen3 1536x2048, 2048x768) at decode: few CTAs
   // stream each expert, so use 64-row tiles (twice the CTAs) on the direct-register path
-  // (STAGES == 2, four 512-byte chunks ahead per warp). Chosen when the staged copies were
-  // runtime loops (kernel_check, H200: Qwen3 1 token gate_up 17.8 vs 23.5 us). Since the
-  // straight-line copies and the INT4 group sums the staged BN128 BK128 S3 tile leads for
-  // INT4 (16.7 / 10.2 us vs 17.3 / 11.6 at 1 token), which the sm_90a Qwen3 table row uses,
-  // while NF4 at 1 token was faster here (21.5 / 14.1 vs 25.1 / 15.2 us, bench): kept for
-  // shapes without a table row until it is measured again.
+  // (STAGES == 2, four 512-byte chunks ahead per warp). Only for shapes without a table row,
+  // where INT4 and NF4 share this choice: at 1 token NF4 is faster here than on the staged
+  // BN128 BK128 S3 tile (21.5 / 14.1 vs 25.1 / 15.2 us, bench, H200), INT4 a little slower
+  // (17.3 / 11.6 vs 16.7 / 10.2 us), which is why the sm_90a Qwen3 table names the staged tile
+  // for INT4.
   if (decode && (int64_t)p.n * p.k <= (int64_t{4} << 20) && p.n % 64 == 0 && p.k % 256 == 0) {
     c.block_n = 64;
     c.block_k = 256;
@@ -97,7 +96,7 @@ W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, 
 }
 
 // The WGMMA prefill config for the problem, if the GPU, the mode's routing block and the
-// shape allow one (measured 1.5x the mma.sync prefill: docs/wgmma_prefill.md).
+// shape allow one (measured 1.5x the mma.sync prefill: docs/kernels.md).
 // The one-role WGMMA defaults: BM128 (BM64 where the indexed routing block needs it) x BN128,
 // two consumer warpgroups, 5 stages.
 W4A16GemmConfig wgmma_defaults(const W4A16Problem& p) {
@@ -170,7 +169,7 @@ W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, boo
 // Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
 // 8 tiles x 12 n blocks = 96 CTAs on 132 SMs): double the split while the grid stays within
 // two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 1024 of K.
-// Measured on the H200 (scripts/device_compare.sh, docs/performance.md): Qwen3 INT4 1 token
+// Measured on the H200 (lab/device_compare.sh): Qwen3 INT4 1 token
 // gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
 // blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. 512 of K per split loses to
 // 1024 where the grid would allow both: NF4's 256-row tile (48 CTAs at 1 token, BK 128)
@@ -238,12 +237,12 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // Prefill on 128-token WGMMA tiles takes the warp-specialized kernel with 256 weight rows per
   // CTA: NF4 always (kernel_check, Qwen3 T=4096 NF4: gate_up 457.2 -> 429.3 us, down 273.0 ->
   // 252.6 us against the one-role BM128 BN128 S4), INT4 where it measured faster (bench,
-  // one-role BM128 BN128 S5 -> BN256 S6, three runs each, docs/performance.md): contiguous 512
+  // one-role BM128 BN128 S5 -> BN256 S6, three runs each): contiguous 512
   // rows/expert gate_up 2379 -> 2294 us, down 1245 -> 1236; indexed EP8 T=16384 gate_up
   // 2348 -> 2247, down 1195 -> 1127. Not at EP8 T=4096 (gate_up 380 -> 409 us), whose hint
   // (683) is 10x its real rows per expert: the indexed hint counts the routes to other ranks'
-  // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower at 6 stages
-  // (session 16) and 5-7% faster at 4 (session 19, the TP8 table's entry).
+  // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower at 6 stages and
+  // 5-7% faster at 4 (the TP8 table's entry).
   // A table whose indexed hint is exact (all experts local: TP8) sets its own indexed bar
   // ("int4_warp_specialized" in the table, with its measurement), and may name indexed shapes
   // below the K bar with their own rows and stages (TP8 down, K 256: 4 stages, one per k block).

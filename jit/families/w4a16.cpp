@@ -61,7 +61,7 @@ KernelSource W4A16GemmConfig::source() const {
   KernelSource s;
   if (warp_specialized()) {
     // One CTA per SM: 384 threads share 168 registers each (setmaxnreg moves them to the
-    // consumers); docs/wgmma_prefill.md, "Warp-specialized variant".
+    // consumers); docs/kernels.md, "WGMMA prefill, warp-specialized".
     s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", w4a16_mode_name(mode), block_n, stages);
     if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
     s.text = entry_point_source("w4a16_wgmma_ws.cuh", fmt::format("{}, {}", threads(), launch_min_blocks()),

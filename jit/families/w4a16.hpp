@@ -42,7 +42,7 @@ struct W4A16GemmConfig {
   // The kernel's __launch_bounds__ minimum CTAs per SM (0: none). 256-thread tiles run two per
   // SM (128 registers), which their speed was measured with: the one-role WGMMA BM64 x BN256
   // tile at one CTA per SM (167 registers) ran EP8 T=1024 indexed down in 117.2 us against
-  // 97.3 at two (docs/performance.md, session 18).
+  // 97.3 at two (bench, H200).
   int launch_min_blocks() const {
     if (warp_specialized()) return 1;
     if (wgmma()) return 2;

@@ -423,7 +423,7 @@ TEST_CASE("gpu w4a16: routing validation reports bad device routing without a ho
   // once per process, so this test drives the check kernel through the operator's path
   // only when CHORD_VALIDATE_ROUTING=1 was set before the process started.
   if (std::getenv("CHORD_VALIDATE_ROUTING") == nullptr || std::string(std::getenv("CHORD_VALIDATE_ROUTING")) != "1") {
-    WARN("CHORD_VALIDATE_ROUTING=1 not set: routing validation test skipped (scripts/device_check.sh sets it)");
+    WARN("CHORD_VALIDATE_ROUTING=1 not set: routing validation test skipped (lab/device_check.sh sets it)");
     return;
   }
   std::mt19937 rng(81);

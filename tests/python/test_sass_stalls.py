@@ -1,11 +1,11 @@
-"""tools/kernel_check/sass_stalls.py on a small CSV in the shape of ncu's `--page source --csv`:
+"""lab/kernel_check/sass_stalls.py on a small CSV in the shape of ncu's `--page source --csv`:
 two kernel blocks, stall shares and the hottest instructions in address order."""
 import os
 import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools", "kernel_check"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lab", "kernel_check"))
 import sass_stalls  # noqa: E402
 
 HEADER = ('"Address","Source","Warp Stall Sampling (All Samples)","Instructions Executed",'

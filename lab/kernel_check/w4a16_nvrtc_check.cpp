@@ -1,6 +1,6 @@
 // Compiles W4A16 instantiations through NVRTC with no include path other than kernels_src/
 // (no CUDA headers), for sm_80, sm_90a and sm_100a, and prints per-kernel resource usage.
-// Build: g++ -std=c++17 -I/usr/local/cuda/include tools/kernel_check/w4a16_nvrtc_check.cpp \
+// Build: g++ -std=c++17 -I/usr/local/cuda/include lab/kernel_check/w4a16_nvrtc_check.cpp \
 //          -L/usr/local/cuda/lib64 -lnvrtc -o /tmp/nvrtc_chk && /tmp/nvrtc_chk kernels_src
 #include <nvrtc.h>
 

@@ -4,7 +4,7 @@
 # the C++ GPU tests of this tree, then each bench subset once with this tree's bench timing both
 # libraries in one process (--against: rep by rep, one clock; both outputs checked). Results
 # under $OUT.
-# Usage: scripts/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
+# Usage: lab/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
 # a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well)
 set -uo pipefail
 base=$1; shift

@@ -1,7 +1,7 @@
 """Contiguous EP8 512 rows/expert: chord vs BF16 grouped_mm, each timed as the bench does, in
 both orders, with the SM clock / power sampled by nvidia-smi during each phase (are the two
 sides timed at the same clock?). Run from the repo root after scripts/setup.sh:
-    python3 tools/kernel_check/clock_probe.py
+    python3 lab/kernel_check/clock_probe.py
 """
 import os, subprocess, sys, time, threading
 sys.path.insert(0, os.path.join(os.getcwd(), "bench"))

@@ -7,8 +7,8 @@
 //   contiguous: every CTA reads the same number of bytes as one contiguous range.
 // Same grid (one CTA per expert x 256 rows), 128 threads, 3-stage cp.async ring, the same
 // shared memory per CTA (so the same CTAs per SM) as BM16 BN256 BK128 S3.
-//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. tools/kernel_check/stream_pattern.cu -o /tmp/sp
-#include "tools/kernel_check/check_harness.cuh"  // CK
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. lab/kernel_check/stream_pattern.cu -o /tmp/sp
+#include "lab/kernel_check/check_harness.cuh"  // CK
 
 namespace {
 

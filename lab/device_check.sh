@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: build, run every test (GPU included), time the JIT path; logs to $OUT.
-# Run from the repo root with .deps carried:  scripts/device_check.sh
+# Run from the repo root with .deps carried:  lab/device_check.sh
 set -uo pipefail
 out=${OUT:-/tmp/chord-out}
 mkdir -p "$out"

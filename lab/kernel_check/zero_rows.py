@@ -4,7 +4,7 @@ and in none; median us over 100 calls after an L2 flush each, timed with events 
 timer), next to the time that reading the active experts' bytes at the bench's streaming rate
 would take.
 
-    python3 tools/kernel_check/zero_rows.py
+    python3 lab/kernel_check/zero_rows.py
 """
 import os
 import sys

@@ -1,7 +1,7 @@
 """Masked EP8 8 tokens/expert down timed before and after the contiguous 512 rows/expert down
 row, in one process, with the SM clock and throttle reasons (nvidia-smi) after each row: how
 much the power cap a heavy row leaves behind moves a decode row. Run from the repo root:
-    python3 tools/kernel_check/power_order.py
+    python3 lab/kernel_check/power_order.py
 """
 import os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.getcwd(), "bench"))

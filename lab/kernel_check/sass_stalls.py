@@ -1,7 +1,7 @@
 """Where a kernel's warps stall, per SASS instruction, from ncu's source page:
 
     ncu --import REPORT.ncu-rep --page source --print-source sass --csv > sass.csv
-    python3 tools/kernel_check/sass_stalls.py sass.csv [--kernel I] [--top N]
+    python3 lab/kernel_check/sass_stalls.py sass.csv [--kernel I] [--top N]
 
 The CSV holds one block per profiled kernel (a "Kernel Name" line, a header, one line per
 instruction). Prints the kernel's share of each stall reason, then its N instructions with the

@@ -1,13 +1,14 @@
-"""One library call per projection of a heavy SHAPES.md row, inside an NVTX range "prof", for
-ncu (`--nvtx --nvtx-include prof/`): every kernel is compiled and warmed up before the range.
+"""One library call per projection of a heavy row of the suite (docs/shapes.md), inside an NVTX
+range "prof", for ncu (`--nvtx --nvtx-include prof/`): every kernel is compiled and warmed up
+before the range.
 
-    python3 tools/kernel_check/one_call.py tp8|ep8|contig|masked
+    python3 lab/kernel_check/one_call.py tp8|ep8|contig|masked
 
 tp8 / ep8: indexed T=16384 (the bench's draw for that token count, the tuning table's routing
 block), gate_up then down; contig: contiguous 512 rows/expert EP8, gate_up then down; masked:
 the masked decode, 8 tokens/expert EP8 (4-12 rows per expert as the bench draws them), gate_up
 then down.
-scripts/device_ncu.sh runs it under ncu."""
+lab/device_ncu.sh runs it under ncu."""
 import os
 import sys
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Kernel-level before/after on the GPU machine in one call: builds tools/kernel_check's WGMMA
+# Kernel-level before/after on the GPU machine in one call: builds lab/kernel_check's WGMMA
 # checker from a baseline tree (an export of an earlier commit, e.g. `git archive <commit> |
 # tar -x -C .clean_base`) and from this tree side by side, fails on a serialized wgmma (C75xx)
 # in either build, runs this tree's correctness pass, then the timing pass alternating base /
 # this tree ROUNDS times (the same binary varies 1-3% between calls: compare within a call).
 # Results under $OUT; the table on stdout holds the rows matching FILTER (a grep -E pattern).
-# Usage: scripts/kernel_check_compare.sh BASE_DIR [FILTER] [ROUNDS] [TIMING_FLAGS...]
-#   e.g. scripts/kernel_check_compare.sh .clean_base "wgmma_ws" 2 --quick --timing-only
+# Usage: lab/kernel_check_compare.sh BASE_DIR [FILTER] [ROUNDS] [TIMING_FLAGS...]
+#   e.g. lab/kernel_check_compare.sh .clean_base "wgmma_ws" 2 --quick --timing-only
 set -uo pipefail
 base=$1
 filter=${2:-wgmma_ws}
@@ -18,7 +18,7 @@ out=${OUT:-/tmp/chord-out}
 mkdir -p "$out"
 build() {
   nvcc -std=c++17 -O3 -I. -gencode=arch=compute_90a,code=sm_90a -Xptxas -v \
-    tools/kernel_check/w4a16_wgmma_check.cu reference/*.cpp -o "$1"
+    lab/kernel_check/w4a16_wgmma_check.cu reference/*.cpp -o "$1"
 }
 (cd "$base" && build /tmp/kcc_base > "$out/build_base.log" 2>&1) &
 base_build=$!

@@ -1,6 +1,6 @@
 // Standalone checker of the sm_90a WGMMA prefill kernels of kernels_src/w4a16_wgmma.cuh (no JIT):
 // instantiates the template directly, runs every supported mode on random ragged inputs,
-// compares with the CPU reference, and times the prefill shapes of shared/design/SHAPES.md
+// compares with the CPU reference, and times the prefill shapes of docs/shapes.md
 // next to the mma.sync kernel of w4a16_gemm.cuh. The harness (buffers, problems, reference
 // comparison, timing) is check_harness.cuh. NF4 weights (BF16 and FP16 activations) are
 // checked on the same routing problems against the NF4 reference dequantization
@@ -22,7 +22,7 @@
 #include "kernels_src/w4a16_wgmma.cuh"
 #include "reference/nf4_reference.hpp"
 #include "kernels_src/w4a16_wgmma_ws.cuh"
-#include "tools/kernel_check/check_harness.cuh"
+#include "lab/kernel_check/check_harness.cuh"
 
 using chord::W4A16Args;
 using namespace chord::check;

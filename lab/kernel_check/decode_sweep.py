@@ -1,7 +1,7 @@
-"""Decode rows of the SHAPES.md suite through the real library path (JIT), one process per
+"""Decode rows of the suite (docs/shapes.md) through the real library path (JIT), one process per
 config override, so configs can be compared on the same draws without the whole bench.
 
-    python3 tools/kernel_check/decode_sweep.py [--out DIR] [--setting NAME=ENV,ENV ...]
+    python3 lab/kernel_check/decode_sweep.py [--out DIR] [--setting NAME=ENV,ENV ...]
 
 A setting is a name and CHORD_W4A16_* assignments, e.g. `bk256=CHORD_W4A16_BK=256`;
 `default` (no override) always runs first. Rows: indexed EP8 decode T=20, masked EP8 8

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Everything the GPU machine should show, in one call (results under $OUT, 8 files):
-# C++ GPU tests, routing validation, the full SHAPES.md bench, the GPU tests with the
+# C++ GPU tests, routing validation, the full bench (docs/shapes.md), the GPU tests with the
 # portable family forced, a quick bench of the portable family and the Python GPU suite
 # (most important first, in case the call runs out of time).
-# Run from the repo root with .deps present:  scripts/device_full.sh
+# Run from the repo root with .deps present:  lab/device_full.sh
 set -uo pipefail
 out=${OUT:-/tmp/chord-out}
 mkdir -p "$out"

@@ -1,6 +1,6 @@
 // Standalone checker of the W4A16 kernel family (no JIT): instantiates the templates of
 // kernels_src/ directly, runs every mode on random inputs, compares against the CPU
-// reference, and times the decode / prefill shapes of shared/design/SHAPES.md.
+// reference, and times the decode / prefill shapes of docs/shapes.md.
 // The harness (buffers, problems, reference comparison, timing) is check_harness.cuh.
 //
 // Build and run: see README.md (nvcc -std=c++17 -O3, sm_90a and sm_80, -I. from the repo root,
@@ -19,7 +19,7 @@
 #include "kernels_src/w4a16_gemm.cuh"
 #include "kernels_src/w4a16_pack.cuh"
 #include "reference/w4a16_pack.hpp"
-#include "tools/kernel_check/check_harness.cuh"
+#include "lab/kernel_check/check_harness.cuh"
 
 using chord::W4A16Args;
 namespace ref = chord::ref;
@@ -366,7 +366,7 @@ static void timing() {
       }
     }
   }
-  // Compare weight GB/s against the ~4470 GB/s streaming-read floor of SHAPES.md.
+  // Compare weight GB/s against the ~4470 GB/s streaming-read floor of docs/shapes.md.
 }
 
 int main(int argc, char** argv) {
