@@ -1,0 +1,197 @@
+// Tile schedulers of the W4A16 GEMM kernels (every engine): which expert, activation rows
+// and output rows a CTA's tile covers, per grouped-GEMM mode, from the int32 routing tensors
+// on the device; and the CTA synchronization they use.
+#pragma once
+
+#include "w4a16_args.cuh"
+#include "w4a16_common.cuh"
+#include "nf4_common.cuh"
+
+namespace chord {
+
+// ---------------------------------------------------------------------------------------
+// Tile schedulers. resolve() is called by every thread of the CTA; it fills
+// s_src[BLOCK_M] (activation row, -1 = invalid) and s_dst[BLOCK_M] (output row, -1 = do not
+// write), sets `expert`, and returns false (uniformly) when the CTA has no work.
+// ---------------------------------------------------------------------------------------
+template <int MODE>
+struct W4A16Tiles;
+
+// How the tile schedulers' threads synchronize: the whole CTA (every kernel but the
+// warp-specialized WGMMA one), or the THREADS threads of named barrier ID (its producer
+// warpgroup, which resolves tiles while the consumers compute).
+struct W4A16CtaSync {
+  __device__ __forceinline__ static void sync() { __syncthreads(); }
+  __device__ __forceinline__ static int sync_or(int v) { return __syncthreads_or(v); }
+};
+template <int ID, int THREADS>
+struct W4A16NamedSync {
+  __device__ __forceinline__ static void sync() { asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
+  __device__ __forceinline__ static int sync_or(int v) {
+    int r;
+    asm volatile(
+        "{\n.reg .pred p, q;\nsetp.ne.s32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.s32 %0, 1, 0, p;\n}\n"
+        : "=r"(r)
+        : "r"(v), "n"(ID), "n"(THREADS)
+        : "memory");
+    return r;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Contiguous> {
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int* s_misc, int& expert) {
+    const int row0 = tile * BLOCK_M;
+    if (row0 >= args.a_rows) return false;
+    const int* m_indices = static_cast<const int*>(args.m_indices);
+    int valid = 0;
+    if (threadIdx.x < BLOCK_M) {
+      const int r = row0 + (int)threadIdx.x;
+      const int e = r < args.a_rows ? m_indices[r] : -1;
+      valid = e >= 0 && e < args.num_experts;
+      s_src[threadIdx.x] = valid ? r : -1;
+      s_dst[threadIdx.x] = valid ? r : -1;
+      if (valid) s_misc[0] = e;  // all valid rows of one aligned block carry the same expert
+    }
+    if (!Sync::sync_or(valid)) return false;  // whole-padding block
+    expert = s_misc[0];
+    return true;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Masked> {
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int*, int& expert) {
+    const int tiles_per_group = (args.max_m + BLOCK_M - 1) / BLOCK_M;
+    if (tiles_per_group <= 0) return false;
+    const int g = tile / tiles_per_group;
+    const int r0 = (tile - g * tiles_per_group) * BLOCK_M;
+    if (g >= args.num_groups || g >= args.num_experts) return false;
+    int count = static_cast<const int*>(args.masked_m)[g];
+    count = count < args.max_m ? count : args.max_m;
+    if (r0 >= count) return false;
+    if (threadIdx.x < BLOCK_M) {
+      const int r = r0 + (int)threadIdx.x;
+      const int idx = r < count ? g * args.max_m + r : -1;
+      s_src[threadIdx.x] = idx;
+      s_dst[threadIdx.x] = idx;
+    }
+    Sync::sync();
+    expert = g;
+    return true;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Offsets> {
+  // Tile t of the grid is the t-th BLOCK_M slice in expert order; each CTA recovers its
+  // expert with a block-wide scan of per-expert tile counts (E <= a few hundred, L2 hits).
+  // Expert e owns rows [end(e-1), end(e)) with end(e) = clamp(max(offsets[0..e]), 0, S):
+  // decreasing, negative or past-S offsets give empty or clipped segments, never two experts
+  // writing the same row (the running max keeps the segments disjoint).
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int* s_misc, int& expert) {
+    constexpr int kWarps = THREADS / 32;
+    constexpr int kMinInt = -2147483647 - 1;
+    const int* offsets = static_cast<const int*>(args.offsets);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int num_e = args.num_experts;
+    const int rows = args.a_rows;
+    if (threadIdx.x == 0) s_misc[32] = -1;
+    int carry = 0, carry_max = kMinInt;
+    for (int base = 0; base < num_e; base += THREADS) {
+      const int e = base + (int)threadIdx.x;
+      // Running max of the offsets: warp scan, then across warps and earlier rounds.
+      int pm = e < num_e ? offsets[e] : kMinInt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, pm, d);
+        if (lane >= d) pm = pm > v ? pm : v;
+      }
+      if (lane == 31) s_misc[40 + warp] = pm;
+      Sync::sync();
+      int wmax = carry_max, all_max = carry_max;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const int v = s_misc[40 + w];
+        wmax = w < warp && v > wmax ? v : wmax;
+        all_max = v > all_max ? v : all_max;
+      }
+      const int incl = pm > wmax ? pm : wmax;
+      const int prev = __shfl_up_sync(0xffffffffu, incl, 1);
+      const int excl = lane == 0 ? wmax : prev;
+      const int end = incl < 0 ? 0 : (incl < rows ? incl : rows);
+      const int beg = excl < 0 ? 0 : (excl < rows ? excl : rows);
+      const int nt = e < num_e && end > beg ? (end - beg + BLOCK_M - 1) / BLOCK_M : 0;
+      int cnt = nt;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, cnt, d);
+        if (lane >= d) cnt += v;
+      }
+      if (lane == 31) s_misc[warp] = cnt;
+      Sync::sync();
+      int before = carry, total = carry;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const int v = s_misc[w];
+        before += w < warp ? v : 0;
+        total += v;
+      }
+      const int first = before + cnt - nt;
+      if (nt > 0 && tile >= first && tile < first + nt) {
+        s_misc[32] = e;
+        s_misc[33] = beg + (tile - first) * BLOCK_M;
+        s_misc[34] = end;
+      }
+      carry = total;
+      carry_max = all_max;
+      Sync::sync();  // s_misc[0..kWarps), [40..) are rewritten next round; publishes s_misc[32..34]
+      if (carry > tile) break;
+    }
+    Sync::sync();  // also orders thread 0's s_misc[32] = -1 when the loop did not run
+    expert = s_misc[32];
+    if (expert < 0) return false;
+    const int r0 = s_misc[33], r_end = s_misc[34];
+    if (threadIdx.x < BLOCK_M) {
+      const int r = r0 + (int)threadIdx.x;
+      s_src[threadIdx.x] = r < r_end ? r : -1;
+      s_dst[threadIdx.x] = r < r_end ? r : -1;
+    }
+    Sync::sync();
+    return true;
+  }
+};
+
+template <>
+struct W4A16Tiles<kW4A16Indexed> {
+  // vLLM moe_align_block_size: one expert id per block_size sorted ids; block_size is a
+  // multiple of BLOCK_M, so a tile never straddles two vLLM blocks.
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
+                                                 int*, int& expert) {
+    const int p0 = tile * BLOCK_M;
+    int valid_len = *static_cast<const int*>(args.num_tokens_padded);
+    valid_len = valid_len < args.capacity ? valid_len : args.capacity;
+    if (p0 >= valid_len) return false;
+    expert = static_cast<const int*>(args.expert_ids)[p0 / args.block_size];
+    if (expert < 0 || expert >= args.num_experts) return false;
+    const int num_routes = args.a_rows * args.top_k;
+    int valid = 0;
+    if (threadIdx.x < BLOCK_M) {
+      const int p = p0 + (int)threadIdx.x;
+      const int id = p < valid_len ? static_cast<const int*>(args.sorted_ids)[p] : -1;
+      valid = id >= 0 && id < num_routes;
+      s_src[threadIdx.x] = valid ? id / args.top_k : -1;
+      s_dst[threadIdx.x] = valid ? id : -1;
+    }
+    return Sync::sync_or(valid) != 0;  // a block of sentinels only: nothing to do
+  }
+};
+
+}  // namespace chord
