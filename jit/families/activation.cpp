@@ -125,6 +125,10 @@ __device__ __forceinline__ float chord_activation(float a, float b) {{
   s.text += entry_point_source("activation.cuh", std::to_string(threads), "ActivationArgs",
                                fmt::format("chord::activation_body<{}, {}>", kind, dtype));
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads), 0, 1});
+  // Flush denormals and use the approximate (2 ulp) divide: the result is rounded to 16 bits,
+  // and the IEEE divide's slow path for denormal or huge operands would otherwise make a
+  // pass over unwritten (garbage) rows several times slower than the memory it moves.
+  s.options = {"-ftz=true", "-prec-div=false"};
   return s;
 }
 
