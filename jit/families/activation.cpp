@@ -125,10 +125,10 @@ __device__ __forceinline__ float chord_activation(float a, float b) {{
   s.text += entry_point_source("activation.cuh", std::to_string(threads), "ActivationArgs",
                                fmt::format("chord::activation_body<{}, {}>", kind, dtype));
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(threads), 0, 1});
-  // Flush denormals and use the approximate (2 ulp) divide: the result is rounded to 16 bits,
-  // and the IEEE divide's slow path for denormal or huge operands would otherwise make a
-  // pass over unwritten (garbage) rows several times slower than the memory it moves.
-  s.options = {"-ftz=true", "-prec-div=false"};
+  // Fast math (hardware exp, approximate divide, flush-to-zero): the result is rounded to 16
+  // bits, so the few-ulp float error does not show, and the pass stays closer to the memory
+  // it moves (SiLU-and-mul on the H200 over 65536 x 4096 bf16: 219 us, 250 us without).
+  s.options = {"--use_fast_math"};
   return s;
 }
 
