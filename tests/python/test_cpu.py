@@ -90,17 +90,39 @@ def test_cli_runs():
                      "import chord_kernels, torch; print(chord_kernels.__version__, torch.ones(2).sum().item())"])
     assert out.split() == [ck.__version__, "2.0"]
 
-    out = run_fresh([sys.executable, "-m", "chord_kernels._cli", "info"])
+    out = run_fresh([sys.executable, "-m", "chord_kernels_cli", "info"])
     assert "chord " + ck.__version__ in out
     assert "NVRTC 13." in out
     if torch.cuda.is_available():  # the CLI finds the driver and the same GPUs as torch
         assert out.count("compute capability") == torch.cuda.device_count(), out
 
-    # The console script: next to the interpreter in a virtual environment, else on PATH.
-    script = os.path.join(os.path.dirname(sys.executable), "chord")
-    script = script if os.path.exists(script) else shutil.which("chord")
+    script = console_script()
     if script is not None:
         assert "chord " + ck.__version__ in run_fresh([script, "info"])
+
+
+def console_script():
+    """The `chord` console script: next to the interpreter in a virtual environment, else on PATH."""
+    script = os.path.join(os.path.dirname(sys.executable), "chord")
+    return script if os.path.exists(script) else shutil.which("chord")
+
+
+def test_cli_starts_without_torch():
+    """`chord` runs the bundled binary without importing torch, NumPy or chord_kernels (whose
+    __init__ imports torch): -X importtime lists every module the Python side imported before
+    it handed over to the binary."""
+    commands = [[sys.executable, "-X", "importtime", "-m", "chord_kernels_cli", "--help"]]
+    if console_script() is not None:
+        commands.append([console_script(), "--help"])
+    for command in commands:
+        proc = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONPROFILEIMPORTTIME="1"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "usage: chord <command> [options]" in proc.stdout  # the binary answered
+        imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time:") and "|" in line}
+        assert "chord_kernels_cli" in imported, proc.stderr[-3000:]  # the import log was read
+        heavy = {name for name in imported if name.split(".")[0] in ("torch", "numpy", "chord_kernels")}
+        assert not heavy, f"{' '.join(command)} imported {sorted(heavy)}"
 
 
 def test_library_checks_tag_and_pointers():
