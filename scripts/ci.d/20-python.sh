@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI step: build the Python wheel without a GPU, install it into a fresh virtual
-# environment with torch from PyPI, and run the CPU pytest subset (GPU tests skip).
+# environment with torch from PyPI, and run the CPU pytest subset (GPU tests skip, saying why;
+# the examples in examples/ run their no-GPU path).
 # Fails when the build, the install or any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -31,4 +32,4 @@ echo "== building the wheel"
 echo "== CPU pytest"
 # Run from outside the tree so the installed wheel (not python/ sources) is imported.
 cd "$work"
-"$py" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python"
+"$py" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python"  # -rs: each skip with its reason
