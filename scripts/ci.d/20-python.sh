@@ -12,10 +12,8 @@ mkdir -p "$work"
 python=${PYTHON:-python3}
 if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
   # Debian splits venv out of the interpreter package.
-  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
   ver=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "python${ver}-venv" python3-venv >/dev/null
+  scripts/apt-install.sh "python${ver}-venv" python3-venv
   "$python" -m venv "$work/venv"
 fi
 py="$work/venv/bin/python"
