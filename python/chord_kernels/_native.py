@@ -1,13 +1,10 @@
-"""Loads the native module, after libnvrtc (_nvrtc.py says from where)."""
-from ._nvrtc import NVRTC_SONAME, preload_nvrtc
+"""Loads the native module, after what it needs is in place (_native_env.py)."""
+import os
+
+from ._native_env import KERNEL_LAYER, NVRTC_SONAME, preload_nvrtc, use_kernel_layer  # noqa: F401
 
 nvrtc_path = preload_nvrtc()
-
-# The wheel's read-only kernel layer (sm_90a kernels of the default profiles), searched after
-# the user's cache. An explicit CHORD_CACHE_READONLY_DIRS (even empty) is left as it is.
-KERNEL_LAYER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_layer")
-if os.path.isdir(KERNEL_LAYER) and "CHORD_CACHE_READONLY_DIRS" not in os.environ:
-    os.environ["CHORD_CACHE_READONLY_DIRS"] = KERNEL_LAYER
+use_kernel_layer(os.environ)
 
 try:
     from . import _chord as lib  # noqa: E402

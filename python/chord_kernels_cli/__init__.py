@@ -4,7 +4,7 @@
 It lives outside the chord_kernels package because importing anything inside that package
 runs chord_kernels/__init__.py, which imports torch: seconds of start-up, and NumPy's
 warnings, for a command that needs neither. So it uses the standard library only and loads
-chord_kernels/_nvrtc.py by its path.
+chord_kernels/_native_env.py by its path.
 """
 import importlib.util
 import os
@@ -18,8 +18,9 @@ def package_dir():
     return folders[0] if folders else None
 
 
-def _load_nvrtc_finder(folder):
-    spec = importlib.util.spec_from_file_location("chord_kernels_cli._nvrtc", os.path.join(folder, "_nvrtc.py"))
+def _load_native_env(folder):
+    spec = importlib.util.spec_from_file_location("chord_kernels_cli._native_env",
+                                                  os.path.join(folder, "_native_env.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -33,9 +34,11 @@ def main():
                          f"({path or 'chord_kernels is not installed'})\n")
         return 1
     env = dict(os.environ)
+    native_env = _load_native_env(folder)
+    native_env.use_kernel_layer(env)  # as chord_kernels does: `chord info` lists the layer
     # The binary finds libchord through its RPATH, but libnvrtc may sit in a wheel folder
     # that the dynamic loader does not search: hand that folder over.
-    nvrtc = _load_nvrtc_finder(folder).preload_nvrtc()
+    nvrtc = native_env.preload_nvrtc()
     if nvrtc and os.path.isabs(nvrtc):
         env["LD_LIBRARY_PATH"] = os.path.dirname(nvrtc) + (":" + env["LD_LIBRARY_PATH"]
                                                           if env.get("LD_LIBRARY_PATH") else "")

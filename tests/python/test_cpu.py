@@ -425,17 +425,16 @@ def test_size_helpers_refusal_is_a_named_error():
 
 def test_wheel_kernel_layer_gives_first_call_hits(tmp_path):
     """The wheel ships the default profiles' sm_90a kernels as a read-only layer that
-    chord_kernels puts on CHORD_CACHE_READONLY_DIRS: a fresh private cache then compiles
-    nothing for them."""
+    chord_kernels and the chord console script put on CHORD_CACHE_READONLY_DIRS: a fresh
+    private cache then compiles nothing for them."""
     from chord_kernels import _native
     if not os.path.isdir(_native.KERNEL_LAYER):
         pytest.skip("this install has no kernel layer (built with CHORD_WHEEL_KERNELS=OFF, or from source)")
     env = {k: v for k, v in os.environ.items() if k != "CHORD_CACHE_READONLY_DIRS"}
     env["CHORD_CACHE_DIR"] = str(tmp_path / "cache")
-    code = "import sys, chord_kernels._cli as c; sys.argv = ['chord'] + sys.argv[1:]; c.main()"
     for profile in ("tp8", "qwen3", "ep8"):
-        proc = subprocess.run([sys.executable, "-c", code, "precompile", "--arch", "sm_90a", "--profile", profile],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run([sys.executable, "-m", "chord_kernels_cli", "precompile", "--arch", "sm_90a",
+                               "--profile", profile], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "(0 compiled," in proc.stdout, proc.stdout
     assert os.environ.get("CHORD_CACHE_READONLY_DIRS") == _native.KERNEL_LAYER

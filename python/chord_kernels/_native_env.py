@@ -1,4 +1,5 @@
-"""Finds and preloads libnvrtc.so.13, which libchord links and the wheel does not ship.
+"""What the native code needs before it loads: libnvrtc.so.13, which libchord links and the
+wheel does not ship, and the wheel's read-only kernel layer on CHORD_CACHE_READONLY_DIRS.
 
 Standard library only, with no imports from the package: the `chord` console script
 (chord_kernels_cli) loads this file by its path, so that it need not run
@@ -42,3 +43,15 @@ def preload_nvrtc():
             except OSError:
                 continue
     return None
+
+
+# The wheel's read-only kernel layer: the sm_90a kernels of the default profiles.
+KERNEL_LAYER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernel_layer")
+
+
+def use_kernel_layer(environ):
+    """Puts KERNEL_LAYER on CHORD_CACHE_READONLY_DIRS in `environ` (searched after the user's
+    cache) where the wheel has one. An explicit CHORD_CACHE_READONLY_DIRS (even empty) is left
+    as it is."""
+    if os.path.isdir(KERNEL_LAYER) and "CHORD_CACHE_READONLY_DIRS" not in environ:
+        environ["CHORD_CACHE_READONLY_DIRS"] = KERNEL_LAYER
