@@ -64,7 +64,6 @@ std::vector<std::string> arch_names() {
   return names;
 }
 
-
 // Words of `text` in lines of at most `width` columns, every line after the first indented
 // by `indent` spaces.
 std::string wrap(const std::string& text, size_t indent, size_t width = 100) {
