@@ -111,6 +111,17 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
 
 std::vector<std::string> profile_names() { return {"dequant", "ep8", "tp8", "qwen3", "all"}; }
 
+std::string profile_summary(const std::string& name) {
+  if (name == "dequant") return "the INT4 dequantize kernels";
+  if (name == "all") return "all of the above";
+  const std::vector<ModelShape> shapes = model_shapes(name);
+  if (shapes.empty()) profile_descriptors(name, Arch{});  // throws, naming the known profiles
+  std::string sizes;
+  for (const auto& s : shapes) sizes += fmt::format("{}{} x {}", sizes.empty() ? "" : ", ", s.n, s.k);
+  return fmt::format("{} experts, N x K {}: the GEMM modes ({}), pack and routing-check kernels", shapes[0].experts,
+                     sizes, name == "qwen3" ? "INT4 and NF4" : "INT4");
+}
+
 std::vector<KernelDescriptor> profile_descriptors(const std::string& name, const Arch& arch) {
   if (name == "dequant") return dequant_kernels(arch);
   if (name == "ep8" || name == "tp8" || name == "qwen3") return gemm_kernels(name, arch);

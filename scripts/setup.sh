@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the build dependencies (apt where it exists, else the carried .deps prefix
-# that scripts/gpu-deps.sh unpacks) and builds chord into build/.
+# Installs the build dependencies that are missing (apt where it exists, saying which;
+# else the carried .deps prefix that scripts/gpu-deps.sh unpacks) and builds chord into
+# build/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,9 +10,8 @@ if command -v apt-get >/dev/null 2>&1 && [ ! -d .deps/usr ]; then
   missing=""
   for p in $need_pkgs; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
   if [ -n "$missing" ]; then
-    sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-    $sudo_cmd apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq $missing >/dev/null
+    echo "setup: missing build dependencies:$missing"
+    scripts/apt-install.sh $missing
   fi
 fi
 

@@ -2,6 +2,7 @@
 // the config the resolver picks for a GEMM shape.
 #include <chrono>
 #include <climits>
+#include <map>
 #include <memory>
 #include <cstdio>
 #include <cstring>
@@ -24,24 +25,134 @@
 
 namespace {
 
-int usage() {
-  std::fprintf(stderr,
-               "usage: chord precompile --arch ARCH --profile NAME [--out DIR]\n"
-               "                                                     compile a profile's kernels into the cache, or\n"
-               "                                                     into DIR: a folder for others to read through\n"
-               "                                                     CHORD_CACHE_READONLY_DIRS (0755, entries 0644)\n"
-               "       chord info                                    versions, cache, visible GPUs\n"
-               "       chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [--weight W]\n"
-               "                    [--a-rows S] [--groups G --max-m M] [--capacity C] [--block-size B] [--sms SMS]\n"
-               "                    [--cubin FILE]\n"
-               "                                                     the W4A16 config and kernel the resolver picks;\n"
-               "                                                     --cubin: compile it (no cache), write the cubin\n"
-               "                                                     (for nvdisasm), print ptxas's report\n"
-               "         MODE: contiguous | masked | offsets | indexed; W: int4 (default) | nf4 | nf4-fp16\n"
-               "         R: expected rows per expert as the operator derives it (contiguous m / E, offsets\n"
-               "            S / E, masked expected_m or max_m, indexed M * top_k / E); S, G / M, C: the\n"
-               "            call's rows (split-K needs them), B: indexed routing block, SMS: default 132\n");
-  return 2;
+// The command line's shape is wrong (an unknown, repeated or missing option, a stray argument,
+// a --mode or --weight that is none of its words): exit 2 with one line naming it and the
+// usage. A value out of range (an arch, a profile, a number; the message lists what is
+// accepted) and what fails after (a shape the resolver rejects) are chord::Errors: exit 1.
+struct UsageError {
+  std::string message;
+};
+
+// An option's value by its name ("--arch"); absent when not given.
+using Args = std::map<std::string, std::string>;
+
+struct Option {
+  const char* name;   // "--arch"
+  const char* value;  // "ARCH", how the help writes the value
+  bool required;
+  std::string help;
+};
+
+struct Command {
+  const char* name;
+  const char* summary;  // one line in `chord --help`
+  std::string about;    // the start of `chord <name> --help`
+  std::vector<Option> options;
+  std::string notes;    // the end of `chord <name> --help`
+  int (*run)(const Args&);
+};
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+std::vector<std::string> arch_names() {
+  std::vector<std::string> names;
+  for (const char* const* a = chord::supported_arch_names(); *a != nullptr; ++a) names.push_back(*a);
+  return names;
+}
+
+// Words of `text` in lines of at most `width` columns, every line after the first indented
+// by `indent` spaces.
+std::string wrap(const std::string& text, size_t indent, size_t width = 100) {
+  std::string out, line;
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = text.find(' ', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string word = text.substr(start, end - start);
+    start = end + 1;
+    if (!line.empty() && indent + line.size() + 1 + word.size() > width) {
+      out += line + "\n" + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+
+// "chord config --arch ARCH ... [options]": the required options, then the others as one.
+std::string synopsis(const Command& c) {
+  std::string out = std::string("chord ") + c.name;
+  bool optional = false;
+  for (const auto& o : c.options) {
+    if (o.required) out += std::string(" ") + o.name + " " + o.value;
+    else optional = true;
+  }
+  return optional ? out + " [options]" : out;
+}
+
+void print_help(const Command& c) {
+  std::printf("usage: %s\n\n%s\n\noptions:\n", synopsis(c).c_str(), wrap(c.about, 0).c_str());
+  const size_t column = 22;
+  auto row = [column](const std::string& left, const std::string& help) {
+    std::printf("  %-*s%s\n", static_cast<int>(column - 2), left.c_str(), wrap(help, column).c_str());
+  };
+  for (const auto& o : c.options) row(std::string(o.name) + " " + o.value, o.help + (o.required ? " (required)" : ""));
+  row("-h, --help", "this help");
+  if (!c.notes.empty()) std::printf("\n%s", c.notes.c_str());
+}
+
+const std::vector<Command>& commands();
+
+void print_main_help() {
+  std::printf("usage: chord <command> [options]\n\n"
+              "chord %s: MoE GEMM kernels with 4-bit weights, compiled at run time by NVRTC.\n"
+              "Compiling needs no GPU; running the kernels does.\n\ncommands:\n",
+              chord_version());
+  for (const auto& c : commands()) std::printf("  %-12s%s\n", c.name, c.summary);
+  std::printf("\n  chord <command> --help  a command's options\n"
+              "  chord --version         the version\n\n"
+              "arches:   %s\nprofiles: %s\n",
+              join(arch_names()).c_str(), join(chord::profile_names()).c_str());
+}
+
+// Reads `--name value` and `--name=value` pairs against the command's options.
+Args parse(const Command& c, int argc, char** argv) {
+  Args args;
+  for (int i = 0; i < argc; ++i) {
+    std::string name = argv[i], value;
+    const size_t eq = name.find('=');
+    const bool inline_value = name.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (inline_value) {
+      value = name.substr(eq + 1);
+      name.resize(eq);
+    }
+    const Option* option = nullptr;
+    for (const auto& o : c.options) {
+      if (name == o.name) option = &o;
+    }
+    if (option == nullptr) {
+      throw UsageError{name[0] == '-' ? "unknown option '" + name + "'" : "unexpected argument '" + name + "'"};
+    }
+    // A following option is not taken as the value: `--arch --profile x` names the missing ARCH.
+    if (!inline_value && i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) value = argv[++i];
+    if (value.empty()) throw UsageError{name + " needs a value (" + option->value + ")"};
+    if (!args.emplace(name, value).second) throw UsageError{name + " is given twice"};
+  }
+  std::vector<std::string> missing;
+  for (const auto& o : c.options) {
+    if (o.required && args.count(o.name) == 0) missing.push_back(std::string(o.name) + " " + o.value);
+  }
+  if (!missing.empty()) throw UsageError{"missing " + join(missing)};
+  return args;
+}
+
+void usage_error(const std::string& where, const std::string& message, const std::string& usage,
+                 const std::string& hint) {
+  std::fprintf(stderr, "%s: %s\nusage: %s (%s)\n", where.c_str(), message.c_str(), usage.c_str(), hint.c_str());
 }
 
 void progress(size_t done, size_t total, const std::string& what) {
@@ -52,22 +163,10 @@ void progress(size_t done, size_t total, const std::string& what) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
-int precompile(int argc, char** argv) {
-  std::string arch_name, profile, out_dir;
-  for (int i = 0; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--arch") == 0 && i + 1 < argc) {
-      arch_name = argv[++i];
-    } else if (std::strcmp(argv[i], "--profile") == 0 && i + 1 < argc) {
-      profile = argv[++i];
-    } else if (std::strcmp(argv[i], "--out") == 0 && i + 1 < argc && argv[i + 1][0] != '\0') {
-      out_dir = argv[++i];
-    } else {
-      std::fprintf(stderr, "chord precompile: unexpected argument '%s'\n", argv[i]);
-      return usage();
-    }
-  }
-  if (arch_name.empty() || profile.empty()) return usage();
-  chord::Arch arch = chord::parse_arch(arch_name);
+int precompile(const Args& args) {
+  const std::string profile = args.at("--profile");
+  const std::string out_dir = args.count("--out") ? args.at("--out") : "";
+  const chord::Arch arch = chord::parse_arch(args.at("--arch"));
   auto descriptors = chord::profile_descriptors(profile, arch);
   // --out builds a layer of its own: no read-only layers under it, nothing from the user's cache.
   std::unique_ptr<chord::JitRuntime> shared;
@@ -111,66 +210,71 @@ int write_cubin(const chord::KernelSource& source, const chord::Arch& arch, cons
   return 0;
 }
 
-// The W4A16 config for a shape, as the operators would resolve it (CHORD_W4A16_* included).
-int config(int argc, char** argv) {
-  chord::W4A16Problem p;
-  std::string arch_name, mode, weight = "int4", cubin_path;
-  p.sm_count = 132;
-  // Digits only, within [0, most]: a value past the field's type is an error, not wrapped.
-  auto number = [&](int& i, long long most = INT32_MAX) -> long long {
-    if (i + 1 >= argc) throw chord::Error(CHORD_ERROR_INVALID_ARGUMENT, std::string(argv[i]) + " needs a value");
-    const std::string text = argv[++i];
-    const bool digits = !text.empty() && text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
-    const long long v = digits ? std::stoll(text) : -1;
-    if (v < 0 || v > most) {
-      chord::fail(CHORD_ERROR_INVALID_ARGUMENT, "{} needs an integer in [0, {}], not '{}'", argv[i - 1], most, text);
-    }
-    return v;
-  };
-  for (int i = 0; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--arch" && i + 1 < argc) arch_name = argv[++i];
-    else if (a == "--mode" && i + 1 < argc) mode = argv[++i];
-    else if (a == "--weight" && i + 1 < argc) weight = argv[++i];
-    else if (a == "--n") p.n = static_cast<int>(number(i));
-    else if (a == "--k") p.k = static_cast<int>(number(i));
-    else if (a == "--experts") p.experts = static_cast<int>(number(i));
-    else if (a == "--rows") p.rows_per_expert = number(i, int64_t{1} << 40);
-    else if (a == "--a-rows") p.a_rows = static_cast<int>(number(i));
-    else if (a == "--groups") p.num_groups = static_cast<int>(number(i));
-    else if (a == "--max-m") p.max_m = static_cast<int>(number(i));
-    else if (a == "--capacity") p.capacity = static_cast<int>(number(i));
-    else if (a == "--block-size") p.block_size = static_cast<int>(number(i));
-    else if (a == "--sms") p.sm_count = static_cast<int>(number(i));
-    else if (a == "--cubin" && i + 1 < argc) cubin_path = argv[++i];
-    else {
-      std::fprintf(stderr, "chord config: unexpected argument '%s'\n", argv[i]);
-      return usage();
-    }
+// A whole number in [least, most] (digits only), or `fallback` when the option is absent: a
+// value past the field's type is an error, not wrapped.
+long long number(const Args& args, const char* name, long long fallback, long long least = 0,
+                 long long most = INT32_MAX) {
+  const auto it = args.find(name);
+  if (it == args.end()) return fallback;
+  const std::string& text = it->second;
+  const bool digits = text.size() <= 18 && text.find_first_not_of("0123456789") == std::string::npos;
+  const long long v = digits ? std::stoll(text) : -1;
+  if (v < least || v > most) {
+    chord::fail(CHORD_ERROR_INVALID_ARGUMENT, "{} needs an integer in [{}, {}], not '{}'", name, least, most, text);
   }
-  const std::pair<const char*, chord::W4A16WeightKind> weights[] = {{"int4", chord::kW4A16WeightInt4},
-                                                                    {"nf4", chord::kW4A16WeightNF4},
-                                                                    {"nf4-fp16", chord::kW4A16WeightNF4Fp16}};
+  return v;
+}
+
+const std::pair<const char*, chord::W4A16WeightKind> kWeights[] = {
+    {"int4", chord::kW4A16WeightInt4}, {"nf4", chord::kW4A16WeightNF4}, {"nf4-fp16", chord::kW4A16WeightNF4Fp16}};
+const chord::W4A16Mode kModes[] = {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets,
+                                   chord::kW4A16Indexed};
+
+std::vector<std::string> mode_names() {
+  std::vector<std::string> names;
+  for (chord::W4A16Mode m : kModes) names.push_back(chord::w4a16_mode_name(m));
+  return names;
+}
+
+std::vector<std::string> weight_names() {
+  std::vector<std::string> names;
+  for (const auto& weight : kWeights) names.push_back(weight.first);
+  return names;
+}
+
+// The W4A16 config for a shape, as the operators would resolve it (CHORD_W4A16_* included).
+int config(const Args& args) {
+  chord::W4A16Problem p;
+  const std::string mode = args.at("--mode");
+  const std::string weight = args.count("--weight") ? args.at("--weight") : "int4";
   bool mode_ok = false, weight_ok = false;
-  for (auto m : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+  for (chord::W4A16Mode m : kModes) {
     if (mode == chord::w4a16_mode_name(m)) {
       p.mode = m;
       mode_ok = true;
     }
   }
-  for (const auto& [name, w] : weights) {
+  for (const auto& [name, w] : kWeights) {
     if (weight == name) {
       p.weight = w;
       weight_ok = true;
     }
   }
-  if (arch_name.empty() || !mode_ok || !weight_ok || p.experts <= 0) {
-    std::fprintf(stderr, "chord config: needs --arch, --mode (contiguous, masked, offsets, indexed), --n, --k, --experts "
-                         "> 0, --rows; --weight is int4, nf4 or nf4-fp16\n");
-    return usage();
-  }
+  if (!mode_ok) throw UsageError{"--mode is one of " + join(mode_names()) + ", not '" + mode + "'"};
+  if (!weight_ok) throw UsageError{"--weight is one of " + join(weight_names()) + ", not '" + weight + "'"};
+  p.arch = chord::parse_arch(args.at("--arch"));
+  p.n = static_cast<int>(number(args, "--n", 0));
+  p.k = static_cast<int>(number(args, "--k", 0));
+  p.experts = static_cast<int>(number(args, "--experts", 0, 1));
+  p.rows_per_expert = number(args, "--rows", 0, 0, int64_t{1} << 40);
+  p.a_rows = static_cast<int>(number(args, "--a-rows", 0));
+  p.num_groups = static_cast<int>(number(args, "--groups", 0));
+  p.max_m = static_cast<int>(number(args, "--max-m", 0));
+  p.capacity = static_cast<int>(number(args, "--capacity", 0));
+  p.block_size = static_cast<int>(number(args, "--block-size", 0, 1));
+  p.sm_count = static_cast<int>(number(args, "--sms", 132, 1));
+  const std::string cubin_path = args.count("--cubin") ? args.at("--cubin") : "";
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;
-  p.arch = chord::parse_arch(arch_name);
   const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
   const char* engine = chord::w4a16_engine_name(c.engine);
   std::printf("engine=%s block_m=%d block_n=%d block_k=%d stages=%d warps_m=%d warps_n=%d warpgroups=%d split_k=%d "
@@ -200,7 +304,7 @@ uint64_t directory_bytes(const std::string& dir, size_t* files) {
   return total;
 }
 
-int info() {
+int info(const Args&) {
   std::printf("chord %s (C API %d)\n", chord_version(), chord_api_version());
   std::printf("NVRTC %s\n", chord::nvrtc_version().c_str());
   const auto& headers = chord::cuda_headers();
@@ -241,17 +345,98 @@ int info() {
   return 0;
 }
 
+const std::vector<Command>& commands() {
+  static const std::vector<Command> list = [] {
+    std::string profiles = "profiles:\n";
+    for (const auto& name : chord::profile_names()) {
+      profiles += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') +
+                  wrap(chord::profile_summary(name), 12) + "\n";
+    }
+    const std::string arches = "the GPU target: " + join(arch_names());
+    return std::vector<Command>{
+        {"precompile",
+         "compile a profile's kernels into the kernel cache (or into a folder for others)",
+         "Compiles a profile's kernels ahead of time, so that a server's first call does not wait for NVRTC. "
+         "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord.",
+         {{"--arch", "ARCH", true, arches},
+          {"--profile", "NAME", true, "which kernels: " + join(chord::profile_names())},
+          {"--out", "DIR", false,
+           "compile into DIR instead of the cache: a folder for others to read through CHORD_CACHE_READONLY_DIRS "
+           "(folders 0755, entries 0644)"}},
+         profiles,
+         precompile},
+        {"info", "versions, CUDA headers, cache folders, visible GPUs",
+         "Prints the chord and NVRTC versions, where the CUDA headers come from, the cache folders with their "
+         "sizes, and the GPUs the driver sees.",
+         {},
+         "",
+         info},
+        {"config",
+         "the W4A16 config and kernel the resolver picks for a GEMM shape",
+         "Prints the config (engine, tile, stages, split-K) and kernel name that the operators would pick for "
+         "this shape, CHORD_W4A16_* overrides included. Needs no GPU.",
+         {{"--arch", "ARCH", true, arches},
+          {"--mode", "MODE", true, join(mode_names())},
+          {"--n", "N", true, "output columns per expert"},
+          {"--k", "K", true, "reduction length"},
+          {"--experts", "E", true, "number of experts, at least 1"},
+          {"--rows", "R", true,
+           "expected rows per expert, as the operator derives it: contiguous m / E, offsets S / E, masked "
+           "expected_m or max_m, indexed M * top_k / E"},
+          {"--weight", "W", false, join(weight_names()) + " (default int4)"},
+          {"--a-rows", "S", false, "the call's rows of A: contiguous m, offsets S, indexed M (the split-K choice needs the call's rows)"},
+          {"--groups", "G", false, "masked: number of groups"},
+          {"--max-m", "M", false, "masked: rows per group"},
+          {"--capacity", "C", false, "indexed: the length of sorted_ids"},
+          {"--block-size", "B", false, "indexed: the routing block (default 128)"},
+          {"--sms", "SMS", false, "SM count of the GPU (default 132, an H100 / H200)"},
+          {"--cubin", "FILE", false,
+           "also compile the kernel (no cache), write its cubin to FILE (for nvdisasm) and print ptxas's report"}},
+         "",
+         config},
+    };
+  }();
+  return list;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) return usage();
   try {
-    std::string command = argv[1];
-    if (command == "precompile") return precompile(argc - 2, argv + 2);
-    if (command == "info") return info();
-    if (command == "config") return config(argc - 2, argv + 2);
-    std::fprintf(stderr, "chord: unknown command '%s'\n", command.c_str());
-    return usage();
+    if (argc < 2) throw UsageError{"missing command: one of precompile, info, config"};
+    const std::string name = argv[1];
+    if (name == "-h" || name == "--help") {
+      print_main_help();
+      return 0;
+    }
+    if (name == "--version") {
+      if (argc > 2) throw UsageError{std::string("unexpected argument '") + argv[2] + "'"};
+      std::printf("chord %s\n", chord_version());
+      return 0;
+    }
+    const Command* command = nullptr;
+    for (const auto& c : commands()) {
+      if (name == c.name) command = &c;
+    }
+    if (command == nullptr) {
+      throw UsageError{(name[0] == '-' ? "unknown option '" : "unknown command '") + name + "'"};
+    }
+    for (int i = 2; i < argc; ++i) {
+      if (std::strcmp(argv[i], "-h") == 0 || std::strcmp(argv[i], "--help") == 0) {
+        print_help(*command);
+        return 0;
+      }
+    }
+    try {
+      return command->run(parse(*command, argc - 2, argv + 2));
+    } catch (const UsageError& e) {
+      usage_error(std::string("chord ") + command->name, e.message, synopsis(*command),
+                  std::string("'chord ") + command->name + " --help' lists the options");
+      return 2;
+    }
+  } catch (const UsageError& e) {
+    usage_error("chord", e.message, "chord <command> [options]", "'chord --help' lists the commands");
+    return 2;
   } catch (const chord::Error& e) {
     std::fprintf(stderr, "chord: error: %s\n", e.what());
     return 1;

@@ -15,10 +15,8 @@ for c in clang++ clang++-14; do command -v "$c" >/dev/null 2>&1 && { cxx=$c; bre
 rt_ok() { [ -n "$cxx" ] && echo 'extern "C" int LLVMFuzzerTestOneInput(const char*, unsigned long){return 0;}' |
   "$cxx" -x c++ -fsanitize=fuzzer,address -o /dev/null - >/dev/null 2>&1; }
 if ! rt_ok; then
-  echo "fuzz: installing clang-14 and its runtime (libFuzzer, ASan)"
-  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq clang-14 libclang-rt-14-dev >/dev/null
+  echo "fuzz: clang++ cannot link libFuzzer with ASan here: installing clang-14 and its runtime"
+  scripts/apt-install.sh clang-14 libclang-rt-14-dev
   cxx=clang++-14
   rt_ok || { echo "fuzz: $cxx cannot link -fsanitize=fuzzer,address" >&2; exit 1; }
 fi

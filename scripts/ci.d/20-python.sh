@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CI step: build the Python wheel without a GPU, install it into a fresh virtual
-# environment with torch from PyPI, and run the CPU pytest subset (GPU tests skip).
+# environment with torch from PyPI, and run the CPU pytest subset (GPU tests skip, saying why;
+# the examples in examples/ run their no-GPU path).
 # Fails when the build, the install or any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -11,10 +12,8 @@ mkdir -p "$work"
 python=${PYTHON:-python3}
 if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
   # Debian splits venv out of the interpreter package.
-  sudo_cmd=""; [ "$(id -u)" = 0 ] || sudo_cmd="sudo"
-  $sudo_cmd apt-get update -qq
   ver=$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "python${ver}-venv" python3-venv >/dev/null
+  scripts/apt-install.sh "python${ver}-venv" python3-venv
   "$python" -m venv "$work/venv"
 fi
 py="$work/venv/bin/python"
@@ -31,4 +30,4 @@ echo "== building the wheel"
 echo "== CPU pytest"
 # Run from outside the tree so the installed wheel (not python/ sources) is imported.
 cd "$work"
-"$py" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python"
+"$py" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python"  # -rs: each skip with its reason

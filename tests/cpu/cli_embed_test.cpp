@@ -1,6 +1,7 @@
 // The `chord` CLI and the embedded kernel headers.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -9,7 +10,10 @@
 #include <vector>
 #include <sys/wait.h>
 
+#include "chord/chord.h"
+#include "jit/arch.hpp"
 #include "jit/embedded_headers.hpp"
+#include "jit/profiles.hpp"
 #include "test_support.hpp"
 
 using chord::test::TempDir;
@@ -67,6 +71,81 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   out = run("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
   CHECK(code != 0);
   CHECK(out.find("CHORD_JIT_DEBUG") != std::string::npos);
+}
+
+TEST_CASE("cli: --help lists the commands, each command's options, the arches and the profiles", "[cli]") {
+  const std::string cli = CHORD_CLI_PATH;
+  std::vector<std::string> arches, profiles = chord::profile_names();
+  for (const char* const* a = chord::supported_arch_names(); *a != nullptr; ++a) arches.push_back(*a);
+  struct HelpCase {
+    std::string args;
+    std::vector<std::string> needles;
+  };
+  const HelpCase cases[] = {
+      {"--help", {"usage: chord <command> [options]", "precompile", "info", "config", "chord <command> --help"}},
+      {"-h", {"usage: chord <command> [options]"}},
+      {"precompile --help", {"usage: chord precompile --arch ARCH --profile NAME [options]", "--out DIR", "profiles:",
+                             "48 experts, N x K 4096 x 7168, 7168 x 2048"}},
+      {"precompile --arch sm_90a -h", {"usage: chord precompile"}},
+      {"config --help", {"usage: chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [options]",
+                         "contiguous, masked, offsets, indexed", "int4, nf4, nf4-fp16", "--a-rows S", "--groups G",
+                         "--max-m M", "--capacity C", "--block-size B", "--sms SMS", "--cubin FILE"}},
+      {"info --help", {"usage: chord info\n"}},
+  };
+  for (const auto& c : cases) {
+    int code = -1;
+    // Help goes to stdout (chord --help | less): stderr is dropped here.
+    const std::string out = run("{ " + cli + " " + c.args + " 2>/dev/null; }", &code);
+    INFO("chord " << c.args << " -> " << out);
+    CHECK(code == 0);
+    for (const auto& needle : c.needles) CHECK(out.find(needle) != std::string::npos);
+    if (c.args == "--help" || c.args.rfind("precompile", 0) == 0) {
+      for (const auto& name : arches) CHECK(out.find(name) != std::string::npos);
+      for (const auto& name : profiles) CHECK(out.find(name) != std::string::npos);
+    }
+  }
+  int code = -1;
+  CHECK(run(cli + " --version", &code) == std::string("chord ") + chord_version() + "\n");
+  CHECK(code == 0);
+}
+
+TEST_CASE("cli: a wrong command line names what is wrong, with the usage, and exits 2", "[cli]") {
+  struct UsageCase {
+    std::string args;
+    std::string message;  // the first line
+  };
+  const UsageCase cases[] = {
+      {"", "chord: missing command: one of precompile, info, config"},
+      {"frobnicate", "chord: unknown command 'frobnicate'"},
+      {"--frobnicate", "chord: unknown option '--frobnicate'"},
+      {"info garbage", "chord info: unexpected argument 'garbage'"},
+      {"info --verbose", "chord info: unknown option '--verbose'"},
+      {"precompile --profile dequant", "chord precompile: missing --arch ARCH"},
+      {"precompile", "chord precompile: missing --arch ARCH, --profile NAME"},
+      {"precompile --arch sm_90a --profile", "chord precompile: --profile needs a value (NAME)"},
+      // A following option is not taken for the missing value.
+      {"precompile --arch --profile dequant", "chord precompile: --arch needs a value (ARCH)"},
+      {"precompile --arch sm_90a --profile dequant --out ''", "chord precompile: --out needs a value (DIR)"},
+      {"precompile --arch sm_90a --profile dequant --arch sm_80", "chord precompile: --arch is given twice"},
+      {"precompile --arch sm_90a --profile dequant --jobs 4", "chord precompile: unknown option '--jobs'"},
+      {"config --arch sm_90a --mode contiguous --n 64", "chord config: missing --k K, --experts E, --rows R"},
+      {"config --arch sm_90a --mode contiguous --n 64 --k 128 --experts 2 --rows 16 extra",
+       "chord config: unexpected argument 'extra'"},
+  };
+  for (const auto& c : cases) {
+    int code = -1;
+    const std::string out = run(std::string(CHORD_CLI_PATH) + " " + c.args, &code);
+    INFO("chord " << c.args << " -> " << out);
+    CHECK(code == 2);
+    const size_t end = out.find('\n');
+    REQUIRE(end != std::string::npos);
+    CHECK(out.substr(0, end) == c.message);
+    // Then one line of usage that says where the options are listed.
+    const std::string usage = out.substr(end + 1);
+    CHECK(usage.rfind("usage: chord ", 0) == 0);
+    CHECK(usage.find("--help' lists the") != std::string::npos);
+    CHECK(std::count(usage.begin(), usage.end(), '\n') == 1);
+  }
 }
 
 TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "[cli]") {
@@ -153,7 +232,14 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
       // Bad input: a usage error, or the resolver's message.
       {cli + "--mode bogus --n 1536 --k 2048 --experts 128 --rows 1",
        2,
-       {"--mode (contiguous, masked, offsets, indexed)"}},
+       {"chord config: --mode is one of contiguous, masked, offsets, indexed, not 'bogus'"}},
+      {cli + "--mode contiguous --n 64 --k 128 --experts 2 --rows 16 --weight int3",
+       2,
+       {"chord config: --weight is one of int4, nf4, nf4-fp16, not 'int3'"}},
+      // --name=value reads as --name value.
+      {std::string(CHORD_CLI_PATH) + " config --arch=sm_90a --mode=contiguous --n=4096 --k=7168 --experts=48 --rows=512",
+       0,
+       {"engine=wgmma_ws"}},
       {cli + "--mode masked --n 100 --k 7168 --experts 48 --rows 8", 1, {"N = 100 is unsupported"}},
       {cli + "--mode masked --n x --k 7168 --experts 48 --rows 8",
        1,

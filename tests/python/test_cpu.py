@@ -90,17 +90,39 @@ def test_cli_runs():
                      "import chord_kernels, torch; print(chord_kernels.__version__, torch.ones(2).sum().item())"])
     assert out.split() == [ck.__version__, "2.0"]
 
-    out = run_fresh([sys.executable, "-m", "chord_kernels._cli", "info"])
+    out = run_fresh([sys.executable, "-m", "chord_kernels_cli", "info"])
     assert "chord " + ck.__version__ in out
     assert "NVRTC 13." in out
     if torch.cuda.is_available():  # the CLI finds the driver and the same GPUs as torch
         assert out.count("compute capability") == torch.cuda.device_count(), out
 
-    # The console script: next to the interpreter in a virtual environment, else on PATH.
-    script = os.path.join(os.path.dirname(sys.executable), "chord")
-    script = script if os.path.exists(script) else shutil.which("chord")
+    script = console_script()
     if script is not None:
         assert "chord " + ck.__version__ in run_fresh([script, "info"])
+
+
+def console_script():
+    """The `chord` console script: next to the interpreter in a virtual environment, else on PATH."""
+    script = os.path.join(os.path.dirname(sys.executable), "chord")
+    return script if os.path.exists(script) else shutil.which("chord")
+
+
+def test_cli_starts_without_torch():
+    """`chord` runs the bundled binary without importing torch, NumPy or chord_kernels (whose
+    __init__ imports torch): -X importtime lists every module the Python side imported before
+    it handed over to the binary."""
+    commands = [[sys.executable, "-X", "importtime", "-m", "chord_kernels_cli", "--help"]]
+    if console_script() is not None:
+        commands.append([console_script(), "--help"])
+    for command in commands:
+        proc = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ, PYTHONPROFILEIMPORTTIME="1"))
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "usage: chord <command> [options]" in proc.stdout  # the binary answered
+        imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.splitlines()
+                    if line.startswith("import time:") and "|" in line}
+        assert "chord_kernels_cli" in imported, proc.stderr[-3000:]  # the import log was read
+        heavy = {name for name in imported if name.split(".")[0] in ("torch", "numpy", "chord_kernels")}
+        assert not heavy, f"{' '.join(command)} imported {sorted(heavy)}"
 
 
 def test_library_checks_tag_and_pointers():
@@ -403,17 +425,16 @@ def test_size_helpers_refusal_is_a_named_error():
 
 def test_wheel_kernel_layer_gives_first_call_hits(tmp_path):
     """The wheel ships the default profiles' sm_90a kernels as a read-only layer that
-    chord_kernels puts on CHORD_CACHE_READONLY_DIRS: a fresh private cache then compiles
-    nothing for them."""
+    chord_kernels and the chord console script put on CHORD_CACHE_READONLY_DIRS: a fresh
+    private cache then compiles nothing for them."""
     from chord_kernels import _native
     if not os.path.isdir(_native.KERNEL_LAYER):
         pytest.skip("this install has no kernel layer (built with CHORD_WHEEL_KERNELS=OFF, or from source)")
     env = {k: v for k, v in os.environ.items() if k != "CHORD_CACHE_READONLY_DIRS"}
     env["CHORD_CACHE_DIR"] = str(tmp_path / "cache")
-    code = "import sys, chord_kernels._cli as c; sys.argv = ['chord'] + sys.argv[1:]; c.main()"
     for profile in ("tp8", "qwen3", "ep8"):
-        proc = subprocess.run([sys.executable, "-c", code, "precompile", "--arch", "sm_90a", "--profile", profile],
-                              capture_output=True, text=True, env=env)
+        proc = subprocess.run([sys.executable, "-m", "chord_kernels_cli", "precompile", "--arch", "sm_90a",
+                               "--profile", profile], capture_output=True, text=True, env=env)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "(0 compiled," in proc.stdout, proc.stdout
     assert os.environ.get("CHORD_CACHE_READONLY_DIRS") == _native.KERNEL_LAYER

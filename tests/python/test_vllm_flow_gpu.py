@@ -21,7 +21,7 @@ from humming.transform import prepare_and_transform_humming_tensors
 from humming.tune import get_heuristics_config
 from humming.utils.weight import pack_int4
 
-pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+pytestmark = pytest.mark.gpu  # skipped without a GPU, with the reason (conftest.py)
 
 # What vLLM's compressed-tensors path hands to BaseWeightSchema.from_config (the oracle's
 # _humming_wna16_weight_schema of a Kimi-K2-style checkpoint).
