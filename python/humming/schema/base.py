@@ -132,8 +132,9 @@ class BaseInputSchema:
         return 16
 
     def to_humming_schema(self, param_dtype: Optional[torch.dtype] = None) -> "BaseInputSchema":
-        from humming.schema.humming import HummingInputSchema
-        return HummingInputSchema()
+        """The humming form of these inputs (HummingInputSchema overrides it; the others refuse
+        to be built)."""
+        raise NotImplementedError
 
     def get_tensors_attrs(self, shape_k: int, param_dtype: torch.dtype, num_experts: Optional[int] = None,
                           stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
