@@ -12,9 +12,9 @@
 
 #include "chord/chord.h"
 #include "jit/families/int4_dequant.hpp"
-#include "jit/runtime.hpp"
 #include "launcher/device_context.hpp"
 #include "launcher/driver_api.hpp"
+#include "runtime/runtime.hpp"
 
 namespace {
 

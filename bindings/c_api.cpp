@@ -6,9 +6,9 @@
 #include <string>
 
 #include "jit/compiler.hpp"
-#include "jit/error.hpp"
+#include "core/error.hpp"
 #include "jit/families/activation.hpp"
-#include "jit/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "ops/activation.hpp"
 #include "ops/int4_dequantize.hpp"
 #include "ops/nf4.hpp"

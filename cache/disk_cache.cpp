@@ -10,8 +10,8 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
-#include "cache/safe_file.hpp"
-#include "jit/error.hpp"
+#include "core/error.hpp"
+#include "core/safe_file.hpp"
 
 namespace chord {
 namespace {

@@ -2,7 +2,7 @@
 // one writable folder (the user's cache) searched first, then in read-only folders (a
 // CHORD_CACHE_READONLY_DIRS layer, e.g. built by `chord precompile --out`) that are never
 // written. Folders are used only if trusted (cache/cache_folder.hpp); entries are read
-// through cache/safe_file.hpp. Publishing is atomic (temp file, fsync, rename), so
+// through core/safe_file.hpp. Publishing is atomic (temp file, fsync, rename), so
 // concurrent writers of one key all succeed and a reader never sees a partial entry. An
 // entry that is corrupt, truncated, not a regular file, or that the caller's check refuses
 // is removed (read-only layers: skipped) and reported as a miss, with one warning. A
@@ -18,7 +18,7 @@
 
 #include "cache/cache_folder.hpp"
 #include "cache/entry_lock.hpp"
-#include "jit/kernel_key.hpp"
+#include "cache/kernel_key.hpp"
 
 namespace chord {
 

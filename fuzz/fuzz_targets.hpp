@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "jit/kernel_key.hpp"
+#include "cache/kernel_key.hpp"
 
 namespace chord::fuzz {
 

@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "cache/disk_cache.hpp"
-#include "cache/safe_file.hpp"
 #include "chord/chord.h"
+#include "core/cubin_info.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/safe_file.hpp"
 #include "fuzz_targets.hpp"
-#include "jit/cubin_info.hpp"
-#include "jit/env.hpp"
-#include "jit/error.hpp"
 #include "launcher/driver_api.hpp"
 #include "tuning_tables/tuning_table.hpp"
 

@@ -6,11 +6,11 @@
 
 #include <nvrtc.h>
 
-#include "cache/safe_file.hpp"
+#include "core/embedded_headers.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "core/safe_file.hpp"
 #include "jit/cuda_headers.hpp"
-#include "jit/embedded_headers.hpp"
-#include "jit/env.hpp"
-#include "jit/error.hpp"
 
 namespace chord {
 namespace {

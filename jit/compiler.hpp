@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 
 namespace chord {
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 
 namespace chord {
 

@@ -5,7 +5,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 

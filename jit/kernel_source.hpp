@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/cubin_info.hpp"
+#include "core/cubin_info.hpp"
 #include "jit/kernel_descriptor.hpp"
 
 namespace chord {

@@ -3,7 +3,7 @@
 #include <array>
 #include <mutex>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 #include "launcher/driver_api.hpp"
 
 namespace chord {

@@ -3,7 +3,7 @@
 #pragma once
 #include <cuda.h>
 
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 
 namespace chord {
 

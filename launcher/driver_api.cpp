@@ -3,7 +3,7 @@
 #include <dlfcn.h>
 #include <mutex>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 namespace {

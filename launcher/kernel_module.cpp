@@ -1,6 +1,6 @@
 #include "launcher/kernel_module.hpp"
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 #include "launcher/driver_api.hpp"
 
 namespace chord {

@@ -5,7 +5,7 @@
 
 #include <cuda.h>
 
-#include "jit/cubin_info.hpp"
+#include "core/cubin_info.hpp"
 
 namespace chord {
 

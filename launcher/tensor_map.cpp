@@ -1,6 +1,6 @@
 #include "launcher/tensor_map.hpp"
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 #include "launcher/driver_api.hpp"
 
 namespace chord {

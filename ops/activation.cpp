@@ -4,7 +4,7 @@
 
 #include "jit/families/activation.hpp"
 #include "kernels_src/activation_args.cuh"
-#include "jit/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "launcher/device_context.hpp"
 #include "ops/validate.hpp"
 

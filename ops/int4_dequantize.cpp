@@ -3,9 +3,9 @@
 #include <algorithm>
 
 #include "jit/families/int4_dequant.hpp"
-#include "jit/runtime.hpp"
 #include "launcher/device_context.hpp"
 #include "ops/validate.hpp"
+#include "runtime/runtime.hpp"
 
 namespace chord {
 

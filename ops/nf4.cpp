@@ -1,12 +1,12 @@
 #include "ops/nf4.hpp"
 
 #include "jit/families/nf4.hpp"
-#include "jit/runtime.hpp"
 #include "kernels_src/w4a16_args.cuh"
 #include "launcher/device_context.hpp"
 #include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
 #include "ops/w4a16.hpp"
+#include "runtime/runtime.hpp"
 
 namespace chord {
 namespace {

@@ -3,9 +3,9 @@
 #pragma once
 #include <cuda.h>
 
-#include "jit/runtime.hpp"
 #include "kernels_src/w4a16_args.cuh"
 #include "launcher/device_context.hpp"
+#include "runtime/runtime.hpp"
 
 namespace chord {
 

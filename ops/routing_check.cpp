@@ -2,12 +2,12 @@
 
 #include <algorithm>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 #include "jit/families/routing_check.hpp"
-#include "jit/runtime.hpp"
 #include "kernels_src/routing_check_args.cuh"
 #include "launcher/device_context.hpp"
 #include "launcher/driver_api.hpp"
+#include "runtime/runtime.hpp"
 
 namespace chord {
 namespace {

@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 

@@ -6,8 +6,8 @@
 
 #include "jit/families/w4a16.hpp"
 #include "kernels_src/nf4_args.cuh"
-#include "jit/runtime.hpp"
-#include "jit/env.hpp"
+#include "runtime/runtime.hpp"
+#include "core/env.hpp"
 #include "launcher/device_context.hpp"
 #include "launcher/tensor_map.hpp"
 #include "ops/routing_check.hpp"

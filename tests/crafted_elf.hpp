@@ -1,4 +1,4 @@
-// Crafted CUDA ELFs for the cubin reader (jit/cubin_info.cpp): a minimal well-formed cubin,
+// Crafted CUDA ELFs for the cubin reader (core/cubin_info.cpp): a minimal well-formed cubin,
 // and damages that each break one field the reader must check. A damage applies to any
 // well-formed cubin, the minimal one or a real NVRTC output, so the unit tests
 // (tests/cpu/cubin_reader_test.cpp) and the fuzz corpus (fuzz/write_seeds.cpp) share them.

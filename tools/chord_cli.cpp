@@ -12,15 +12,15 @@
 #include <vector>
 
 #include "chord/chord.h"
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
 #include "jit/compiler.hpp"
 #include "jit/cuda_headers.hpp"
-#include "jit/env.hpp"
-#include "jit/error.hpp"
 #include "jit/kernel_source.hpp"
-#include "jit/profiles.hpp"
-#include "jit/runtime.hpp"
 #include "launcher/driver_api.hpp"
+#include "precompile/profiles.hpp"
+#include "runtime/runtime.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
 namespace {

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "jit/embedded_headers.hpp"
-#include "jit/error.hpp"
+#include "core/embedded_headers.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 namespace {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 #include "jit/families/w4a16.hpp"
 
 namespace chord {

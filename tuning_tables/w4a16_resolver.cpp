@@ -2,8 +2,8 @@
 
 #include <optional>
 
-#include "jit/env.hpp"
-#include "jit/error.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
 #include "tuning_tables/tuning_table.hpp"
 
 namespace chord {

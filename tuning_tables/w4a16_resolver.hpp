@@ -2,7 +2,7 @@
 #pragma once
 #include <cstdint>
 
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 #include "jit/families/w4a16.hpp"
 
 namespace chord {

@@ -8,7 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 namespace {

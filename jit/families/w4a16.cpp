@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 namespace {

@@ -6,7 +6,7 @@
 #include "kernels_src/w4a16_args.cuh"
 #include "kernels_src/nf4_args.cuh"
 #include "kernels_src/w4a16_wgmma_args.cuh"
-#include "jit/families/w4a16_engine.hpp"
+#include "core/w4a16_engine.hpp"
 
 namespace chord {
 

@@ -7,10 +7,10 @@
 #include <vector>
 
 #include "chord/chord.h"
-#include "jit/arch.hpp"
-#include "jit/error.hpp"
+#include "core/arch.hpp"
+#include "core/error.hpp"
 #include "jit/families/activation.hpp"
-#include "jit/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 namespace {
 

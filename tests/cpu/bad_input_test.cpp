@@ -18,9 +18,9 @@
 
 #include "cache/disk_cache.hpp"
 #include "chord/chord.h"
-#include "jit/arch.hpp"
-#include "jit/env.hpp"
-#include "jit/error.hpp"
+#include "core/arch.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
 #include "launcher/driver_api.hpp"
 #include "tests/bad_input_cases.hpp"
 #include "tests/crafted_elf.hpp"

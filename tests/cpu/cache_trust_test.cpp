@@ -13,10 +13,10 @@
 #include <unistd.h>
 
 #include "cache/disk_cache.hpp"
+#include "core/error.hpp"
 #include "jit/compiler.hpp"
-#include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
-#include "jit/runtime.hpp"
+#include "runtime/runtime.hpp"
 #include "test_support.hpp"
 
 using chord::test::CaptureStderr;

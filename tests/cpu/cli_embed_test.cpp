@@ -11,9 +11,9 @@
 #include <sys/wait.h>
 
 #include "chord/chord.h"
-#include "jit/arch.hpp"
-#include "jit/embedded_headers.hpp"
-#include "jit/profiles.hpp"
+#include "core/arch.hpp"
+#include "core/embedded_headers.hpp"
+#include "precompile/profiles.hpp"
 #include "test_support.hpp"
 
 using chord::test::TempDir;

@@ -4,15 +4,15 @@
 
 #include <fstream>
 
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
+#include "core/cubin_info.hpp"
+#include "core/error.hpp"
 #include "jit/compiler.hpp"
-#include "jit/cubin_info.hpp"
-#include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/w4a16.hpp"
 #include "jit/kernel_source.hpp"
-#include "jit/profiles.hpp"
-#include "jit/runtime.hpp"
+#include "precompile/profiles.hpp"
+#include "runtime/runtime.hpp"
 
 namespace {
 

@@ -6,12 +6,12 @@
 #include <set>
 
 #include "../crafted_elf.hpp"
-#include "jit/cubin_info.hpp"
-#include "jit/error.hpp"
+#include "core/cubin_info.hpp"
+#include "core/error.hpp"
 #include "jit/families/w4a16.hpp"
 #include "jit/kernel_source.hpp"
-#include "jit/profiles.hpp"
-#include "jit/runtime.hpp"
+#include "precompile/profiles.hpp"
+#include "runtime/runtime.hpp"
 
 namespace {
 

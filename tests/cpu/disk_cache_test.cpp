@@ -15,12 +15,12 @@
 
 #include "../crafted_elf.hpp"
 #include "cache/disk_cache.hpp"
+#include "core/error.hpp"
 #include "jit/compiler.hpp"
-#include "jit/error.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/w4a16.hpp"
-#include "jit/profiles.hpp"
-#include "jit/runtime.hpp"
+#include "precompile/profiles.hpp"
+#include "runtime/runtime.hpp"
 #include "test_support.hpp"
 
 using chord::test::TempDir;

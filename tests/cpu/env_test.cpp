@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "jit/env.hpp"
-#include "jit/error.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
 #include "test_support.hpp"
 
 using chord::test::ScopedEnv;

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "jit/arch.hpp"
+#include "cache/kernel_key.hpp"
+#include "core/arch.hpp"
+#include "core/embedded_headers.hpp"
 #include "jit/compiler.hpp"
-#include "jit/embedded_headers.hpp"
-#include "jit/kernel_key.hpp"
 
 using chord::EmbeddedHeader;
 using chord::make_kernel_key;

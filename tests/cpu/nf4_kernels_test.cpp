@@ -5,10 +5,10 @@
 #include <string>
 
 #include "chord/chord.h"
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 #include "jit/families/nf4.hpp"
 #include "jit/families/w4a16.hpp"
-#include "jit/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 TEST_CASE("nf4: pack and dequantize kernels compile for sm_80, sm_90a, sm_100a", "[nf4][compile]") {
   for (const char* arch : {"sm_80", "sm_90a", "sm_100a"}) {

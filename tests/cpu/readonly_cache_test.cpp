@@ -12,8 +12,8 @@
 
 #include "cache/disk_cache.hpp"
 #include "jit/compiler.hpp"
-#include "jit/profiles.hpp"
-#include "jit/runtime.hpp"
+#include "precompile/profiles.hpp"
+#include "runtime/runtime.hpp"
 #include "test_support.hpp"
 
 using chord::test::cache_files;

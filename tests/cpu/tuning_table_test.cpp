@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "chord/chord.h"
-#include "jit/env.hpp"
-#include "jit/error.hpp"
-#include "jit/profiles.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
+#include "precompile/profiles.hpp"
 #include "tuning_tables/tuning_table.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 

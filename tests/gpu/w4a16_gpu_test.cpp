@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "chord/chord.h"
+#include "core/env.hpp"
 #include "gpu_support.hpp"
-#include "jit/env.hpp"
 #include "launcher/device_context.hpp"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"

@@ -1,11 +1,11 @@
-#include "jit/runtime.hpp"
+#include "runtime/runtime.hpp"
 
 #include <cstdio>
 
+#include "core/embedded_headers.hpp"
+#include "core/env.hpp"
+#include "core/error.hpp"
 #include "jit/compiler.hpp"
-#include "jit/embedded_headers.hpp"
-#include "jit/env.hpp"
-#include "jit/error.hpp"
 #include "jit/kernel_source.hpp"
 
 namespace chord {

@@ -1,4 +1,4 @@
-#include "jit/cubin_info.hpp"
+#include "core/cubin_info.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 namespace {

@@ -13,9 +13,9 @@
 #include <cuda.h>
 
 #include "cache/disk_cache.hpp"
-#include "jit/cubin_info.hpp"
+#include "cache/kernel_key.hpp"
+#include "core/cubin_info.hpp"
 #include "jit/kernel_descriptor.hpp"
-#include "jit/kernel_key.hpp"
 #include "launcher/kernel_module.hpp"
 
 namespace chord {

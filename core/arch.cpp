@@ -1,6 +1,6 @@
-#include "jit/arch.hpp"
+#include "core/arch.hpp"
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 

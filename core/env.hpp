@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/families/w4a16_engine.hpp"
+#include "core/w4a16_engine.hpp"
 
 namespace chord {
 

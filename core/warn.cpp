@@ -2,7 +2,7 @@
 #include <mutex>
 #include <set>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 namespace chord {
 

@@ -1,4 +1,4 @@
-#include "cache/safe_file.hpp"
+#include "core/safe_file.hpp"
 
 #include <algorithm>
 #include <cerrno>

@@ -1,4 +1,4 @@
-#include "jit/env.hpp"
+#include "core/env.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <vector>
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 
 extern char** environ;
 

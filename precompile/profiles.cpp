@@ -1,6 +1,6 @@
-#include "jit/profiles.hpp"
+#include "precompile/profiles.hpp"
 
-#include "jit/error.hpp"
+#include "core/error.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/nf4.hpp"
 #include "jit/families/routing_check.hpp"

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "jit/embedded_headers.hpp"
+#include "core/embedded_headers.hpp"
 
 namespace chord {
 

@@ -1,4 +1,4 @@
-#include "jit/kernel_key.hpp"
+#include "cache/kernel_key.hpp"
 
 #include <fmt/format.h>
 #include <xxhash.h>
