@@ -41,10 +41,20 @@ T optional_field(const json& object, const char* key, T fallback, const std::str
 constexpr int kSmemPerSm = 228 * 1024;
 constexpr int kSmemReservedPerCta = 1024;
 
-// The keys a row may hold.
+// The keys a table and a row may hold.
+constexpr const char* kTableKeys[] = {"arch", "profile", "shapes", "rows_are", "rows"};
 constexpr const char* kRowKeys[] = {"min_m",   "max_m",   "weight",  "mode",    "n",          "k",
                                     "min_k",   "engine",  "block_m", "block_n", "block_k",    "stages",
                                     "warps_m", "warps_n", "warpgroups", "routing_block", "measured"};
+
+template <size_t N>
+void require_known_keys(const json& object, const char* const (&keys)[N], const std::string& where) {
+  for (const auto& item : object.items()) {
+    bool known = false;
+    for (const char* key : keys) known |= item.key() == key;
+    CHORD_REQUIRE(known, "tuning table {}: unknown field '{}'", where, item.key());
+  }
+}
 
 }  // namespace
 
@@ -65,6 +75,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: not valid JSON: {}", name, e.what());
   }
   CHORD_REQUIRE(doc.is_object(), "tuning table {}: the top level must be an object", name);
+  require_known_keys(doc, kTableKeys, name);
   TuningTable table;
   table.name = name;
   table.arch = field<std::string>(doc, "arch", name);
@@ -79,11 +90,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     const json& r = rows[i];
     const std::string where = name + " row " + std::to_string(i);
     CHORD_REQUIRE(r.is_object(), "tuning table {}: must be an object", where);
-    for (const auto& item : r.items()) {
-      bool known = false;
-      for (const char* key : kRowKeys) known |= item.key() == key;
-      CHORD_REQUIRE(known, "tuning table {}: unknown field '{}'", where, item.key());
-    }
+    require_known_keys(r, kRowKeys, where);
     TuningRow row;
     row.min_m = field<int64_t>(r, "min_m", where);
     row.max_m = optional_field<int64_t>(r, "max_m", kTuningRowsUnbounded, where);
@@ -232,8 +239,9 @@ const std::vector<TuningTable>& tuning_tables() {
 }
 
 std::string detect_profile(const Arch& arch, int n, int k) {
+  const std::string arch_name = arch.name();
   for (const auto& table : tuning_tables()) {
-    if (table.arch != arch.name()) continue;
+    if (table.arch != arch_name) continue;
     for (const auto& shape : table.shapes) {
       if (shape.first == n && shape.second == k) return table.profile;
     }
@@ -242,8 +250,9 @@ std::string detect_profile(const Arch& arch, int n, int k) {
 }
 
 const TuningTable* find_tuning_table(const Arch& arch, const std::string& profile) {
+  const std::string arch_name = arch.name();
   for (const auto& table : tuning_tables()) {
-    if (table.arch == arch.name() && table.profile == profile) return &table;
+    if (table.arch == arch_name && table.profile == profile) return &table;
   }
   return nullptr;
 }

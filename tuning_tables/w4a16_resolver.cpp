@@ -123,7 +123,9 @@ const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const E
   return nullptr;
 }
 
-std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment& e) {
+// The candidates, best first; with verdicts (and `runs`) when `judge`, else for the caller to
+// judge in order (the resolver stops at the first that the call can run).
+std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment& e, bool judge) {
   CHORD_REQUIRE(p.n > 0 && p.n % kW4A16PackN == 0, "N = {} is unsupported: N must be a positive multiple of {}", p.n,
                 kW4A16PackN);
   CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
@@ -147,8 +149,10 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
     c.mode = p.mode;
     c.weight = p.weight;
     candidate.config = c;
-    candidate.runs = w4a16_config_for_weight(c, p.weight);
-    candidate.rejected = rejection(candidate.runs, p, e);
+    if (judge) {
+      candidate.runs = w4a16_config_for_weight(c, p.weight);
+      candidate.rejected = rejection(candidate.runs, p, e);
+    }
     list.push_back(candidate);
   };
   const bool promote = ws_promotes(p);
@@ -222,7 +226,9 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
 
 }  // namespace
 
-std::vector<W4A16Candidate> w4a16_candidates(const W4A16Problem& problem) { return candidates(problem, env()); }
+std::vector<W4A16Candidate> w4a16_candidates(const W4A16Problem& problem) {
+  return candidates(problem, env(), /*judge=*/true);
+}
 
 std::string w4a16_candidate_source(const W4A16Candidate& c) {
   switch (c.source) {
@@ -238,15 +244,16 @@ std::string w4a16_candidate_source(const W4A16Candidate& c) {
 
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   const Environment& e = env();
-  const std::vector<W4A16Candidate> list = candidates(p, e);
+  std::vector<W4A16Candidate> list = candidates(p, e, /*judge=*/false);
   const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
   const bool forced = forced_tile || e.w4a16_engine;
   // The best candidate the call can run (a forced config starts from a one-role one); the
-  // heuristic when none can.
-  const W4A16Candidate* best = nullptr;
-  for (const auto& candidate : list) {
-    if (candidate.source == W4A16Candidate::kHeuristic && best == nullptr) best = &candidate;
-    if (candidate.rejected == nullptr && !(forced && candidate.promotion())) {
+  // heuristic, last, when none can.
+  W4A16Candidate* best = &list.back();
+  for (auto& candidate : list) {
+    if (forced && candidate.promotion()) continue;
+    candidate.runs = w4a16_config_for_weight(candidate.config, p.weight);
+    if (rejection(candidate.runs, p, e) == nullptr) {
       best = &candidate;
       break;
     }

@@ -110,6 +110,9 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   };
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("block_size": 8)")),
                     Catch::Contains("row 0: unknown field 'block_size'"));
+  std::string extra = doc(good_row);
+  extra.replace(extra.find("\"rows\""), 6, "\"int4_warp_specialized\": {}, \"rows\"");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", extra), Catch::Contains("unknown field 'int4_warp_specialized'"));
   std::string two_lines = good_row;
   two_lines.replace(two_lines.find("\"x\""), 3, "\"x\\ny\"");
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(two_lines)), Catch::Contains("one line"));
