@@ -209,11 +209,23 @@ void fuzz_tuning_table(FuzzedDataProvider& p) {
   try {
     chord::TuningTable t = chord::parse_tuning_table("fuzz.json", text);
     if (t.rows.empty()) bug("accepted a table without rows", text);
-    int64_t next = 0;
+    for (const bool nf4 : {false, true}) {  // each weight kind's range rows: sorted, contiguous from 0
+      int64_t next = 0;
+      for (const auto& row : t.rows) {
+        if (!row.range_row() || !row.applies_to(nf4)) continue;
+        if (row.min_m != next || row.max_m < row.min_m) bug("accepted unsorted ranges", text);
+        next = row.max_m + 1;
+      }
+      if (next == 0) bug("accepted a weight kind without range rows", text);
+    }
     for (const auto& row : t.rows) {
-      if (row.min_m != next || row.max_m < row.min_m) bug("accepted unsorted ranges", text);
-      if (const char* why = row.config.error()) bug(std::string("accepted an invalid config: ") + why, text);
-      next = row.max_m + 1;
+      for (const bool nf4 : {false, true}) {
+        if (!row.applies_to(nf4)) continue;
+        const auto weight = nf4 ? chord::kW4A16WeightNF4 : chord::kW4A16WeightInt4;
+        if (const char* why = chord::w4a16_config_for_weight(row.config, weight).error()) {
+          bug(std::string("accepted an invalid config: ") + why, text);
+        }
+      }
     }
   } catch (const chord::Error& e) {
     if (e.status() != CHORD_ERROR_INVALID_ARGUMENT && e.status() != CHORD_ERROR_UNSUPPORTED) {

@@ -38,7 +38,7 @@ using Args = std::map<std::string, std::string>;
 
 struct Option {
   const char* name;   // "--arch"
-  const char* value;  // "ARCH", how the help writes the value
+  const char* value;  // "ARCH", how the help writes the value; "" for a flag, which takes none
   bool required;
   std::string help;
 };
@@ -100,7 +100,9 @@ void print_help(const Command& c) {
   auto row = [column](const std::string& left, const std::string& help) {
     std::printf("  %-*s%s\n", static_cast<int>(column - 2), left.c_str(), wrap(help, column).c_str());
   };
-  for (const auto& o : c.options) row(std::string(o.name) + " " + o.value, o.help + (o.required ? " (required)" : ""));
+  for (const auto& o : c.options) {
+    row(std::string(o.name) + (*o.value ? " " : "") + o.value, o.help + (o.required ? " (required)" : ""));
+  }
   row("-h, --help", "this help");
   if (!c.notes.empty()) std::printf("\n%s", c.notes.c_str());
 }
@@ -136,6 +138,11 @@ Args parse(const Command& c, int argc, char** argv) {
     }
     if (option == nullptr) {
       throw UsageError{name[0] == '-' ? "unknown option '" + name + "'" : "unexpected argument '" + name + "'"};
+    }
+    if (*option->value == '\0') {  // a flag
+      if (inline_value) throw UsageError{name + " takes no value"};
+      if (!args.emplace(name, "1").second) throw UsageError{name + " is given twice"};
+      continue;
     }
     // A following option is not taken as the value: `--arch --profile x` names the missing ARCH.
     if (!inline_value && i + 1 < argc && std::strncmp(argv[i + 1], "--", 2) != 0) value = argv[++i];
@@ -281,6 +288,21 @@ int config(const Args& args) {
               "threads=%d smem=%d kernel=%s\n",
               engine, c.block_m, c.block_n, c.block_k, c.stages, c.warps_m, c.warps_n, c.warpgroups, c.split_k,
               c.threads(), c.smem_bytes(), c.source().name.c_str());
+  if (args.count("--candidates")) {
+    std::printf("candidates, best first (* the best one the call can run):\n");
+    bool taken = false;
+    for (const auto& candidate : chord::w4a16_candidates(p)) {
+      const chord::W4A16GemmConfig& k = candidate.runs;
+      const bool best = !taken && candidate.rejected == nullptr;
+      taken |= best;
+      std::printf("%s %s: %s bm%d bn%d bk%d s%d", best ? "*" : " ",
+                  chord::w4a16_candidate_source(candidate).c_str(), chord::w4a16_engine_name(k.engine), k.block_m,
+                  k.block_n, k.block_k, k.stages);
+      if (k.wgmma()) std::printf(" wg%d", k.warpgroups);
+      else std::printf(" w%dx%d", k.warps_m, k.warps_n);
+      std::printf("%s%s\n", candidate.rejected ? ": rejected, " : "", candidate.rejected ? candidate.rejected : "");
+    }
+  }
   if (!cubin_path.empty()) return write_cubin(c.source(), p.arch, cubin_path);
   return 0;
 }
@@ -391,7 +413,10 @@ const std::vector<Command>& commands() {
           {"--block-size", "B", false, "indexed: the routing block (default 128)"},
           {"--sms", "SMS", false, "SM count of the GPU (default 132, an H100 / H200)"},
           {"--cubin", "FILE", false,
-           "also compile the kernel (no cache), write its cubin to FILE (for nvdisasm) and print ptxas's report"}},
+           "also compile the kernel (no cache), write its cubin to FILE (for nvdisasm) and print ptxas's report"},
+          {"--candidates", "", false,
+           "also list the configs the resolver considered, best first: the tuning table's rows that apply, the "
+           "WGMMA defaults, the heuristic; each with where it comes from and why the call cannot run it"}},
          "",
          config},
     };

@@ -37,17 +37,35 @@ T optional_field(const json& object, const char* key, T fallback, const std::str
   return object.is_object() && object.contains(key) ? field<T>(object, key, where) : fallback;
 }
 
-// The entry of a per-shape list (shape_overrides, indexed_block_fallback, the warp-specialized
-// shapes) for (n, k), or nullptr.
-template <class Entry>
-const Entry* find_shape(const std::vector<Entry>& list, int n, int k) {
-  for (const auto& e : list) {
-    if (e.n == n && e.k == k) return &e;
+// Shared memory of one SM on sm_90 (228 KiB) and what the driver reserves per CTA (1 KiB).
+constexpr int kSmemPerSm = 228 * 1024;
+constexpr int kSmemReservedPerCta = 1024;
+
+// The keys a table and a row may hold.
+constexpr const char* kTableKeys[] = {"arch", "profile", "shapes", "rows_are", "rows"};
+constexpr const char* kRowKeys[] = {"min_m",   "max_m",   "weight",  "mode",    "n",          "k",
+                                    "min_k",   "engine",  "block_m", "block_n", "block_k",    "stages",
+                                    "warps_m", "warps_n", "warpgroups", "routing_block", "measured"};
+
+template <size_t N>
+void require_known_keys(const json& object, const char* const (&keys)[N], const std::string& where) {
+  for (const auto& item : object.items()) {
+    bool known = false;
+    for (const char* key : keys) known |= item.key() == key;
+    CHORD_REQUIRE(known, "tuning table {}: unknown field '{}'", where, item.key());
   }
-  return nullptr;
 }
 
 }  // namespace
+
+W4A16GemmConfig w4a16_config_for_weight(W4A16GemmConfig c, W4A16WeightKind weight, bool keep_stages) {
+  c.weight = weight;
+  while (!keep_stages && c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
+         2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm) {
+    --c.stages;
+  }
+  return c;
+}
 
 TuningTable parse_tuning_table(const std::string& name, const std::string& json_text) {
   json doc;
@@ -57,6 +75,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: not valid JSON: {}", name, e.what());
   }
   CHORD_REQUIRE(doc.is_object(), "tuning table {}: the top level must be an object", name);
+  require_known_keys(doc, kTableKeys, name);
   TuningTable table;
   table.name = name;
   table.arch = field<std::string>(doc, "arch", name);
@@ -65,182 +84,147 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
   for (const json& shape : field<json>(doc, "shapes", name)) {
     table.shapes.emplace_back(field<int>(shape, "n", name), field<int>(shape, "k", name));
   }
-  // Every config a row names must fit every (N, K) the profile is recognised by (a shape
-  // override: its own shape).
-  auto require_fits_shape = [&](const W4A16GemmConfig& c, int n, int k, const std::string& where) {
-    if (const char* why = c.shape_error(n, k)) {
-      fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
-    }
-  };
-  auto require_fits = [&](const W4A16GemmConfig& c, const std::string& where) {
-    for (const auto& [n, k] : table.shapes) require_fits_shape(c, n, k, where);
-  };
-  // A per-shape entry names one of the table's (N, K).
-  auto require_known_shape = [&](int n, int k, const std::string& where) {
-    bool known = false;
-    for (const auto& shape : table.shapes) known |= shape.first == n && shape.second == k;
-    CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", where, n, k);
-  };
-  // Every object that changes a choice carries the measurement behind it.
-  auto require_measured = [&](const json& o, const std::string& where) {
-    CHORD_REQUIRE(!field<std::string>(o, "measured", where).empty(), "tuning table {}: 'measured' is empty", where);
-  };
-  // An override object (nf4, shape_overrides, indexed_block_fallback): `c` with the object's
-  // block_n, block_k, stages and warps_n where it names them, its own non-empty `measured`, a
-  // valid config.
-  auto overridden = [&](W4A16GemmConfig c, const json& o, const std::string& where) {
-    c.block_n = optional_field<int>(o, "block_n", c.block_n, where);
-    c.block_k = optional_field<int>(o, "block_k", c.block_k, where);
-    c.stages = optional_field<int>(o, "stages", c.stages, where);
-    c.warps_n = optional_field<int>(o, "warps_n", c.warps_n, where);
-    require_measured(o, where);
-    if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
-    return c;
-  };
-  int64_t next_min = 0;
   const json rows = field<json>(doc, "rows", name);
   CHORD_REQUIRE(rows.is_array() && !rows.empty(), "tuning table {}: 'rows' must be a non-empty array", name);
   for (size_t i = 0; i < rows.size(); ++i) {
+    const json& r = rows[i];
     const std::string where = name + " row " + std::to_string(i);
+    CHORD_REQUIRE(r.is_object(), "tuning table {}: must be an object", where);
+    require_known_keys(r, kRowKeys, where);
     TuningRow row;
-    row.min_m = field<int64_t>(rows[i], "min_m", where);
-    row.max_m = field<int64_t>(rows[i], "max_m", where);
-    CHORD_REQUIRE(row.min_m == next_min && row.max_m >= row.min_m,
-                  "tuning table {}: ranges must be sorted, contiguous and start at 0 (min_m {} max_m {})", where,
+    row.min_m = field<int64_t>(r, "min_m", where);
+    row.max_m = optional_field<int64_t>(r, "max_m", kTuningRowsUnbounded, where);
+    CHORD_REQUIRE(row.min_m >= 0 && row.max_m >= row.min_m, "tuning table {}: min_m {} max_m {} is not a range", where,
                   row.min_m, row.max_m);
-    next_min = row.max_m + 1;
-    // The warp-specialized kernel is the resolver's promotion of a wgmma row, not a row's engine.
-    const std::string engine = optional_field<std::string>(rows[i], "engine", "mma_sync", where);
-    const auto parsed = parse_w4a16_engine(engine);
-    CHORD_REQUIRE(parsed && *parsed != W4A16Engine::kWgmmaWs, "tuning table {}: engine '{}' is not mma_sync or wgmma",
-                  where, engine);
-    row.config.engine = *parsed;
-    row.config.warpgroups = optional_field<int>(rows[i], "warpgroups", 2, where);
-    row.config.block_m = field<int>(rows[i], "block_m", where);
-    row.config.block_n = field<int>(rows[i], "block_n", where);
-    row.config.block_k = field<int>(rows[i], "block_k", where);
-    row.config.stages = field<int>(rows[i], "stages", where);
-    row.config.warps_m = field<int>(rows[i], "warps_m", where);
-    row.config.warps_n = field<int>(rows[i], "warps_n", where);
-    row.measured = field<std::string>(rows[i], "measured", where);
-    if (const char* why = row.config.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: {}", where, why);
-    row.routing_block = optional_field<int>(rows[i], "routing_block", row.config.block_m, where);
-    CHORD_REQUIRE(row.routing_block >= row.config.block_m && row.routing_block % row.config.block_m == 0 &&
-                      row.routing_block <= 1024,
-                  "tuning table {}: routing_block {} must be a multiple of block_m {} (at most 1024)", where,
-                  row.routing_block, row.config.block_m);
-    require_fits(row.config, where);
-    if (rows[i].is_object() && rows[i].contains("nf4")) {
-      const json& o = rows[i]["nf4"];
-      const std::string nf4_where = where + " nf4";
-      CHORD_REQUIRE(o.is_object() && !o.contains("block_m") && !o.contains("engine"),
-                    "tuning table {}: must be an object of block_n, block_k, stages, warps_n and measured", nf4_where);
-      W4A16GemmConfig c = row.config;
-      c.weight = kW4A16WeightNF4;
-      c = overridden(c, o, nf4_where);
-      require_fits(c, nf4_where);
-      row.nf4_config = c;
+    if (r.contains("weight")) {
+      const std::string weight = field<std::string>(r, "weight", where);
+      CHORD_REQUIRE(weight == "int4" || weight == "nf4", "tuning table {}: weight '{}' is not int4 or nf4", where,
+                    weight);
+      row.nf4 = weight == "nf4";
     }
-    if (rows[i].is_object() && rows[i].contains("shape_overrides")) {
-      const json& list = rows[i]["shape_overrides"];
-      CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
-      for (size_t j = 0; j < list.size(); ++j) {
-        const json& o = list[j];
-        const std::string o_where = where + " shape_overrides " + std::to_string(j);
-        CHORD_REQUIRE(o.is_object() && !o.contains("engine") && !o.contains("warps_m") && !o.contains("nf4"),
-                      "tuning table {}: must be an object of n, k, block_m, block_n, block_k, stages, warps_n and "
-                      "measured",
-                      o_where);
-        TuningRow::ShapeOverride s;
-        s.n = field<int>(o, "n", o_where);
-        s.k = field<int>(o, "k", o_where);
-        require_known_shape(s.n, s.k, o_where);
-        s.config = row.config;
-        s.config.block_m = optional_field<int>(o, "block_m", s.config.block_m, o_where);
-        s.config = overridden(s.config, o, o_where);
-        require_fits_shape(s.config, s.n, s.k, o_where);
-        CHORD_REQUIRE(row.routing_block % s.config.block_m == 0,
-                      "tuning table {}: block_m {} must divide the row's routing_block {}", o_where,
-                      s.config.block_m, row.routing_block);
-        row.shape_overrides.push_back(s);
+    if (r.contains("mode")) {
+      const std::string mode = field<std::string>(r, "mode", where);
+      for (W4A16Mode m : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
+        if (mode == w4a16_mode_name(m)) row.mode = m;
+      }
+      CHORD_REQUIRE(row.mode.has_value(), "tuning table {}: mode '{}' is not contiguous, masked, offsets or indexed",
+                    where, mode);
+    }
+    CHORD_REQUIRE(r.contains("n") == r.contains("k"), "tuning table {}: 'n' and 'k' name one shape together", where);
+    if (r.contains("n")) {
+      row.n = field<int>(r, "n", where);
+      row.k = field<int>(r, "k", where);
+      bool known = false;
+      for (const auto& shape : table.shapes) known |= shape.first == row.n && shape.second == row.k;
+      CHORD_REQUIRE(known, "tuning table {}: N={} K={} is not one of the table's shapes", where, row.n, row.k);
+    }
+    row.min_k = optional_field<int>(r, "min_k", 0, where);
+    CHORD_REQUIRE(row.min_k >= 0, "tuning table {}: min_k {} is negative", where, row.min_k);
+    const std::string engine = optional_field<std::string>(r, "engine", "mma_sync", where);
+    const auto parsed = parse_w4a16_engine(engine);
+    CHORD_REQUIRE(parsed.has_value(), "tuning table {}: engine '{}' is not mma_sync, wgmma or wgmma_ws", where, engine);
+    W4A16GemmConfig& c = row.config;
+    c.engine = *parsed;
+    c.warpgroups = optional_field<int>(r, "warpgroups", 2, where);
+    c.block_m = field<int>(r, "block_m", where);
+    c.block_n = field<int>(r, "block_n", where);
+    c.block_k = field<int>(r, "block_k", where);
+    c.stages = field<int>(r, "stages", where);
+    c.warps_m = field<int>(r, "warps_m", where);
+    c.warps_n = field<int>(r, "warps_n", where);
+    row.measured = field<std::string>(r, "measured", where);
+    CHORD_REQUIRE(!row.measured.empty() && row.measured.find('\n') == std::string::npos,
+                  "tuning table {}: 'measured' must be one line naming the results behind the row", where);
+    // Valid, as the calls it applies to run it (NF4 adds the pair table), on every shape of the
+    // table it applies to.
+    for (const bool nf4 : {false, true}) {
+      if (!row.applies_to(nf4)) continue;
+      const W4A16GemmConfig as_run = w4a16_config_for_weight(c, nf4 ? kW4A16WeightNF4 : kW4A16WeightInt4);
+      if (const char* why = as_run.error()) {
+        fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}{}: {}", where, nf4 ? " (NF4 weights)" : "", why);
       }
     }
+    for (const auto& [n, k] : table.shapes) {
+      if ((row.n != 0 && (n != row.n || k != row.k)) || k < row.min_k) continue;
+      if (const char* why = c.shape_error(n, k)) {
+        fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: does not fit N={} K={}: {}", where, n, k, why);
+      }
+    }
+    CHORD_REQUIRE(!r.contains("routing_block") || (row.range_row() && row.applies_to(false)),
+                  "tuning table {}: only a range row that INT4 calls take names a routing_block", where);
+    row.routing_block = optional_field<int>(r, "routing_block", c.block_m, where);
+    CHORD_REQUIRE(row.routing_block >= c.block_m && row.routing_block % c.block_m == 0 && row.routing_block <= 1024,
+                  "tuning table {}: routing_block {} must be a multiple of block_m {} (at most 1024)", where,
+                  row.routing_block, c.block_m);
     table.rows.push_back(row);
   }
-  if (doc.contains("int4_warp_specialized")) {
-    const json& o = doc["int4_warp_specialized"];
-    const std::string where = name + " int4_warp_specialized";
-    CHORD_REQUIRE(o.is_object(),
-                  "tuning table {}: must be an object of min_rows_indexed, measured and optional shape_overrides", where);
-    auto min_rows = [&](const json& obj, const std::string& at) {
-      const int64_t rows = field<int64_t>(obj, "min_rows_indexed", at);
-      CHORD_REQUIRE(rows >= 1, "tuning table {}: min_rows_indexed {} must be positive", at, rows);
-      return rows;
-    };
-    table.ws_int4_min_rows_indexed = min_rows(o, where);
-    require_measured(o, where);
-    const json list = o.contains("shape_overrides") ? o["shape_overrides"] : json::array();
-    CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
-    for (size_t j = 0; j < list.size(); ++j) {
-      const json& e = list[j];
-      const std::string e_where = where + " shape_overrides " + std::to_string(j);
-      CHORD_REQUIRE(e.is_object() && e.size() == 5 && e.contains("stages"),
-                    "tuning table {}: must be an object of n, k, min_rows_indexed, stages and measured", e_where);
-      TuningTable::WsShape w;
-      w.n = field<int>(e, "n", e_where);
-      w.k = field<int>(e, "k", e_where);
-      require_known_shape(w.n, w.k, e_where);
-      w.min_rows_indexed = min_rows(e, e_where);
-      // The kernel the entry runs: the warp-specialized INT4 tile with these stages.
-      W4A16GemmConfig c;
-      c.mode = kW4A16Indexed;
-      c.block_k = kW4A16WgmmaBlockK;
-      c = overridden(warp_specialized_tile(c, false), e, e_where);  // stages is present (checked above)
-      require_fits_shape(c, w.n, w.k, e_where);
-      w.stages = c.stages;
-      table.ws_int4_shapes.push_back(w);
+  // Range rows: for each weight kind, sorted and contiguous from 0, to one common end.
+  int64_t end[2] = {-1, -1};
+  for (const bool nf4 : {false, true}) {
+    int64_t next = 0;
+    for (size_t i = 0; i < table.rows.size(); ++i) {
+      const TuningRow& row = table.rows[i];
+      if (!row.range_row() || !row.applies_to(nf4)) continue;
+      CHORD_REQUIRE(row.min_m == next,
+                    "tuning table {} row {}: the {} range rows must be sorted, contiguous and start at 0 (min_m {} "
+                    "max_m {})",
+                    name, i, nf4 ? "NF4" : "INT4", row.min_m, row.max_m);
+      next = row.max_m + 1;
     }
+    CHORD_REQUIRE(next > 0, "tuning table {}: no range row for {} weights", name, nf4 ? "NF4" : "INT4");
+    end[nf4] = next - 1;
   }
-  if (doc.contains("indexed_block_fallback")) {
-    const json& o = doc["indexed_block_fallback"];
-    const std::string where = name + " indexed_block_fallback";
-    CHORD_REQUIRE(o.is_object(), "tuning table {}: must be an object of shape_overrides and measured", where);
-    require_measured(o, where);
-    const json list = field<json>(o, "shape_overrides", where);
-    CHORD_REQUIRE(list.is_array(), "tuning table {}: 'shape_overrides' must be an array", where);
-    for (size_t j = 0; j < list.size(); ++j) {
-      const json& e = list[j];
-      const std::string e_where = where + " shape_overrides " + std::to_string(j);
-      CHORD_REQUIRE(e.is_object() && e.size() == 5 && e.contains("block_n") && e.contains("stages"),
-                    "tuning table {}: must be an object of n, k, block_n, stages and measured", e_where);
-      TuningTable::BlockFallback f;
-      f.n = field<int>(e, "n", e_where);
-      f.k = field<int>(e, "k", e_where);
-      require_known_shape(f.n, f.k, e_where);
-      // Checked on the smallest tile the fallback runs (BLOCK_M 64); the resolver checks again.
-      W4A16GemmConfig c;
-      c.engine = W4A16Engine::kWgmma;
-      c.block_m = 64;
-      c.block_k = kW4A16WgmmaBlockK;
-      c = overridden(c, e, e_where);  // block_n and stages are present (checked above)
-      require_fits_shape(c, f.n, f.k, e_where);
-      f.block_n = c.block_n;
-      f.stages = c.stages;
-      table.indexed_block_fallback.push_back(f);
+  CHORD_REQUIRE(end[0] == end[1], "tuning table {}: the INT4 range rows end at {}, the NF4 ones at {}", name, end[0],
+                end[1]);
+  // The other rows refine range rows: the kernel's BLOCK_M divides the routing block vLLM aligns
+  // to over their range; a row the vLLM export reads spans whole INT4 range rows; a
+  // warp-specialized row promotes BM128 WGMMA range rows and is listed before them.
+  for (size_t i = 0; i < table.rows.size(); ++i) {
+    const TuningRow& row = table.rows[i];
+    const std::string where = name + " row " + std::to_string(i);
+    bool starts = false, ends = false;
+    for (size_t j = 0; j < table.rows.size(); ++j) {
+      const TuningRow& range = table.rows[j];
+      if (!range.range_row() || range.max_m < row.min_m || range.min_m > row.max_m) continue;
+      if (range.applies_to(false)) {
+        CHORD_REQUIRE(range.routing_block % row.config.block_m == 0,
+                      "tuning table {}: block_m {} must divide the routing_block {} of row {}", where,
+                      row.config.block_m, range.routing_block, j);
+        starts |= range.min_m == row.min_m;
+        ends |= range.max_m == row.max_m;
+      }
+      if (row.config.warp_specialized() && ((range.applies_to(false) && row.applies_to(false)) ||
+                                            (range.applies_to(true) && row.applies_to(true)))) {
+        CHORD_REQUIRE(j > i && range.config.engine == W4A16Engine::kWgmma &&
+                          range.config.block_m == kW4A16WgmmaWsBlockM,
+                      "tuning table {}: a wgmma_ws row promotes the BM128 wgmma range rows listed after it, not row {}",
+                      where, j);
+      }
+    }
+    if (!row.range_row() && row.applies_to(false) && !row.mode && !row.config.warp_specialized()) {
+      CHORD_REQUIRE(starts && ends, "tuning table {}: min_m {} max_m {} must span whole INT4 range rows", where,
+                    row.min_m, row.max_m);
     }
   }
   return table;
 }
 
-const TuningTable::WsShape* TuningTable::ws_int4_shape(int n, int k) const { return find_shape(ws_int4_shapes, n, k); }
-
-const TuningTable::BlockFallback* TuningTable::block_fallback(int n, int k) const {
-  return find_shape(indexed_block_fallback, n, k);
+const TuningRow* TuningTable::range_row_for(int64_t rows_per_expert, bool nf4_weight) const {
+  for (const auto& row : rows) {
+    if (row.range_row() && row.applies_to(nf4_weight) && rows_per_expert >= row.min_m && rows_per_expert <= row.max_m) {
+      return &row;
+    }
+  }
+  return nullptr;
 }
 
-const W4A16GemmConfig& TuningRow::int4_config(int n, int k) const {
-  const ShapeOverride* s = find_shape(shape_overrides, n, k);
-  return s ? s->config : config;
+const W4A16GemmConfig& TuningTable::int4_config(const TuningRow& range, int n, int k) const {
+  for (const auto& row : rows) {
+    if (!row.mode && !row.config.warp_specialized() && row.applies(range.min_m, false, kW4A16Indexed, n, k)) {
+      return row.config;
+    }
+  }
+  return range.config;
 }
 
 const std::vector<TuningTable>& tuning_tables() {
@@ -255,8 +239,9 @@ const std::vector<TuningTable>& tuning_tables() {
 }
 
 std::string detect_profile(const Arch& arch, int n, int k) {
+  const std::string arch_name = arch.name();
   for (const auto& table : tuning_tables()) {
-    if (table.arch != arch.name()) continue;
+    if (table.arch != arch_name) continue;
     for (const auto& shape : table.shapes) {
       if (shape.first == n && shape.second == k) return table.profile;
     }
@@ -265,22 +250,16 @@ std::string detect_profile(const Arch& arch, int n, int k) {
 }
 
 const TuningTable* find_tuning_table(const Arch& arch, const std::string& profile) {
+  const std::string arch_name = arch.name();
   for (const auto& table : tuning_tables()) {
-    if (table.arch == arch.name() && table.profile == profile) return &table;
-  }
-  return nullptr;
-}
-
-const TuningRow* TuningTable::row_for(int64_t rows_per_expert) const {
-  for (const auto& row : rows) {
-    if (rows_per_expert >= row.min_m && rows_per_expert <= row.max_m) return &row;
+    if (table.arch == arch_name && table.profile == profile) return &table;
   }
   return nullptr;
 }
 
 std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
   const TuningTable* table = find_tuning_table(arch, profile);
-  const TuningRow* row = table ? table->row_for(rows_per_expert) : nullptr;
+  const TuningRow* row = table ? table->range_row_for(rows_per_expert, false) : nullptr;
   return row ? std::optional<TuningRow>(*row) : std::nullopt;
 }
 
@@ -289,12 +268,13 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int
   if (const TuningTable* table = find_tuning_table(arch, profile)) {
     json out = json::array();
     for (const auto& row : table->rows) {
+      if (!row.range_row() || !row.applies_to(false)) continue;
       // Tokens M whose mean rows per expert (M * top_k / experts) fall in the row's range.
       const int64_t min_tokens = (row.min_m * experts + top_k - 1) / top_k;
       const int64_t max_tokens = row.max_m >= (int64_t{1} << 40) / experts ? (int64_t{1} << 31) - 1
                                                                              : ((row.max_m + 1) * experts - 1) / top_k;
       if (max_tokens < min_tokens) continue;
-      const auto& c = row.int4_config(n, k);  // the shape's override where the row has one
+      const auto& c = table->int4_config(row, n, k);
       out.push_back({min_tokens, max_tokens,
                      {{"block_size_m", row.routing_block}, {"engine", w4a16_engine_name(c.engine)},
                       {"block_m", c.block_m}, {"block_n", c.block_n},

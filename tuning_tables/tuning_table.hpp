@@ -1,5 +1,6 @@
-// Tuning tables: tuning_tables/<arch>_<profile>.json, embedded at build time. Each maps
-// ranges of expected rows per expert to a W4A16 config, with the measurement behind it.
+// Tuning tables: tuning_tables/<arch>_<profile>.json, embedded at build time. Each row is one
+// measured candidate config with the calls it applies to (rows per expert, and optionally the
+// weight kind, the mode, one (N, K) or a least K) and where its measurement is.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -11,29 +12,33 @@
 
 namespace chord {
 
+// A row's max_m when it names none: no upper bound.
+constexpr int64_t kTuningRowsUnbounded = int64_t{1} << 62;
+
 struct TuningRow {
-  int64_t min_m = 0;  // inclusive, rows per expert
-  int64_t max_m = 0;  // inclusive
-  W4A16GemmConfig config;  // mode is set by the caller
-  // The moe_align_block_size block the vLLM export gives for this row: config.block_m unless
-  // the row says otherwise ("routing_block"; a multiple of block_m). Routed rows are skewed,
-  // so the mean rows per expert that picks the row understates the popular experts' rows.
+  // When it applies. Unset conditions hold for every call.
+  int64_t min_m = 0;                     // rows per expert, inclusive
+  int64_t max_m = kTuningRowsUnbounded;  // inclusive
+  std::optional<bool> nf4;               // "weight": "int4" (false) or "nf4" (true; BF16 or FP16 activations)
+  std::optional<W4A16Mode> mode;         // "mode"
+  int n = 0, k = 0;                      // "n", "k": one of the table's shapes (0: any)
+  int min_k = 0;                         // "min_k"
+  // What it runs (mode and weight are the call's).
+  W4A16GemmConfig config;
+  // INT4 range rows: the moe_align_block_size block the vLLM export gives for the range
+  // ("routing_block", a multiple of block_m; default block_m). Routed rows are skewed, so the
+  // mean rows per expert that picks the row understates the popular experts' rows.
   int routing_block = 0;
-  std::string measured;
-  // The row's config for NF4 weights where it differs ("nf4": {block_n, block_k, stages,
-  // warps_n, measured}; block_m stays, so both weight kinds align routing to one block).
-  std::optional<W4A16GemmConfig> nf4_config;
-  // INT4 configs for single (N, K) shapes of the profile where they differ ("shape_overrides":
-  // [{n, k, block_m, block_n, block_k, stages, warps_n, measured}], each field but n, k and
-  // measured optional; block_m must divide routing_block, so vLLM's block still serves both
-  // projections).
-  struct ShapeOverride {
-    int n = 0, k = 0;
-    W4A16GemmConfig config;
-  };
-  std::vector<ShapeOverride> shape_overrides;
-  // The INT4 config for (n, k): its override, else config.
-  const W4A16GemmConfig& int4_config(int n, int k) const;
+  std::string measured;  // one line: the results file and its rows that ran this config
+
+  // A row that only rows per expert and the weight kind select. For each weight kind the range
+  // rows cover 0..max contiguously, in file order; the other rows refine them.
+  bool range_row() const { return !mode && n == 0 && min_k == 0 && !config.warp_specialized(); }
+  bool applies_to(bool nf4_weight) const { return !nf4 || *nf4 == nf4_weight; }
+  bool applies(int64_t rows_per_expert, bool nf4_weight, W4A16Mode call_mode, int call_n, int call_k) const {
+    return rows_per_expert >= min_m && rows_per_expert <= max_m && applies_to(nf4_weight) &&
+           (!mode || *mode == call_mode) && (n == 0 || (n == call_n && k == call_k)) && call_k >= min_k;
+  }
 };
 
 struct TuningTable {
@@ -41,41 +46,25 @@ struct TuningTable {
   std::string arch;  // "sm_90a"
   std::string profile;
   std::vector<std::pair<int, int>> shapes;  // (N, K) the profile is recognised by
-  std::vector<TuningRow> rows;
-  // Expected rows per expert from which the indexed mode's INT4 128-token WGMMA tiles take the
-  // warp-specialized kernel, where the profile's indexed hint is exact ("int4_warp_specialized":
-  // {"min_rows_indexed", "measured"}); unset: the resolver's default, set high because under
-  // expert parallelism the hint also counts the routes to other ranks' experts.
-  std::optional<int64_t> ws_int4_min_rows_indexed;
-  // Shapes below the resolver's K bar whose indexed INT4 calls take the warp-specialized kernel
-  // too, from their own rows per expert and with their own stage count ("int4_warp_specialized":
-  // {"shape_overrides": [{n, k, min_rows_indexed, stages, measured}]}; TP8's down, K 256).
-  struct WsShape {
-    int n = 0, k = 0;
-    int64_t min_rows_indexed = 0;
-    int stages = 0;
-  };
-  std::vector<WsShape> ws_int4_shapes;
-  // The entry for (n, k), or nullptr.
-  const WsShape* ws_int4_shape(int n, int k) const;
-  // Indexed calls whose hint row has a WGMMA tile that does not divide the call's routing block
-  // (under expert parallelism the hint counts the routes to other ranks' experts, while vLLM
-  // aligns to the block of the real rows) run the one-role WGMMA defaults with BLOCK_M the
-  // block allows; these are their per-shape block_n / stages ("indexed_block_fallback":
-  // {"shape_overrides": [{n, k, block_n, stages, measured}], "measured"}).
-  struct BlockFallback {
-    int n = 0, k = 0;
-    int block_n = 0, stages = 0;
-  };
-  std::vector<BlockFallback> indexed_block_fallback;
-  // The fallback's entry for (n, k), or nullptr.
-  const BlockFallback* block_fallback(int n, int k) const;
-  // The row whose range holds rows_per_expert, or nullptr.
-  const TuningRow* row_for(int64_t rows_per_expert) const;
+  std::vector<TuningRow> rows;              // in file order: the resolver's order of preference
+
+  // The range row of the weight kind whose range holds rows_per_expert, or nullptr.
+  const TuningRow* range_row_for(int64_t rows_per_expert, bool nf4_weight) const;
+  // The INT4 config the vLLM export names for (n, k) over INT4 range row `range`: the first row
+  // that the export reads (INT4, no mode, one-role) and that applies to the shape there.
+  const W4A16GemmConfig& int4_config(const TuningRow& range, int n, int k) const;
 };
 
+// `c` as a call with `weight` runs it: NF4 weights add the pair table, which would cost a one-role
+// WGMMA tile its second CTA per SM, so those tiles lose stages (down to 3) until two CTAs fit
+// (kernel_check, Qwen3 T=4096 NF4 BM128 BN128: 462.9 us at 4 stages, 493.2 at 5), unless
+// keep_stages (CHORD_W4A16_STAGES is forced). The parser checks rows with it, the resolver runs
+// it on every candidate.
+W4A16GemmConfig w4a16_config_for_weight(W4A16GemmConfig c, W4A16WeightKind weight, bool keep_stages = false);
+
 // Parses JSON text; throws Error(CHORD_ERROR_INVALID_ARGUMENT) naming the table and row
-// for anything malformed (missing field, invalid config, overlapping or unsorted ranges).
+// for anything malformed (missing or unknown field, invalid config, ranges that are not
+// sorted and contiguous, a refinement that no range row backs).
 TuningTable parse_tuning_table(const std::string& name, const std::string& json_text);
 
 // Every embedded table, parsed once.
@@ -87,14 +76,14 @@ const TuningTable* find_tuning_table(const Arch& arch, const std::string& profil
 // The profile whose shapes hold (N, K), or "" (generic: the heuristic decides).
 std::string detect_profile(const Arch& arch, int n, int k);
 
-// The table row for the expected rows per expert, if the (arch, profile) table has one.
+// The INT4 range row for the expected rows per expert, if the (arch, profile) table has one.
 std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert);
 
 // The table of (arch, profile) in the (min_m, max_m, config) form vLLM's Humming backend
-// reads, with M in tokens: rows per expert = M * top_k / experts. The config fields are the
-// INT4 tile the table gives for (n, k) (a row's shape override where it has one; the resolver
+// reads, with M in tokens: rows per expert = M * top_k / experts. One entry per INT4 range row;
+// the config fields are the INT4 tile the table gives for (n, k) there (int4_config; the resolver
 // may still pick the warp-specialized engine at large row counts, same block_m); block_size_m
-// is the row's routing block, the same for every shape of the profile.
+// is the range row's routing block, the same for every shape of the profile.
 std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k);
 
 }  // namespace chord

@@ -1,17 +1,25 @@
 #include "tuning_tables/w4a16_resolver.hpp"
 
-#include <optional>
+#include <algorithm>
 
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "tuning_tables/tuning_table.hpp"
 
+// Config choice, as candidates -> best:
+//  1. candidates, best first: the rows of the call's tuning table that apply to it (file order:
+//     measured data), then the one-role WGMMA defaults for prefill-sized calls, then the
+//     heuristic. Each one-role BM128 WGMMA candidate is preceded by its warp-specialized tile
+//     where that kernel measured faster (ws_promotes). CHORD_SM90_DECODE=0 ranks the WGMMA
+//     candidates before the mma.sync ones.
+//  2. legality: a candidate the call cannot run is rejected, with the reason (engine not on
+//     this GPU or turned off, invalid with the call's weight kind, N/K, indexed routing block).
+//  3. best: the first candidate not rejected; the heuristic, last, when every one is.
+//  4. CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N start from the best one-role candidate (a forced
+//     config is validated, not filtered: a value the kernel cannot run is an error).
+//  5. launch shape: warps along M for narrow prefill tiles, split-K for decode grids.
 namespace chord {
 namespace {
-
-// Shared memory of one SM on sm_90 (228 KiB) and what the driver reserves per CTA (1 KiB).
-constexpr int kSmemPerSm = 228 * 1024;
-constexpr int kSmemReservedPerCta = 1024;
 
 // Configs measured on the H200 with lab/kernel_check:
 //  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
@@ -58,47 +66,8 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
   return c;
 }
 
-void apply_override(int* field, const std::optional<int>& value) {
-  if (value) *field = *value;
-}
-
-// The problem's profile: detected from N, K unless CHORD_W4A16_PROFILE names one.
-std::string problem_profile(const W4A16Problem& p, const Environment& e) {
-  return e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
-}
-
-// The tuning table row of `profile` (problem_profile; `table` is its table for this arch, or
-// nullptr), else the heuristic; *from_table says which.
-W4A16GemmConfig table_or_heuristic(const W4A16Problem& p, const Environment& e, const std::string& profile,
-                                   const TuningTable* table, bool* from_table) {
-  *from_table = false;
-  if (profile.empty() || profile == "heuristic") return heuristic(p);
-  const TuningRow* row = table ? table->row_for(p.rows_per_expert) : nullptr;
-  if (row == nullptr) {
-    if (e.w4a16_profile) {
-      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", profile,
-           p.arch.name());
-    }
-    return heuristic(p);
-  }
-  W4A16GemmConfig c =
-      p.weight != kW4A16WeightInt4 ? (row->nf4_config ? *row->nf4_config : row->config) : row->int4_config(p.n, p.k);
-  c.weight = kW4A16WeightInt4;  // set from the problem by the caller, after the engine choice
-  c.mode = p.mode;
-  if (!c.wgmma() && c.shape_error(p.n, p.k) != nullptr) return heuristic(p);  // explicit profile, other shape
-  *from_table = true;
-  if (c.wgmma()) return c;  // checked against the engine's rules by choose_engine()
-  if (p.mode == kW4A16Indexed) {
-    while (p.block_size % c.block_m != 0) c.block_m /= 2;  // block_m must divide the routing block
-    while (c.warps_m > 1 && c.block_m % (8 * c.warps_m) != 0) c.warps_m /= 2;
-  }
-  return c;
-}
-
-// The WGMMA prefill config for the problem, if the GPU, the mode's routing block and the
-// shape allow one (measured 1.5x the mma.sync prefill: docs/kernels.md).
 // The one-role WGMMA defaults: BM128 (BM64 where the indexed routing block needs it) x BN128,
-// two consumer warpgroups, 5 stages.
+// two consumer warpgroups, 5 stages (measured 1.5x the mma.sync prefill: docs/kernels.md).
 W4A16GemmConfig wgmma_defaults(const W4A16Problem& p) {
   W4A16GemmConfig c;
   c.engine = W4A16Engine::kWgmma;
@@ -114,20 +83,111 @@ W4A16GemmConfig wgmma_defaults(const W4A16Problem& p) {
   return c;
 }
 
-std::optional<W4A16GemmConfig> wgmma_config(const W4A16Problem& p) {
-  const W4A16GemmConfig c = wgmma_defaults(p);
-  if (p.mode == kW4A16Indexed && p.block_size % c.block_m != 0) return std::nullopt;
-  if (c.error() != nullptr || c.shape_error(p.n, p.k) != nullptr) return std::nullopt;
+// An mma.sync tile for an indexed call: BLOCK_M halves until it divides the routing block.
+W4A16GemmConfig fit_routing_block(W4A16GemmConfig c, const W4A16Problem& p) {
+  if (!c.wgmma() && p.mode == kW4A16Indexed) {
+    while (p.block_size % c.block_m != 0) c.block_m /= 2;
+    while (c.warps_m > 1 && c.block_m % (8 * c.warps_m) != 0) c.warps_m /= 2;
+  }
   return c;
 }
 
-// CHORD_W4A16_ENGINE: the chosen config where it has that engine already, else the engine's
-// defaults (the heuristic's for mma.sync; warp_specialized_tile for the warp-specialized
-// kernel). The WGMMA engines need sm_90a.
-W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfig& chosen, W4A16Engine engine) {
-  if (chosen.engine == engine) return chosen;
+// Where the warp-specialized kernel (128 tokens x 256 weight rows per CTA, one CTA per SM)
+// measured faster than the one-role BM128 tile it replaces (H200, bench and kernel_check): NF4
+// always (Qwen3 T=4096 gate_up 457.2 -> 429.3 us); INT4 from K 768 (K 256 was slower at 6
+// stages) and 512 expected rows per expert (contiguous EP8 512 gate_up 2379 -> 2294 us), 2048
+// for the indexed hint, which counts the routes to other ranks' experts too (EP8 T=4096, hint
+// 683: 380 -> 409 us; T=16384: 2348 -> 2247). A table whose hint is exact names its own bars
+// (TP8's wgmma_ws rows). docs/bench_h200.json rows 40-41, 44, 47, 50, 53, 56, 59, 84, 89 run it.
+constexpr int kWsMinInt4K = 768;
+constexpr int64_t kWsMinInt4Rows = 512;
+constexpr int64_t kWsMinInt4RowsIndexed = 2048;
+
+bool ws_promotes(const W4A16Problem& p) {
+  const int64_t min_rows = p.mode == kW4A16Indexed ? kWsMinInt4RowsIndexed : kWsMinInt4Rows;
+  return p.weight != kW4A16WeightInt4 || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows);
+}
+
+bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
+
+// Why the call cannot run a candidate (`run`: as its weight kind runs it), or nullptr.
+const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const Environment& e) {
+  if (run.wgmma()) {
+    if (!sm90a(p.arch)) return "the WGMMA kernels need sm_90a";
+    if (e.w4a16_portable) return "CHORD_W4A16_PORTABLE=1 keeps every call on mma.sync";
+    if (e.sm90_decode && *e.sm90_decode) return "CHORD_SM90_DECODE=1 keeps every call on mma.sync";
+  }
+  if (const char* why = run.error()) return why;
+  if (const char* why = run.shape_error(p.n, p.k)) return why;
+  if (p.mode == kW4A16Indexed && p.block_size % run.block_m != 0) return "BLOCK_M does not divide the routing block";
+  return nullptr;
+}
+
+// The candidates, best first; with verdicts (and `runs`) when `judge`, else for the caller to
+// judge in order (the resolver stops at the first that the call can run).
+std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment& e, bool judge) {
+  CHORD_REQUIRE(p.n > 0 && p.n % kW4A16PackN == 0, "N = {} is unsupported: N must be a positive multiple of {}", p.n,
+                kW4A16PackN);
+  CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
+                kW4A16PackK);
+  const bool nf4 = p.weight != kW4A16WeightInt4;
+  // The table: CHORD_W4A16_PROFILE's, else the one whose shapes hold (N, K).
+  const std::string profile = e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
+  const TuningTable* table = profile.empty() || profile == "heuristic" ? nullptr : find_tuning_table(p.arch, profile);
+  if (e.w4a16_profile && !profile.empty() && profile != "heuristic" &&
+      (table == nullptr || table->range_row_for(p.rows_per_expert, nf4) == nullptr)) {
+    fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", profile,
+         p.arch.name());
+  }
+  std::vector<W4A16Candidate> list;
+  list.reserve(16);
+  auto add = [&](W4A16Candidate::Source source, int row, W4A16GemmConfig c) {
+    W4A16Candidate candidate;
+    candidate.source = source;
+    candidate.table = row >= 0 ? table : nullptr;
+    candidate.row = row;
+    c.mode = p.mode;
+    c.weight = p.weight;
+    candidate.config = c;
+    if (judge) {
+      candidate.runs = w4a16_config_for_weight(c, p.weight);
+      candidate.rejected = rejection(candidate.runs, p, e);
+    }
+    list.push_back(candidate);
+  };
+  const bool promote = ws_promotes(p);
+  auto add_promoted = [&](W4A16Candidate::Source source, int row, const W4A16GemmConfig& c) {
+    if (promote && c.engine == W4A16Engine::kWgmma && c.block_m == kW4A16WgmmaWsBlockM) {
+      add(W4A16Candidate::kWsPromotion, row, warp_specialized_tile(c, nf4));
+    }
+    add(source, row, c);
+  };
+  if (table != nullptr) {
+    for (size_t i = 0; i < table->rows.size(); ++i) {
+      const TuningRow& row = table->rows[i];
+      if (row.applies(p.rows_per_expert, nf4, p.mode, p.n, p.k)) {
+        add_promoted(W4A16Candidate::kTableRow, static_cast<int>(i), fit_routing_block(row.config, p));
+      }
+    }
+  }
+  // The WGMMA defaults serve prefill-sized calls (the heuristic's BLOCK_M >= 64), or every call
+  // with CHORD_SM90_DECODE=0; the heuristic serves every call, last.
+  const W4A16GemmConfig h = heuristic(p);
+  const bool wgmma_first = e.sm90_decode && !*e.sm90_decode;
+  if (h.block_m >= 64 || wgmma_first) add_promoted(W4A16Candidate::kWgmmaDefaults, -1, wgmma_defaults(p));
+  add(W4A16Candidate::kHeuristic, -1, h);
+  if (wgmma_first) {
+    std::stable_partition(list.begin(), list.end(), [](const W4A16Candidate& c) { return c.config.wgmma(); });
+  }
+  return list;
+}
+
+// CHORD_W4A16_ENGINE's config when the best candidate has another engine: the engine's defaults
+// (the heuristic's tile for mma.sync; the WGMMA defaults, or their warp-specialized tile). The
+// WGMMA engines need sm_90a.
+W4A16GemmConfig engine_defaults(const W4A16Problem& p, W4A16Engine engine) {
   if (engine == W4A16Engine::kMmaSync) return heuristic(p);
-  if (!(p.arch.sm() == 90 && p.arch.family_specific)) {
+  if (!sm90a(p.arch)) {
     fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_ENGINE={} needs sm_90a; this GPU is {}", w4a16_engine_name(engine),
          p.arch.name());
   }
@@ -135,35 +195,8 @@ W4A16GemmConfig forced_engine_config(const W4A16Problem& p, const W4A16GemmConfi
   return engine == W4A16Engine::kWgmmaWs ? warp_specialized_tile(c, p.weight != kW4A16WeightInt4) : c;
 }
 
-// Engine choice: WGMMA only on sm_90a, never when CHORD_W4A16_PORTABLE=1; a table row
-// decides for its shapes, otherwise prefill tiles (BLOCK_M >= 64) take WGMMA.
-// CHORD_SM90_DECODE=1 forces the mma.sync (decode) schedule, =0 the WGMMA one where valid.
-W4A16GemmConfig choose_engine(const W4A16Problem& p, W4A16GemmConfig chosen, bool from_table,
-                              const TuningTable* table, const Environment& e) {
-  const bool hopper = p.arch.sm() == 90 && p.arch.family_specific;
-  bool want_wgmma = hopper && (from_table ? chosen.wgmma() : chosen.block_m >= 64);
-  if (hopper && e.sm90_decode) want_wgmma = !*e.sm90_decode;
-  if (e.w4a16_portable || !hopper) want_wgmma = false;
-  if (want_wgmma) {
-    if (chosen.wgmma() && chosen.error() == nullptr && chosen.shape_error(p.n, p.k) == nullptr &&
-        (p.mode != kW4A16Indexed || p.block_size % chosen.block_m == 0)) {
-      return chosen;
-    }
-    if (auto c = wgmma_config(p)) {
-      // A table row's WGMMA tile that the indexed routing block cannot hold: the table's
-      // fallback for the shape (measured with INT4 weights), where it is valid for this block.
-      if (from_table && chosen.wgmma() && p.mode == kW4A16Indexed && p.weight == kW4A16WeightInt4) {
-        if (const auto* f = table ? table->block_fallback(p.n, p.k) : nullptr) {
-          W4A16GemmConfig fallback = *c;
-          fallback.block_n = f->block_n;
-          fallback.stages = f->stages;
-          if (fallback.error() == nullptr && fallback.shape_error(p.n, p.k) == nullptr) return fallback;
-        }
-      }
-      return *c;
-    }
-  }
-  return chosen.wgmma() ? heuristic(p) : chosen;
+void apply_override(int* field, const std::optional<int>& value) {
+  if (value) *field = *value;
 }
 
 // Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
@@ -193,29 +226,44 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
 
 }  // namespace
 
-// INT4 prefill runs the warp-specialized kernel from this K and these expected rows per expert
-// on (resolve_w4a16_config).
-constexpr int kW4A16WsMinInt4K = 768;
-constexpr int kW4A16WsMinInt4Rows = 512;
-constexpr int kW4A16WsMinInt4RowsIndexed = 2048;
+std::vector<W4A16Candidate> w4a16_candidates(const W4A16Problem& problem) {
+  return candidates(problem, env(), /*judge=*/true);
+}
+
+std::string w4a16_candidate_source(const W4A16Candidate& c) {
+  switch (c.source) {
+    case W4A16Candidate::kTableRow: return c.table->name + " row " + std::to_string(c.row);
+    case W4A16Candidate::kWsPromotion:
+      return c.table ? "warp-specialized tile of " + c.table->name + " row " + std::to_string(c.row)
+                     : "warp-specialized tile of the WGMMA defaults";
+    case W4A16Candidate::kWgmmaDefaults: return "WGMMA defaults";
+    case W4A16Candidate::kHeuristic: return "heuristic";
+  }
+  return "";
+}
 
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
-  CHORD_REQUIRE(p.n > 0 && p.n % kW4A16PackN == 0, "N = {} is unsupported: N must be a positive multiple of {}", p.n,
-                kW4A16PackN);
-  CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
-                kW4A16PackK);
   const Environment& e = env();
-  const std::string profile = problem_profile(p, e);
-  const TuningTable* table = find_tuning_table(p.arch, profile);  // looked up once per call
-  bool from_table = false;
-  W4A16GemmConfig chosen = table_or_heuristic(p, e, profile, table, &from_table);
-  W4A16GemmConfig c = choose_engine(p, chosen, from_table, table, e);
+  std::vector<W4A16Candidate> list = candidates(p, e, /*judge=*/false);
   const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
   const bool forced = forced_tile || e.w4a16_engine;
-  // Without CHORD_W4A16_ENGINE the tile knobs tune the portable kernel: a WGMMA choice gives way
-  // to the heuristic's mma.sync config first, then the forced values apply.
+  // The best candidate the call can run (a forced config starts from a one-role one); the
+  // heuristic, last, when none can.
+  W4A16Candidate* best = &list.back();
+  for (auto& candidate : list) {
+    if (forced && candidate.promotion()) continue;
+    candidate.runs = w4a16_config_for_weight(candidate.config, p.weight);
+    if (rejection(candidate.runs, p, e) == nullptr) {
+      best = &candidate;
+      break;
+    }
+  }
+  W4A16GemmConfig c = forced ? best->config : best->runs;
+  // CHORD_W4A16_ENGINE: the best config where it has that engine, else the engine's defaults.
+  // Without it the tile knobs tune the portable kernel: a WGMMA choice gives way to the
+  // heuristic's mma.sync tile first. Then the forced values apply.
   if (e.w4a16_engine) {
-    c = forced_engine_config(p, c, *e.w4a16_engine);
+    if (c.engine != *e.w4a16_engine) c = engine_defaults(p, *e.w4a16_engine);
   } else if (forced_tile && c.wgmma()) {
     c = heuristic(p);
   }
@@ -223,46 +271,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   apply_override(&c.block_n, e.w4a16_bn);
   apply_override(&c.block_k, e.w4a16_bk);
   apply_override(&c.stages, e.w4a16_stages);
-  // NF4 takes the engine INT4 would: the WGMMA kernel decodes either (H200 kernel_check,
-  // Qwen3 T=4096 offsets BM128 BN128 WG2: NF4 gate_up 462.9 us, down 277.9 us (S4); INT4 390.7,
-  // 235.2 us). Set before any validation: NF4 tiles add the pair table (32 KiB mma.sync,
-  // 16 KiB WGMMA).
-  c.weight = p.weight;
-  // The WGMMA table would cost an INT4 row's 5-stage BM128 BN128 tile its second CTA per SM;
-  // 4 stages keep it (same kernel_check: S4 462.9 us, the shuffle decode at S5 493.2 us).
-  // Before validation, so that a row the table overflows loses a stage, not its engine.
-  while (!e.w4a16_stages && c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
-         2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm)
-    --c.stages;
-  // Prefill on 128-token WGMMA tiles takes the warp-specialized kernel with 256 weight rows per
-  // CTA: NF4 always (kernel_check, Qwen3 T=4096 NF4: gate_up 457.2 -> 429.3 us, down 273.0 ->
-  // 252.6 us against the one-role BM128 BN128 S4), INT4 where it measured faster (bench,
-  // one-role BM128 BN128 S5 -> BN256 S6, three runs each): contiguous 512
-  // rows/expert gate_up 2379 -> 2294 us, down 1245 -> 1236; indexed EP8 T=16384 gate_up
-  // 2348 -> 2247, down 1195 -> 1127. Not at EP8 T=4096 (gate_up 380 -> 409 us), whose hint
-  // (683) is 10x its real rows per expert: the indexed hint counts the routes to other ranks'
-  // experts too, hence its higher bar. K = 256 (TP8 down) measured 13% slower at 6 stages and
-  // 5-7% faster at 4 (the TP8 table's entry).
-  // A table whose indexed hint is exact (all experts local: TP8) sets its own indexed bar
-  // ("int4_warp_specialized" in the table, with its measurement), and may name indexed shapes
-  // below the K bar with their own rows and stages (TP8 down, K 256: 4 stages, one per k block).
-  int64_t int4_ws_rows = kW4A16WsMinInt4Rows;
-  const TuningTable::WsShape* ws_shape = nullptr;
-  if (p.mode == kW4A16Indexed) {
-    int4_ws_rows = table && table->ws_int4_min_rows_indexed ? *table->ws_int4_min_rows_indexed
-                                                            : kW4A16WsMinInt4RowsIndexed;
-    ws_shape = table ? table->ws_int4_shape(p.n, p.k) : nullptr;
-    if (ws_shape) int4_ws_rows = ws_shape->min_rows_indexed;
-  }
-  const bool int4_ws = (p.k >= kW4A16WsMinInt4K || ws_shape) && p.rows_per_expert >= int4_ws_rows;
-  if (!forced && c.wgmma() && (c.nf4() || int4_ws) && c.block_m == kW4A16WgmmaWsBlockM) {
-    const W4A16GemmConfig ws = warp_specialized_tile(c, c.nf4(), ws_shape ? ws_shape->stages : 6);
-    if (ws.error() == nullptr && ws.shape_error(p.n, p.k) == nullptr) c = ws;
-  }
-  if (!forced && c.error() != nullptr) {  // a table row sized for INT4 that NF4 overflows
-    c = heuristic(p);
-    c.weight = p.weight;
-  }
+  c = w4a16_config_for_weight(c, p.weight, e.w4a16_stages.has_value());
   if (forced) {
     if (!c.wgmma()) {  // keep the mma.sync warp split legal for the forced tile
       c.warps_m = c.block_m >= 64 ? 2 : 1;

@@ -1,6 +1,9 @@
-// Where the W4A16 GEMM config is chosen: tuning table -> heuristic -> CHORD_W4A16_* env.
+// Where the W4A16 GEMM config is chosen: the candidates for a call, best first; the first one
+// the call can run; then the CHORD_W4A16_* overrides and the launch shape (warps, split-K).
 #pragma once
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/arch.hpp"
 #include "jit/families/w4a16.hpp"
@@ -19,6 +22,30 @@ struct W4A16Problem {
   Arch arch;
   int sm_count = 132;
 };
+
+struct TuningTable;
+
+// One config the resolver considers for a problem.
+struct W4A16Candidate {
+  enum Source { kTableRow, kWsPromotion, kWgmmaDefaults, kHeuristic };
+  Source source = kHeuristic;
+  const TuningTable* table = nullptr;  // kTableRow, and kWsPromotion of a table row: the row's table
+  int row = -1;                        // its index in table->rows
+  W4A16GemmConfig config;              // as the source names it, with the call's mode and weight
+  W4A16GemmConfig runs;                // as the call runs it (NF4 one-role WGMMA: stages fitted)
+  const char* rejected = nullptr;      // why the call cannot run it; nullptr: it can
+  // A warp-specialized tile: a table's wgmma_ws row, or the promotion of a BM128 WGMMA candidate.
+  // A forced config (CHORD_W4A16_*) starts from the best candidate that is not one.
+  bool promotion() const { return config.warp_specialized(); }
+};
+
+// Every candidate for the problem (CHORD_W4A16_PROFILE, CHORD_SM90_DECODE and
+// CHORD_W4A16_PORTABLE included), best first, each with its verdict. Throws Error naming N/K
+// when the shape is unsupported, and CHORD_W4A16_PROFILE when it names no table.
+std::vector<W4A16Candidate> w4a16_candidates(const W4A16Problem& problem);
+
+// Where a candidate comes from, in words: "sm90a_ep8.json row 4", "heuristic", ...
+std::string w4a16_candidate_source(const W4A16Candidate& candidate);
 
 // A valid config for the problem; throws Error naming the variable when a forced
 // CHORD_W4A16_* value makes it invalid, or naming N/K when the shape is unsupported.

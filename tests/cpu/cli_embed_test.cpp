@@ -2,13 +2,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
-#include <sys/wait.h>
 
 #include "chord/chord.h"
 #include "core/arch.hpp"
@@ -17,21 +15,8 @@
 #include "test_support.hpp"
 
 using chord::test::TempDir;
+using chord::test::run_command;
 
-namespace {
-
-std::string run(const std::string& command, int* exit_code) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  std::array<char, 4096> buffer;
-  while (fgets(buffer.data(), buffer.size(), pipe) != nullptr) output += buffer.data();
-  int status = pclose(pipe);
-  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return output;
-}
-
-}  // namespace
 
 TEST_CASE("embedded headers equal the source tree", "[embed]") {
   const auto& headers = chord::embedded_headers();
@@ -48,27 +33,27 @@ TEST_CASE("cli: precompile fills the cache without a GPU, and a second run compi
   TempDir dir;
   std::string prefix = "CHORD_CACHE_DIR=" + dir.path() + " " + CHORD_CLI_PATH;
   int code = -1;
-  std::string out = run(prefix + " precompile --arch sm_90a --profile dequant", &code);
+  std::string out = run_command(prefix + " precompile --arch sm_90a --profile dequant", &code);
   CHECK(code == 0);
   CHECK(out.find("2/2") != std::string::npos);  // the progress bar reached the end
   CHECK(out.find("(2 compiled, 0 from cache)") != std::string::npos);
   CHECK(chord::test::cache_files(dir.path(), ".cubin").size() == 2);
-  out = run(prefix + " precompile --arch sm_90a --profile dequant", &code);
+  out = run_command(prefix + " precompile --arch sm_90a --profile dequant", &code);
   CHECK(code == 0);
   CHECK(out.find("(0 compiled, 2 from cache)") != std::string::npos);
 }
 
 TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   int code = 0;
-  std::string out = run(std::string(CHORD_CLI_PATH) + " precompile --arch sm_42 --profile dequant", &code);
+  std::string out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_42 --profile dequant", &code);
   CHECK(code != 0);
   CHECK(out.find("sm_42") != std::string::npos);
-  out = run(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile nonsense", &code);
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile nonsense", &code);
   CHECK(code != 0);
   CHECK(out.find("known profiles") != std::string::npos);
-  out = run(std::string(CHORD_CLI_PATH) + " frobnicate", &code);
+  out = run_command(std::string(CHORD_CLI_PATH) + " frobnicate", &code);
   CHECK(code == 2);
-  out = run("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
+  out = run_command("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
   CHECK(code != 0);
   CHECK(out.find("CHORD_JIT_DEBUG") != std::string::npos);
 }
@@ -95,7 +80,7 @@ TEST_CASE("cli: --help lists the commands, each command's options, the arches an
   for (const auto& c : cases) {
     int code = -1;
     // Help goes to stdout (chord --help | less): stderr is dropped here.
-    const std::string out = run("{ " + cli + " " + c.args + " 2>/dev/null; }", &code);
+    const std::string out = run_command("{ " + cli + " " + c.args + " 2>/dev/null; }", &code);
     INFO("chord " << c.args << " -> " << out);
     CHECK(code == 0);
     for (const auto& needle : c.needles) CHECK(out.find(needle) != std::string::npos);
@@ -105,7 +90,7 @@ TEST_CASE("cli: --help lists the commands, each command's options, the arches an
     }
   }
   int code = -1;
-  CHECK(run(cli + " --version", &code) == std::string("chord ") + chord_version() + "\n");
+  CHECK(run_command(cli + " --version", &code) == std::string("chord ") + chord_version() + "\n");
   CHECK(code == 0);
 }
 
@@ -134,7 +119,7 @@ TEST_CASE("cli: a wrong command line names what is wrong, with the usage, and ex
   };
   for (const auto& c : cases) {
     int code = -1;
-    const std::string out = run(std::string(CHORD_CLI_PATH) + " " + c.args, &code);
+    const std::string out = run_command(std::string(CHORD_CLI_PATH) + " " + c.args, &code);
     INFO("chord " << c.args << " -> " << out);
     CHECK(code == 2);
     const size_t end = out.find('\n');
@@ -154,13 +139,13 @@ TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "
   for (const std::string& bad : {"--n 4294967360 --k 128", "--n 64 --k 18446744073709551680", "--n -64 --k 128",
                                  "--n ' 64' --k 128", "--n +64 --k 128", "--n 64 --k 2147483648"}) {
     int code = 0;
-    const std::string out = run(cli + bad + rest, &code);
+    const std::string out = run_command(cli + bad + rest, &code);
     INFO(bad << ": " << out);
     CHECK(code == 1);
     CHECK(out.find("needs an integer in [0, 2147483647]") != std::string::npos);
   }
   int code = 0;
-  const std::string out = run(cli + "--n 64 --k 128" + rest, &code);
+  const std::string out = run_command(cli + "--n 64 --k 128" + rest, &code);
   CHECK(code == 0);
   CHECK(out.find("engine=") != std::string::npos);
 }
@@ -168,7 +153,7 @@ TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "
 TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
   TempDir dir;
   int code = -1;
-  std::string out = run("CHORD_CACHE_DIR=" + dir.path() + " " + CHORD_CLI_PATH + " info", &code);
+  std::string out = run_command("CHORD_CACHE_DIR=" + dir.path() + " " + CHORD_CLI_PATH + " info", &code);
   CHECK(code == 0);
   CHECK(out.find("NVRTC 13.") != std::string::npos);
   CHECK(out.find("CUDA headers:") != std::string::npos);
@@ -247,7 +232,7 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
   };
   for (const auto& c : cases) {
     int code = -1;
-    const std::string out = run(c.command, &code);
+    const std::string out = run_command(c.command, &code);
     INFO(c.command << " -> " << out);
     CHECK(code == c.exit_code);
     for (const auto& needle : c.needles) CHECK(out.find(needle) != std::string::npos);
@@ -259,7 +244,7 @@ TEST_CASE("cli: config --cubin writes the resolved kernel's cubin and ptxas's re
   const std::string path = dir.path() + "/tp8_down.cubin";
   const std::string shape = " config --arch sm_90a --mode indexed --n 7168 --k 256 --experts 384 --rows 341 --block-size 128";
   int code = -1;
-  std::string out = run(std::string(CHORD_CLI_PATH) + shape + " --cubin " + path, &code);
+  std::string out = run_command(std::string(CHORD_CLI_PATH) + shape + " --cubin " + path, &code);
   INFO(out);
   CHECK(code == 0);
   CHECK(out.find("kernel=w4a16_wgmma_ws_indexed_n256s4") != std::string::npos);
@@ -271,7 +256,7 @@ TEST_CASE("cli: config --cubin writes the resolved kernel's cubin and ptxas's re
   CHECK(std::string(magic, 4) == std::string("\x7f" "ELF", 4));
 
   // An unwritable path is an error that names it.
-  out = run(std::string(CHORD_CLI_PATH) + shape + " --cubin " + dir.path() + "/missing/x.cubin", &code);
+  out = run_command(std::string(CHORD_CLI_PATH) + shape + " --cubin " + dir.path() + "/missing/x.cubin", &code);
   CHECK(code == 1);
   CHECK(out.find("cannot write") != std::string::npos);
 }

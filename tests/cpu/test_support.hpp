@@ -13,6 +13,20 @@
 
 namespace chord::test {
 
+// Runs `command` in a shell: what it wrote to stdout and stderr; its exit status in *exit_code
+// (-1 when it did not exit).
+inline std::string run_command(const std::string& command, int* exit_code) {
+  std::string output;
+  *exit_code = -1;
+  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return output;
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  const int status = pclose(pipe);
+  if (WIFEXITED(status)) *exit_code = WEXITSTATUS(status);
+  return output;
+}
+
 // A fresh folder under /tmp, removed with its contents at scope exit.
 class TempDir {
  public:

@@ -29,13 +29,19 @@ chord::W4A16Problem problem(int n, int k, int64_t rows, chord::W4A16Mode mode = 
 }
 }  // namespace
 
-TEST_CASE("tuning: every embedded table parses and covers all row counts", "[tuning]") {
+TEST_CASE("tuning: every embedded table parses and covers all row counts for both weight kinds", "[tuning]") {
   const auto& tables = chord::tuning_tables();
   REQUIRE(tables.size() >= 3);
   for (const auto& t : tables) {
-    CHECK(t.rows.front().min_m == 0);
-    CHECK(t.rows.back().max_m >= 1000000);
-    for (const auto& row : t.rows) CHECK_FALSE(row.measured.empty());
+    for (const bool nf4 : {false, true}) {
+      CHECK(t.range_row_for(0, nf4) != nullptr);
+      CHECK(t.range_row_for(1000000, nf4) != nullptr);
+    }
+    for (const auto& row : t.rows) {
+      CHECK_FALSE(row.measured.empty());
+      // Provenance points at the results of the last full bench run, or says it is not there.
+      CHECK(row.measured.find("docs/bench_h200.json") != std::string::npos);
+    }
   }
 }
 
@@ -96,102 +102,115 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(missing)), Catch::Contains("block_k"));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", R"({"arch": "sm_42", "profile": "p", "shapes": [], "rows": []})"),
                     Catch::Contains("sm_42"));
-  // The NF4 override of a row: validated as an NF4 config (pair table counted), block_m fixed.
-  auto with_nf4 = [&](const std::string& nf4) {
+  // A row holds only the known fields; its provenance is one line.
+  auto with = [&](const std::string& fields) {
     std::string row = good_row;
-    row.replace(row.find("\"measured\""), 10, "\"nf4\": " + nf4 + ", \"measured\"");
+    row.replace(row.find("\"measured\""), 10, fields + ", \"measured\"");
     return doc(row);
   };
-  const chord::TuningTable t =
-      chord::parse_tuning_table("t.json", with_nf4(R"({"block_n": 256, "warps_n": 8, "measured": "y"})"));
-  REQUIRE(t.rows[0].nf4_config.has_value());
-  CHECK(t.rows[0].nf4_config->block_n == 256);
-  CHECK(t.rows[0].nf4_config->warps_n == 8);
-  CHECK(t.rows[0].nf4_config->block_m == 8);
-  CHECK(t.rows[0].config.block_n == 128);
-  CHECK_FALSE(chord::parse_tuning_table("t.json", doc(good_row)).rows[0].nf4_config.has_value());
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"block_m": 16, "measured": "y"})")),
-                    Catch::Contains("row 0 nf4"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"block_n": 256})")), Catch::Contains("measured"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_nf4(R"({"warps_n": 3, "measured": "y"})")),
-                    Catch::Contains("BLOCK_N / WARPS_N"));
-  // The table's own indexed bar for INT4 on the warp-specialized kernel: a positive row count
-  // with its measurement.
-  auto with_ws = [&](const std::string& ws) {
-    std::string d = doc(good_row);
-    d.replace(d.find("\"rows\""), 6, "\"int4_warp_specialized\": " + ws + ", \"rows\"");
-    return d;
-  };
-  const chord::TuningTable ws =
-      chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 170, "measured": "z"})"));
-  REQUIRE(ws.ws_int4_min_rows_indexed.has_value());
-  CHECK(*ws.ws_int4_min_rows_indexed == 170);
-  CHECK_FALSE(chord::parse_tuning_table("t.json", doc(good_row)).ws_int4_min_rows_indexed.has_value());
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 0, "measured": "z"})")),
-                    Catch::Contains("int4_warp_specialized"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws(R"({"min_rows_indexed": 170})")),
-                    Catch::Contains("measured"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws("170")), Catch::Contains("must be an object"));
-  // Shapes below the K bar that the table sends to the warp-specialized kernel: their own rows
-  // and stages, each a valid 128 x 256 warp-specialized tile for the shape, with a measurement.
-  auto with_ws_shape = [&](const std::string& entry) {
-    return with_ws(R"({"min_rows_indexed": 170, "measured": "z", "shape_overrides": [)" + entry + "]}");
-  };
-  const chord::TuningTable ws_shape = chord::parse_tuning_table(
-      "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 4, "measured": "w"})"));
-  REQUIRE(ws_shape.ws_int4_shape(4096, 7168) != nullptr);
-  CHECK(ws_shape.ws_int4_shape(4096, 7168)->min_rows_indexed == 85);
-  CHECK(ws_shape.ws_int4_shape(4096, 7168)->stages == 4);
-  CHECK(ws_shape.ws_int4_shape(2048, 768) == nullptr);
-  CHECK(ws.ws_int4_shapes.empty());
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 4})")),
-                    Catch::Contains("int4_warp_specialized shape_overrides 0"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 4, "block_n": 128, "measured": "w"})")),
-                    Catch::Contains("must be an object of n, k, min_rows_indexed, stages and measured"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", with_ws_shape(R"({"n": 7168, "k": 256, "min_rows_indexed": 85, "stages": 4, "measured": "w"})")),
-                    Catch::Contains("not one of the table's shapes"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 0, "stages": 4, "measured": "w"})")),
-                    Catch::Contains("min_rows_indexed 0 must be positive"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", with_ws_shape(R"({"n": 4096, "k": 7168, "min_rows_indexed": 85, "stages": 1, "measured": "w"})")),
-                    Catch::Contains("int4_warp_specialized shape_overrides 0"));
-  // 5 stages of BM8 BN256 BK256 fit without the table (200 KiB), not with it.
-  CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", with_nf4(R"({"block_n": 256, "block_k": 256, "stages": 5, "measured": "y"})")),
-                    Catch::Contains("227 KiB"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("block_size": 8)")),
+                    Catch::Contains("row 0: unknown field 'block_size'"));
+  std::string extra = doc(good_row);
+  extra.replace(extra.find("\"rows\""), 6, "\"int4_warp_specialized\": {}, \"rows\"");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", extra), Catch::Contains("unknown field 'int4_warp_specialized'"));
+  std::string two_lines = good_row;
+  two_lines.replace(two_lines.find("\"x\""), 3, "\"x\\ny\"");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(two_lines)), Catch::Contains("one line"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("weight": "int3")")), Catch::Contains("int3"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("mode": "grouped")")), Catch::Contains("grouped"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("engine": "tcgen05")")), Catch::Contains("tcgen05"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("n": 4096)")), Catch::Contains("'n' and 'k'"));
 }
 
-TEST_CASE("tuning: the indexed block fallback is validated and taken where the hint row cannot serve the block",
+TEST_CASE("tuning: weight rows are validated as their weight kind runs them, each kind covering every count",
           "[tuning]") {
-  const std::string row =
-      R"({"min_m": 0, "max_m": 99, "engine": "wgmma", "block_m": 128, "block_n": 128, "block_k": 64, "stages": 5, "warps_m": 1, "warps_n": 4, "measured": "x"})";
-  auto doc = [&](const std::string& fallback) {
-    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 7168, "k": 2048}], "indexed_block_fallback": )" +
-           fallback + R"(, "rows": [)" + row + "]}";
+  const std::string int4 =
+      R"({"min_m": 0, "max_m": 99, "weight": "int4", "block_m": 8, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, "measured": "x"})";
+  auto nf4 = [](const std::string& tile, const std::string& range = R"("min_m": 0, "max_m": 99)") {
+    return "{" + range + R"(, "weight": "nf4", "block_m": 8, )" + tile + R"(, "warps_m": 1, "measured": "y"})";
+  };
+  auto doc = [](const std::string& rows) {
+    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}], "rows": [)" + rows + "]}";
   };
   const chord::TuningTable t = chord::parse_tuning_table(
-      "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "stages": 4, "measured": "y"}]})"));
-  REQUIRE(t.block_fallback(7168, 2048) != nullptr);
-  CHECK(t.block_fallback(7168, 2048)->block_n == 256);
-  CHECK(t.block_fallback(7168, 2048)->stages == 4);
-  CHECK(t.block_fallback(4096, 7168) == nullptr);
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"({"shape_overrides": []})")), Catch::Contains("measured"));
+      "t.json", doc(int4 + ", " + nf4(R"("block_n": 256, "block_k": 128, "stages": 3, "warps_n": 8)")));
+  REQUIRE(t.range_row_for(5, true) != nullptr);
+  CHECK(t.range_row_for(5, true)->config.block_n == 256);
+  CHECK(t.range_row_for(5, true)->config.warps_n == 8);
+  CHECK(t.range_row_for(5, false)->config.block_n == 128);
+  CHECK(t.range_row_for(100, false) == nullptr);
+  // NF4 has no range row: rejected; its range rows end where the INT4 ones do.
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(int4)), Catch::Contains("no range row for NF4"));
   CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 4096, "k": 7168, "block_n": 256, "stages": 4, "measured": "y"}]})")),
-                    Catch::Contains("not one of the table's shapes"));
+                        "t.json", doc(int4 + ", " + nf4(R"("block_n": 256, "block_k": 128, "stages": 3, "warps_n": 8)",
+                                                         R"("min_m": 0, "max_m": 98)"))),
+                    Catch::Contains("the INT4 range rows end at 99, the NF4 ones at 98"));
+  // 5 stages of BM8 BN256 BK256 fit without the pair table (200 KiB), not with it.
   CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "measured": "y"}]})")),
-                    Catch::Contains("indexed_block_fallback shape_overrides 0"));
+                        "t.json", doc(int4 + ", " + nf4(R"("block_n": 256, "block_k": 256, "stages": 5, "warps_n": 8)"))),
+                    Catch::Contains("row 1 (NF4 weights): shared memory exceeds 227 KiB"));
   CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "stages": 4, "block_m": 32, "measured": "y"}]})")),
-                    Catch::Contains("must be an object of n, k, block_n, stages and measured"));
+                        "t.json", doc(int4 + ", " + nf4(R"("block_n": 256, "block_k": 128, "stages": 3, "warps_n": 3)"))),
+                    Catch::Contains("BLOCK_N / WARPS_N"));
+  // The vLLM routing block belongs to the INT4 range rows.
   CHECK_THROWS_WITH(chord::parse_tuning_table(
-                        "t.json", doc(R"({"measured": "m", "shape_overrides": [{"n": 7168, "k": 2048, "block_n": 256, "stages": 1, "measured": "y"}]})")),
-                    Catch::Contains("shape_overrides 0"));
+                        "t.json", doc(int4 + ", " + nf4(R"("block_n": 256, "block_k": 128, "stages": 3, "warps_n": 8, "routing_block": 8)"))),
+                    Catch::Contains("only a range row that INT4 calls take names a routing_block"));
+}
 
+TEST_CASE("tuning: refinement rows name a table shape, span their range rows and keep the routing block",
+          "[tuning]") {
+  const std::string head =
+      R"({"min_m": 0, "max_m": 99, "block_m": 16, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, "measured": "x"})";
+  const std::string prefill =
+      R"({"min_m": 100, "max_m": 1000, "engine": "wgmma", "block_m": 128, "block_n": 128, "block_k": 64, "stages": 5, "warps_m": 1, "warps_n": 4, "measured": "x"})";
+  auto doc = [&](const std::string& before, const std::string& after = "") {
+    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}, {"n": 7168, "k": 2048}], "rows": [)" +
+           before + (before.empty() ? "" : ", ") + head + ", " + prefill + (after.empty() ? "" : ", ") + after + "]}";
+  };
+  auto shape_row = [](const std::string& fields) {
+    return R"({"min_m": 0, "max_m": 99, "weight": "int4", "n": 7168, "k": 2048, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, )" +
+           fields + R"(, "measured": "y"})";
+  };
+  const chord::TuningTable t = chord::parse_tuning_table("t.json", doc(shape_row(R"("block_m": 8)")));
+  CHECK(t.int4_config(*t.range_row_for(5, false), 7168, 2048).block_m == 8);
+  CHECK(t.int4_config(*t.range_row_for(5, false), 4096, 7168).block_m == 16);
+  CHECK(t.int4_config(*t.range_row_for(500, false), 7168, 2048).block_m == 128);
+  std::string other_shape = shape_row(R"("block_m": 8)");
+  other_shape.replace(other_shape.find("\"n\": 7168"), 9, "\"n\": 512");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(other_shape)),
+                    Catch::Contains("row 0") && Catch::Contains("not one of the table's shapes"));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(shape_row(R"("block_m": 32)"))),
+                    Catch::Contains("block_m 32 must divide the routing_block 16 of row 1"));
+  std::string part = shape_row(R"("block_m": 8)");
+  part.replace(part.find("\"max_m\": 99"), 11, "\"max_m\": 50");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(part)), Catch::Contains("must span whole INT4 range rows"));
+  std::string bad_k = shape_row(R"("block_m": 8)");
+  bad_k.replace(bad_k.find("\"block_k\": 128"), 14, "\"block_k\": 96");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(bad_k)), Catch::Contains("row 0"));
+  // A warp-specialized row promotes the BM128 WGMMA range rows after it, from its own rows per
+  // expert on, for the calls it names.
+  const std::string ws =
+      R"({"min_m": 300, "mode": "indexed", "weight": "int4", "min_k": 768, "engine": "wgmma_ws", "block_m": 128, "block_n": 256, "block_k": 64, "stages": 6, "warps_m": 1, "warps_n": 4, "measured": "z"})";
+  const chord::TuningTable w = chord::parse_tuning_table("t.json", doc(ws));
+  CHECK(w.rows[0].config.warp_specialized());
+  CHECK(w.rows[0].applies(300, false, chord::kW4A16Indexed, 4096, 7168));
+  CHECK_FALSE(w.rows[0].applies(299, false, chord::kW4A16Indexed, 4096, 7168));
+  CHECK_FALSE(w.rows[0].applies(300, false, chord::kW4A16Masked, 4096, 7168));
+  CHECK_FALSE(w.rows[0].applies(300, true, chord::kW4A16Indexed, 4096, 7168));
+  CHECK_FALSE(w.rows[0].applies(300, false, chord::kW4A16Indexed, 7168, 256));
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc("", ws)),
+                    Catch::Contains("a wgmma_ws row promotes the BM128 wgmma range rows listed after it"));
+  std::string low = ws;
+  low.replace(low.find("\"min_m\": 300"), 12, "\"min_m\": 50");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(low)), Catch::Contains("routing_block 16 of row 1"));
+  std::string bad_ws = ws;
+  bad_ws.replace(bad_ws.find("\"stages\": 6"), 11, "\"stages\": 2");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(bad_ws)), Catch::Contains("row 0"));
+}
+
+TEST_CASE("tuning: the EP8 table's rows for the indexed block and the down shape are taken where they apply",
+          "[tuning]") {
   // The EP8 table: T=1024-like indexed down (hint 170, vLLM block 64) takes its fallback; the
   // same call with block 128 keeps the BM128 row, gate_up and NF4 keep the engine's defaults.
   chord::W4A16Problem down = problem(7168, 2048, 170, chord::kW4A16Indexed);
@@ -210,31 +229,7 @@ TEST_CASE("tuning: the indexed block fallback is validated and taken where the h
   CHECK(chord::resolve_w4a16_config(problem(7168, 2048, 170)).block_m == 128);
 }
 
-TEST_CASE("tuning: a row's shape override is validated and taken for its shape only", "[tuning]") {
-  const std::string head =
-      R"({"min_m": 0, "max_m": 99, "block_m": 16, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, )";
-  auto doc = [&](const std::string& overrides) {
-    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}, {"n": 7168, "k": 2048}], "rows": [)" +
-           head + R"("shape_overrides": )" + overrides + R"(, "measured": "x"}]})";
-  };
-  const chord::TuningTable t =
-      chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_m": 8, "measured": "y"}])"));
-  REQUIRE(t.rows[0].shape_overrides.size() == 1);
-  CHECK(t.rows[0].int4_config(7168, 2048).block_m == 8);
-  CHECK(t.rows[0].int4_config(7168, 2048).block_n == 128);  // other fields: the row's
-  CHECK(t.rows[0].int4_config(4096, 7168).block_m == 16);
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 512, "k": 2048, "measured": "y"}])")),
-                    Catch::Contains("row 0 shape_overrides 0") && Catch::Contains("not one of the table's shapes"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_m": 32, "measured": "y"}])")),
-                    Catch::Contains("must divide the row's routing_block 16"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_k": 96, "measured": "y"}])")),
-                    Catch::Contains("row 0 shape_overrides 0"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "block_m": 8}])")),
-                    Catch::Contains("measured"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"([{"n": 7168, "k": 2048, "engine": "wgmma", "measured": "y"}])")),
-                    Catch::Contains("must be an object of n, k"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(R"({"n": 7168})")), Catch::Contains("must be an array"));
-
+TEST_CASE("tuning: a row for one shape is taken for that shape and INT4 only", "[tuning]") {
   // The EP8 decode row at <= 4 rows per expert: down (N 7168, K 2048) on 8-token tiles,
   // gate_up on the row's 16; both divide the routing block the vLLM export names (16).
   for (auto mode : {chord::kW4A16Indexed, chord::kW4A16Masked}) {
@@ -272,6 +267,42 @@ TEST_CASE("tuning: NF4 decode on Qwen3 shapes takes the row's NF4 config, INT4 t
     CHECK(nf4.weight == chord::kW4A16WeightNF4);
     CHECK(nf4.error() == nullptr);
   }
+}
+
+TEST_CASE("tuning: candidates come best first, each rejected with its reason, the best taken", "[tuning]") {
+  // EP8 indexed down at a T=1024-like hint with vLLM's 64-row block: the BM128 row cannot serve
+  // the block, the table's next row for the shape can.
+  chord::W4A16Problem down = problem(7168, 2048, 170, chord::kW4A16Indexed);
+  const std::vector<chord::W4A16Candidate> list = chord::w4a16_candidates(down);
+  REQUIRE(list.size() == 4);
+  CHECK(chord::w4a16_candidate_source(list[0]) == "sm90a_ep8.json row 6");
+  CHECK(std::string(list[0].rejected) == "BLOCK_M does not divide the routing block");
+  CHECK(chord::w4a16_candidate_source(list[1]) == "sm90a_ep8.json row 7");
+  CHECK(list[1].rejected == nullptr);
+  CHECK(chord::w4a16_candidate_source(list[2]) == "WGMMA defaults");
+  CHECK(chord::w4a16_candidate_source(list[3]) == "heuristic");
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(down);
+  CHECK((c.engine == list[1].config.engine && c.block_m == 64 && c.block_n == 256 && c.stages == 4));
+  // Prefill past the warp-specialized bar: the promotion ranks right before the tile it promotes;
+  // N not a multiple of 256 rejects it.
+  chord::W4A16Problem prefill = problem(4096, 7168, 512, chord::kW4A16Contiguous);
+  std::vector<chord::W4A16Candidate> p = chord::w4a16_candidates(prefill);
+  REQUIRE(p.size() >= 2);
+  CHECK(chord::w4a16_candidate_source(p[0]) == "warp-specialized tile of sm90a_ep8.json row 6");
+  CHECK(p[0].promotion());
+  CHECK(chord::resolve_w4a16_config(prefill).warp_specialized());
+  prefill.n = 4096 + 128;  // no table: the WGMMA defaults and their promotion
+  p = chord::w4a16_candidates(prefill);
+  REQUIRE(p.size() == 3);
+  CHECK(chord::w4a16_candidate_source(p[0]) == "warp-specialized tile of the WGMMA defaults");
+  CHECK(std::string(p[0].rejected) == "N must be a positive multiple of BLOCK_N");
+  CHECK(chord::resolve_w4a16_config(prefill).engine == chord::W4A16Engine::kWgmma);
+  // No WGMMA before sm_90a: the heuristic serves.
+  prefill.arch = chord::parse_arch("sm_80");
+  p = chord::w4a16_candidates(prefill);
+  CHECK(std::string(p[0].rejected) == "the WGMMA kernels need sm_90a");
+  CHECK(p.back().rejected == nullptr);
+  CHECK_FALSE(chord::resolve_w4a16_config(prefill).wgmma());
 }
 
 TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a multiple of block_m", "[tuning]") {
@@ -371,7 +402,6 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   tp8.experts = 384;
   tp8.block_size = 128;
   REQUIRE(chord::find_tuning_table(kSm90a, "tp8") != nullptr);
-  CHECK(chord::find_tuning_table(kSm90a, "tp8")->ws_int4_min_rows_indexed == 170);
   CHECK(chord::resolve_w4a16_config(tp8).warp_specialized());
   tp8.rows_per_expert = 169;
   CHECK(chord::resolve_w4a16_config(tp8).wgmma());
@@ -392,8 +422,12 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   tp8_down.mode = chord::kW4A16Contiguous;
   CHECK(chord::resolve_w4a16_config(tp8_down).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(tp8_down).warp_specialized());
-  CHECK(chord::find_tuning_table(kSm90a, "ep8")->ws_int4_shape(7168, 2048) == nullptr);
-  CHECK_FALSE(chord::find_tuning_table(kSm90a, "ep8")->ws_int4_min_rows_indexed.has_value());
+  // EP8 names no warp-specialized row: its indexed prefill takes the built-in bar (2048 rows).
+  chord::W4A16Problem ep8_up = problem(4096, 7168, 2047, chord::kW4A16Indexed);
+  ep8_up.block_size = 128;
+  CHECK_FALSE(chord::resolve_w4a16_config(ep8_up).warp_specialized());
+  ep8_up.rows_per_expert = 2048;
+  CHECK(chord::resolve_w4a16_config(ep8_up).warp_specialized());
   // N not a multiple of 256: the one-role kernel, whose 16 KiB pair table must not cost the
   // tile its second CTA per SM (228 KiB, 1 KiB each).
   chord::W4A16Problem nf4_n128 = nf4;
