@@ -1,6 +1,6 @@
 // Tuning tables: tuning_tables/<arch>_<profile>.json, embedded at build time. Each row is one
 // measured candidate config with the calls it applies to (rows per expert, and optionally the
-// weight kind, the mode, one (N, K) or a least K) and where its measurement is.
+// weight kind, the mode, one (N, K) or a smallest K) and where its measurement is.
 #pragma once
 #include <cstdint>
 #include <optional>
