@@ -7,22 +7,6 @@
 
 namespace chord {
 
-template <int DTYPE>
-__device__ __forceinline__ float half_bits_to_float(unsigned short bits) {
-  if (DTYPE == 0) return bf16_bits_to_float(bits);
-  float value;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(value) : "h"(bits));
-  return value;
-}
-
-template <int DTYPE>
-__device__ __forceinline__ unsigned int pack_half2(float lo, float hi) {
-  if (DTYPE == 0) return pack_bf16x2(lo, hi);
-  unsigned int packed;
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
-  return packed;
-}
-
 // Eight consecutive 16-bit values (16-byte aligned) as floats.
 template <int DTYPE>
 __device__ __forceinline__ void load_eight(const unsigned short* from, float (&values)[8]) {

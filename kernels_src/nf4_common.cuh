@@ -3,6 +3,7 @@
 // (mul.rn: never contracted into an fma) and once to T. Inline PTX only (NVRTC, no headers).
 #pragma once
 
+#include "bf16_math.cuh"
 #include "nf4_args.cuh"
 #include "w4a16_common.cuh"
 
@@ -29,18 +30,6 @@ __device__ __forceinline__ float add_rn(float a, float b) {
   return d;
 }
 
-// Two FP32 values -> one register of two T (lo in bits 0..15), round to nearest even.
-template <int ELEM>
-__device__ __forceinline__ unsigned int pack2(float lo, float hi) {
-  unsigned int d;
-  if constexpr (ELEM == kNF4FP16) {
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  } else {
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-  }
-  return d;
-}
-
 // One packed word (layout v2: byte p holds fragment register p, its low element in bits
 // 8p..8p+3, its high element in bits 8p+4..8p+7; registers 0, 2 are row g, 1, 3 row g + 8)
 // -> the four T x2 registers of an mma.m16n8k16 A fragment, each element T(table[c] * absmax)
@@ -54,7 +43,7 @@ __device__ __forceinline__ void dequant_word(unsigned int q, float a_g, float a_
     const float s = (p & 1) ? a_g8 : a_g;
     const float lo = mul_rn(lookup(q >> (8 * p)), s);
     const float hi = mul_rn(lookup(q >> (8 * p + 4)), s);
-    a[p] = pack2<ELEM>(lo, hi);
+    a[p] = pack_half2<ELEM>(lo, hi);
   }
 }
 
@@ -90,7 +79,7 @@ __device__ __forceinline__ void nf4_fill_pair_table(unsigned int table, int tid)
 #pragma unroll 4
   for (int i = tid; i < 256 * kPieces; i += THREADS) {
     const unsigned int e = (unsigned int)i / kPieces;
-    sts128(table + i * 16, pack2<ELEM>(nf4_table(e), nf4_table(e >> 4)));
+    sts128(table + i * 16, pack_half2<ELEM>(nf4_table(e), nf4_table(e >> 4)));
   }
 }
 
@@ -124,7 +113,7 @@ __device__ __forceinline__ unsigned int nf4_pair(unsigned int q, int p, unsigned
 // {T(a), T(a)}: an absmax splatted for the per-weight scale of nf4_scaled_word.
 template <int ELEM>
 __device__ __forceinline__ unsigned int nf4_splat(float a) {
-  return pack2<ELEM>(a, a);
+  return pack_half2<ELEM>(a, a);
 }
 
 // Word q -> the four T x2 registers of a scaled A fragment: table pair * absmax in T

@@ -560,8 +560,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int m = 0; m < kMT; ++m) {
       const int tok = warp_m * Cfg::kWM + m * 8 + 2 * t;
-      const unsigned int v01 = nf4_detail::pack2<kElem>(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
-      const unsigned int v23 = nf4_detail::pack2<kElem>(acc[i][m][2], acc[i][m][3]);  // row g+8
+      const unsigned int v01 = pack_half2<kElem>(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
+      const unsigned int v23 = pack_half2<kElem>(acc[i][m][2], acc[i][m][3]);  // row g+8
       s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
       s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
       s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);

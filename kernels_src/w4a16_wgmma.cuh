@@ -488,7 +488,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
       for (int h = 0; h < 4; ++h) {
         const float* a = &acc[i][4 * (c + h / 2) + 2 * (h % 2)];
         if constexpr (kNF4) {
-          v[h] = nf4_detail::pack2<kElem>(a[0], a[1]);
+          v[h] = pack_half2<kElem>(a[0], a[1]);
         } else {
           v[h] = f32x2_to_bf16x2(a[0], a[1]);
         }

@@ -420,7 +420,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       if constexpr (!kDeferStores) {
         const float* a = &acc[i][4 * c + 2 * h];
         if constexpr (kNF4) {
-          return nf4_detail::pack2<kElem>(a[0], a[1]);
+          return pack_half2<kElem>(a[0], a[1]);
         } else {
           return f32x2_to_bf16x2(a[0], a[1]);
         }
@@ -521,7 +521,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
             for (int h = 0; h < 2; ++h) {
               const float* a = &acc[i][4 * c + 2 * h];
               if constexpr (kNF4) {
-                packed[i][c][h] = nf4_detail::pack2<kElem>(a[0], a[1]);
+                packed[i][c][h] = pack_half2<kElem>(a[0], a[1]);
               } else {
                 packed[i][c][h] = f32x2_to_bf16x2(a[0], a[1]);
               }

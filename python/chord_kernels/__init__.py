@@ -15,6 +15,8 @@ from ._ops import (
     LAYOUT_VERSION,
     MAGIC,
     MODES,
+    PACK_K,
+    PACK_N,
     W4A16Weight,
     contiguous,
     contiguous_alignment,
@@ -44,7 +46,7 @@ from .routing import block_size_for_rows, moe_align_block_size, routing_capacity
 __version__ = _lib.version()
 
 __all__ = [
-    "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "W4A16Weight", "IndexedW4A16Layer",
+    "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
     "routing_capacity", "tuning_table_json", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",

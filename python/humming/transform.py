@@ -46,7 +46,7 @@ def prepare_and_transform_humming_tensors(
     for name in ("zero_point", "weight_scale_2", "input_scale", "input_scale_2"):
         if tensors.get(name) is not None:
             raise unsupported(f"tensor '{name}'")
-    if shape_n % chord_kernels._ops.PACK_N or shape_k % chord_kernels._ops.PACK_K or shape_n <= 0 or shape_k <= 0:
+    if shape_n % chord_kernels.PACK_N or shape_k % chord_kernels.PACK_K or shape_n <= 0 or shape_k <= 0:
         raise unsupported(f"shape N={shape_n} K={shape_k} (chord needs N % 16 == 0 and K % 64 == 0)")
     for name in ("weight", "weight_scale"):
         if name not in tensors:
