@@ -373,33 +373,50 @@ def _compiling():
 
 # -- public API ---------------------------------------------------------------------------
 
-def _as_bf16_scales(scale, e, n, k):
+def _as_group32_bf16_scales(scale, e, n, k, group_size):
     if scale.dim() == 2:
         scale = scale.unsqueeze(0)
-    if tuple(scale.shape) != (e, n, k // GROUP_SIZE):
-        _fail(f"'scale' must have shape {(e, n, k // GROUP_SIZE)} (one scale per 32 weights along K), "
+    if tuple(scale.shape) != (e, n, k // group_size):
+        _fail(f"'scale' must have shape {(e, n, k // group_size)} (one scale per {group_size} weights along K), "
               f"got {tuple(scale.shape)}")
     if not scale.is_floating_point():
         _fail(f"'scale' must be floating point, got {scale.dtype}")
     # Scales other than bf16 are rounded to bf16 once here: the layout stores bf16.
-    return scale.to(_BF16).contiguous()
+    scale = scale.to(_BF16)
+    # The layout holds one scale per 32 weights. A coarser group repeats its scale over its
+    # 32-wide slices, which gives exactly the same W = bf16((code - 8) * scale).
+    if group_size != GROUP_SIZE:
+        scale = scale.repeat_interleave(group_size // GROUP_SIZE, dim=-1)
+    return scale.contiguous()
 
 
-def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor) -> W4A16Weight:
-    """Packs INT4 group-32 weights into chord's layout (docs/packed_layout.md), on the GPU.
+def _check_group_size(group_size):
+    if isinstance(group_size, bool) or not isinstance(group_size, int):
+        _fail(f"'group_size' must be an int, got {type(group_size).__name__}")
+    if group_size <= 0 or group_size % GROUP_SIZE:
+        _fail(f"'group_size' must be a positive multiple of {GROUP_SIZE} (K for one scale per row), "
+              f"got {group_size}")
+
+
+def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROUP_SIZE) -> W4A16Weight:
+    """Packs symmetric INT4 weights into chord's layout (docs/packed_layout.md), on the GPU.
 
     weight: codes 0..15 as uint8 (or int32) [E, N, K] / [N, K], or the compressed-tensors
     pack-quantized int32 [E, N, K/8] / [N, K/8] (8 codes per word, least significant
-    first). Which one is inferred from the last dimension against the scales' K/32.
-    scale: [E, N, K/32] / [N, K/32] (rounded to bf16 if not bf16).
+    first). Which one is inferred from the last dimension against K = group_size *
+    scale.shape[-1].
+    scale: [E, N, K/group_size] / [N, K/group_size] (rounded to bf16 if not bf16).
+    group_size: weights per scale along K: 32, or any multiple of 32 that divides K (64 and
+    128 as GPTQ and compressed-tensors store them; K itself for one scale per row). A group
+    coarser than 32 is stored as 32-wide groups of the same scale, so the result is exact.
     The logical weight is W = bf16((code - 8) * scale).
     """
     if weight.dim() == 2:
         weight = weight.unsqueeze(0)
     if weight.dim() != 3:
         _fail(f"'weight' must be [E, N, K] codes or [E, N, K/8] int32, got shape {tuple(weight.shape)}")
-    sd = scale.shape[-1] if scale.dim() >= 1 else 0
-    k = sd * GROUP_SIZE
+    _check_group_size(group_size)
+    k = (scale.shape[-1] if scale.dim() >= 1 else 0) * group_size
     e, n, last = weight.shape
     if last == k:
         if weight.dtype not in (_U8, torch.int32, torch.int16, torch.int64):
@@ -413,10 +430,10 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor) -> W4A16Weight:
         src_format = SRC_COMPRESSED
     else:
         _fail(f"cannot infer the weight form: last dimension {last} is neither K = {k} (codes) nor K/8 = {k // 8} "
-              f"(int32 pack-quantized), with K = 32 * scale.shape[-1]")
+              f"(int32 pack-quantized), with K = {group_size} * scale.shape[-1]")
     if n % PACK_N or k % PACK_K or k == 0:
         _fail(f"N = {n} must be a multiple of {PACK_N} and K = {k} a positive multiple of {PACK_K}")
-    scales = _as_bf16_scales(scale, e, n, k)
+    scales = _as_group32_bf16_scales(scale, e, n, k, group_size)
     if scales.device != src.device:
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
     weight_out = torch.empty(checked_bytes(_C.weight_bytes, e, n, k), dtype=_U8, device=src.device)
@@ -428,13 +445,14 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor) -> W4A16Weight:
     return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k))
 
 
-def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed") -> W4A16Weight:
+def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed",
+                       group_size: int = GROUP_SIZE) -> W4A16Weight:
     """pack_w4a16 for a grouped GEMM mode. One layout serves every mode, so the result is
     the same for each; `mode` is checked so that a caller asking for an unknown mode learns
     it here rather than at the first GEMM."""
     if mode not in MODES:
         _fail(f"unknown mode '{mode}'; chord's packed layout serves {', '.join(MODES)}")
-    return pack_w4a16(weight, scale)
+    return pack_w4a16(weight, scale, group_size)
 
 
 def _packed(packed):

@@ -10,7 +10,7 @@ from humming import dtypes
 from humming.config import LayerConfig, WeightScaleType
 from humming.schema.base import check_param_dtype, unsupported
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema
-from humming.utils.weight import GROUP_SIZE
+from humming.utils.weight import scale_group
 
 
 def prepare_and_transform_humming_tensors(
@@ -28,7 +28,8 @@ def prepare_and_transform_humming_tensors(
     **kwargs,
 ) -> Tuple[LayerConfig, Dict[str, torch.Tensor]]:
     """tensors: "weight" int32 [E, N, K/8] (or [N, K/8]) of uint4 codes, 8 per word along K,
-    least significant first, and "weight_scale" [E, N, K/32]. Returns the LayerConfig and
+    least significant first, and "weight_scale" [E, N, K/group] (the schema's group; [E, N, 1]
+    channel-wise). Returns the LayerConfig and
     {"weight", "weight_scale"}: chord's packed buffers (uint8, experts first). Padding
     requests are met without padding (chord needs N % 16 == 0 and K % 64 == 0)."""
     del pad_n_to_multiple, pad_k_to_multiple, kwargs
@@ -57,9 +58,10 @@ def prepare_and_transform_humming_tensors(
     if weight.dtype != torch.int32 or tuple(weight.shape) != lead + (shape_n, shape_k // 8):
         raise ValueError(f"humming (chord backend): 'weight' must be int32 {lead + (shape_n, shape_k // 8)}, got "
                          f"{weight.dtype} {tuple(weight.shape)}")
-    if tuple(scale.shape) != lead + (shape_n, shape_k // GROUP_SIZE):
+    group = scale_group(weight_schema.group_size, shape_k)
+    if tuple(scale.shape) != lead + (shape_n, shape_k // group):
         raise ValueError(f"humming (chord backend): 'weight_scale' must have shape "
-                         f"{lead + (shape_n, shape_k // GROUP_SIZE)}, got {tuple(scale.shape)}")
+                         f"{lead + (shape_n, shape_k // group)}, got {tuple(scale.shape)}")
     if device is None:
         device = weight.device if weight.is_cuda else torch.device("cuda", torch.cuda.current_device())
     device = torch.device(device)
@@ -68,11 +70,12 @@ def prepare_and_transform_humming_tensors(
     index = device.index if device.index is not None else torch.cuda.current_device()
     with torch.cuda.device(index):
         packed = chord_kernels.pack_w4a16(weight.to(device).reshape(e, shape_n, shape_k // 8),
-                                          scale.to(device).reshape(e, shape_n, shape_k // GROUP_SIZE))
+                                          scale.to(device).reshape(e, shape_n, shape_k // group), group_size=group)
     f16 = dtypes.DataType.from_torch_dtype(torch_dtype)
     config = LayerConfig(
         a_dtype=f16, b_dtype=dtypes.uint4, c_dtype=f16, bs_dtype=dtypes.bfloat16, shape_n=shape_n, shape_k=shape_k,
-        num_experts=num_experts or 0, weight_scale_group_size=GROUP_SIZE, weight_scale_type=WeightScaleType.GROUP,
+        num_experts=num_experts or 0, weight_scale_group_size=weight_schema.group_size,
+        weight_scale_type=weight_schema.weight_scale_type,
         device_index=index, packed_tag=tuple(packed.tag))
     # Experts stay the first dimension: callers check weight.size(0) == E.
     out = {"weight": packed.weight.view(e, -1) if num_experts else packed.weight,

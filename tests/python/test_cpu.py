@@ -214,6 +214,32 @@ def test_pack_argument_checks():
         ck.IndexedW4A16Layer(4, 64, 128, profile="fast")
 
 
+def test_pack_group_size_checks():
+    codes = torch.zeros(2, 64, 256, dtype=torch.uint8)
+    for bad in (0, -128, 48, 16, True, 128.0, "128"):
+        with pytest.raises(ValueError, match="group_size"):
+            ck.pack_w4a16(codes, torch.ones(2, 64, 2), group_size=bad)
+    # The scales' last dimension and the group size give K: 2 scales of 128 -> K 256.
+    with pytest.raises(ValueError, match=r"neither K = 512"):
+        ck.pack_w4a16(codes, torch.ones(2, 64, 4), group_size=128)
+    with pytest.raises(ValueError, match=r"one scale per 128 weights"):
+        ck.pack_w4a16(codes, torch.ones(2, 32, 2), group_size=128)
+
+
+@pytest.mark.parametrize("group_size", [32, 64, 128, 256])
+def test_coarser_group_scales_expand_exactly(group_size):
+    """The layout's 32-wide groups repeat a coarser group's scale: each weight's scale is the
+    one of its own group, so bf16((code - 8) * scale) is unchanged."""
+    from chord_kernels import _ops
+    e, n, k = 2, 16, 256
+    gen = torch.Generator().manual_seed(group_size)
+    scale = torch.rand(e, n, k // group_size, generator=gen, dtype=torch.float32) + 0.5
+    got = _ops._as_group32_bf16_scales(scale, e, n, k, group_size)
+    assert got.dtype == torch.bfloat16 and tuple(got.shape) == (e, n, k // 32)
+    for kk in range(0, k, 32):
+        assert torch.equal(got[..., kk // 32], scale[..., kk // group_size].to(torch.bfloat16))
+
+
 def reference_alignment(topk_ids, block, num_experts, expert_map):
     flat = topk_ids.flatten().tolist()
     segments = []
@@ -291,8 +317,14 @@ def test_quantize_round_trip():
     back = dequantize_weight(codes, scale, packed=True)
     step = scale.float().repeat_interleave(32, -1)
     assert ((back - w).abs() <= step * 0.5 + 1e-6).all()
-    with pytest.raises(NotImplementedError, match="group size 128"):
-        quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 128)
+    for group, columns in ((128, 1), (64, 2), (0, 1), (-1, 1)):  # 0 / -1: one scale per row
+        codes, scale, _, _ = quantize_weight(w, dtypes.uint4, dtypes.bfloat16, group)
+        assert scale.shape == (3, 64, columns)
+        back = dequantize_weight(codes, scale)
+        assert ((back - w).abs() <= scale.float().repeat_interleave(128 // columns, -1) * 0.5 + 1e-6).all()
+    for group in (48, 256, 16):  # not a multiple of 32, larger than K, finer than the layout
+        with pytest.raises(NotImplementedError, match=f"group size {group}"):
+            quantize_weight(w, dtypes.uint4, dtypes.bfloat16, group)
     with pytest.raises(NotImplementedError, match="zero point"):
         quantize_weight(w, dtypes.uint4, dtypes.bfloat16, 32, has_zero_point=True)
 
@@ -311,11 +343,14 @@ def test_weight_schema_from_config():
 @pytest.mark.parametrize("change,named", [
     ({"format": "int-quantized"}, "format 'int-quantized'"),
     ({"num_bits": 8}, "int8 weights"),
-    ({"group_size": 128}, "group_size 128"),
-    ({"strategy": "channel"}, "strategy 'channel'"),
+    ({"group_size": 48}, "group_size 48"),
+    ({"group_size": 16}, "group_size 16"),
+    ({"strategy": "tensor"}, "strategy 'tensor'"),
+    ({"strategy": "block"}, "strategy 'block'"),
     ({"symmetric": False}, "asymmetric"),
     ({"actorder": "group"}, "actorder 'group'"),
-    ({"quant_method": "gptq", "group_size": 128}, "GPTQ group_size 128"),
+    ({"quant_method": "gptq", "group_size": 100}, "GPTQ group_size 100"),
+    ({"quant_method": "gptq", "group_size": 0}, "GPTQ group_size 0"),
     ({"quant_method": "gptq", "sym": False, "desc_act": True}, "GPTQ asymmetric weights .*, desc_act"),
     ({"quant_method": "awq"}, "AWQ weights"),
     ({"quant_method": "fp8"}, "FP8 weights"),
@@ -330,8 +365,10 @@ def test_unsupported_schemes_are_named(change, named):
 def test_unsupported_humming_and_input_schemes():
     with pytest.raises(NotImplementedError, match="float8e4m3"):
         HummingWeightSchema(b_dtype="float8e4m3", weight_scale_group_size=32)
-    with pytest.raises(NotImplementedError, match="group size 128"):
-        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128)
+    with pytest.raises(NotImplementedError, match="group size 100"):
+        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=100)
+    assert HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128).group_size == 128
+    assert HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=0).group_size == 0  # channel-wise
     with pytest.raises(NotImplementedError, match="zero point"):
         HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32, has_zero_point=True)
     with pytest.raises(NotImplementedError, match="activation type float8e4m3"):

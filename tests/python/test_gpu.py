@@ -49,6 +49,32 @@ def test_pack_dequantize_exact(weights):
         assert torch.equal(ck.pack_w4a16_grouped(codes, scales, mode=mode).weight, packed.weight)
 
 
+@pytest.mark.parametrize("group_size", [64, 128, 512])
+def test_pack_coarser_groups_exact(group_size):
+    """GPTQ / compressed-tensors group sizes (and one scale per row, group = K = 512): the
+    packed weight dequantizes to bf16((code - 8) * scale) of its own group, bit for bit, in
+    both input forms, and the offsets GEMM matches torch on it."""
+    e, n, k = 3, 128, 512
+    gen = torch.Generator(device="cuda").manual_seed(group_size)
+    codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
+    scales = (torch.rand(e, n, k // group_size, device="cuda", generator=gen) * 0.02 + 0.001).to(torch.bfloat16)
+    ref = ((codes.float() - 8) * scales.float().repeat_interleave(group_size, -1)).to(torch.bfloat16)
+    packed = ck.pack_w4a16(codes, scales, group_size=group_size)
+    assert torch.equal(ck.dequantize(packed), ref)
+    c = codes.to(torch.int64).reshape(e, n, k // 8, 8)
+    words = (c << torch.arange(0, 32, 4, device="cuda")).sum(-1)
+    words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+    again = ck.pack_w4a16_grouped(words, scales, mode="offsets", group_size=group_size)
+    assert torch.equal(again.weight, packed.weight) and torch.equal(again.scales, packed.scales)
+    counts = torch.tensor([5, 0, 17], device="cuda")
+    offsets = counts.cumsum(0).to(torch.int32)
+    a = torch.randn(int(counts.sum()), k, device="cuda", generator=gen).to(torch.bfloat16)
+    out = ck.grouped_mm(a, offsets, packed)
+    expert = torch.repeat_interleave(torch.arange(e, device="cuda"), counts)
+    expect = torch.einsum("mk,mnk->mn", a.float(), ref[expert].float())
+    assert rel_err(out, expect) < REL_TOL
+
+
 def ragged_counts(e, mean, gen):
     counts = torch.randint(0, 2 * mean + 1, (e,), generator=gen, device="cuda")
     counts[1] = 0  # an empty expert

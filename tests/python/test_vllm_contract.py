@@ -144,6 +144,59 @@ def test_compressed_tensors_layer_converts_as_vllm_does():
     assert HummingExpertsBase._supports_quant_scheme(weight_key, None)
 
 
+@pytest.mark.parametrize("strategy,group_size", [("group", 64), ("group", 128), ("channel", None)])
+def test_compressed_tensors_coarser_groups_as_vllm_builds_them(strategy, group_size):
+    """Group 64 / 128 and channel-wise compressed-tensors schemes, as vLLM's WNA16 oracle
+    hands them over: the tensors vLLM allocates (get_tensors_attrs) are what the conversion
+    takes, the converted schema keeps the group, and vLLM's experts accept its quant key."""
+    from compressed_tensors.quantization import QuantizationArgs
+    from vllm.model_executor.layers.fused_moe.experts.fused_humming_moe import HummingExpertsBase
+    from vllm.model_executor.layers.fused_moe.oracle.int_wna16 import _humming_wna16_weight_schema
+    from vllm.model_executor.layers.quantization.utils.humming.schema import weight_schema_to_quant_key
+
+    args = QuantizationArgs(num_bits=4, type="int", symmetric=True, strategy=strategy, group_size=group_size)
+    schema = facade.BaseWeightSchema.from_config(_humming_wna16_weight_schema(args))
+    e, n, k = 2, 256, 512
+    groups = k // group_size if group_size else 1
+    attrs = schema.get_tensors_attrs(n, k, torch.bfloat16, num_experts=e)
+    assert attrs["weight_scale"]["shape"] == (e, n, groups)
+    tensors = {"weight_packed": torch.zeros(e, n, k // 8, dtype=torch.int32),
+               "weight_scale": torch.ones(e, n, groups, dtype=torch.bfloat16),
+               "weight_shape": torch.tensor([n, k]).expand(e, 2)}
+    humming_schema, out = schema.convert_humming(tensors=tensors, shape_n_stacks=[n], shape_k_stacks=[k],
+                                                 param_dtype=torch.bfloat16, num_experts=e)
+    assert humming_schema.group_size == (group_size or 0)
+    assert humming_schema.get_tensors_attrs(n, k, torch.bfloat16, num_experts=e)["weight_scale"]["shape"] == \
+        (e, n, groups)
+    assert HummingExpertsBase._supports_quant_scheme(weight_schema_to_quant_key(humming_schema, torch.bfloat16), None)
+    with pytest.raises(ValueError, match="expected"):
+        bad = dict(tensors, weight_scale=torch.ones(e, n, k // 32, dtype=torch.bfloat16))
+        schema.convert_humming(tensors=bad, shape_n_stacks=[n], shape_k_stacks=[k], param_dtype=torch.bfloat16,
+                               num_experts=e)
+
+
+@pytest.mark.parametrize("group_size", [128, -1])
+def test_gptq_coarser_groups(group_size):
+    """GPTQ group 128 and channel-wise (-1), symmetric: qweight [E, K/8, N] and scales
+    [E, K/G, N] become chord's N-first form with the group kept."""
+    schema = facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": group_size,
+                                                  "desc_act": False, "sym": True})
+    e, n, k = 2, 128, 256
+    groups = k // group_size if group_size > 0 else 1
+    scales = torch.rand(e, groups, n, dtype=torch.float16)
+    qweight = torch.randint(-2**31, 2**31 - 1, (e, k // 8, n), dtype=torch.int32)
+    humming_schema, out = schema.convert_humming(tensors={"qweight": qweight, "scales": scales},
+                                                 shape_n_stacks=[n], shape_k_stacks=[k],
+                                                 param_dtype=torch.bfloat16, num_experts=e)
+    assert humming_schema.group_size == max(group_size, 0)
+    assert torch.equal(out["weight"], qweight.transpose(1, 2))
+    assert torch.equal(out["weight_scale"], scales.transpose(1, 2).to(torch.bfloat16))
+    with pytest.raises(ValueError, match="GPTQ scales"):
+        schema.convert_humming(tensors={"qweight": qweight, "scales": scales[:, :1] if groups > 1 else
+                                        torch.rand(e, 2, n, dtype=torch.float16)},
+                               shape_n_stacks=[n], shape_k_stacks=[k], param_dtype=torch.bfloat16, num_experts=e)
+
+
 def test_tuning_rows_are_what_vllm_looks_up():
     from humming import dtypes
     for n, k, e in ((1536, 2048, 128), (2048, 768, 128), (4096, 7168, 48), (512, 256, 8)):
@@ -164,6 +217,10 @@ def test_tuning_rows_are_what_vllm_looks_up():
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 128,
                                                  "zero_point": True}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                 "desc_act": True, "sym": True}),
+    lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
+                                                 "desc_act": False, "sym": False}),
+    lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 48,
                                                  "desc_act": False, "sym": True}),
     lambda: facade.Fp8InputSchema(),
     lambda: facade.Fp8WeightSchema(),
@@ -174,7 +231,8 @@ def test_tuning_rows_are_what_vllm_looks_up():
     lambda: facade.ModeloptNvfp4InputSchema(),
     lambda: facade.ModeloptNvfp4WeightSchema(),
     lambda: facade.CompressedTensorsInputSchema(num_bits=8),
-    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128),
+    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=48),
+    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128, has_zero_point=True),
     lambda: facade.HummingInputSchema(a_dtype="float8e4m3"),
 ])
 def test_unsupported_formats_are_refused_by_name(make):

@@ -179,21 +179,21 @@ def test_activation_layouts_and_graph_replay():
 
 # -- the MoE flow ---------------------------------------------------------------------------
 
-def ct_sublayer(e, n, k, gen):
+def ct_sublayer(e, n, k, gen, group):
     """A compressed-tensors pack-quantized sublayer as vLLM's CT MoE layer holds it, and the
     dense weight it stands for (W = bf16((code - 8) * scale))."""
     codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
-    scale = (torch.rand(e, n, k // 32, device="cuda", generator=gen) * 0.01 + 0.002).to(torch.bfloat16)
-    dense = ((codes.float() - 8) * scale.float().repeat_interleave(32, -1)).to(torch.bfloat16)
+    scale = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.01 + 0.002).to(torch.bfloat16)
+    dense = ((codes.float() - 8) * scale.float().repeat_interleave(group, -1)).to(torch.bfloat16)
     tensors = {"weight_packed": pack_int4(codes), "weight_scale": scale,
                "weight_shape": torch.tensor([n, k], device="cuda").expand(e, 2)}
     return tensors, dense
 
 
-def transform(e, n, k, stacks, gen):
+def transform(e, n, k, stacks, gen, group):
     """vLLM's convert_to_humming_moe_kernel_format for one sublayer."""
-    tensors, dense = ct_sublayer(e, n, k, gen)
-    schema = BaseWeightSchema.from_config(dict(CT_CONFIG))
+    tensors, dense = ct_sublayer(e, n, k, gen, group)
+    schema = BaseWeightSchema.from_config(dict(CT_CONFIG, group_size=group))
     weight_schema, tensors = schema.convert_humming(tensors=tensors, shape_n_stacks=stacks, shape_k_stacks=[k],
                                                     param_dtype=torch.bfloat16, num_experts=e)
     input_schema, _ = HummingInputSchema().convert_humming(tensors=tensors, shape_n_stacks=stacks,
@@ -210,11 +210,11 @@ def transform(e, n, k, stacks, gen):
 class Model:
     """One MoE layer's transformed sublayers, and the dense weights they stand for."""
 
-    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed):
+    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed, group=32):
         gen = torch.Generator(device="cuda").manual_seed(seed)
         self.hidden, self.inter, self.local, self.global_experts = hidden, inter, local, global_experts
-        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen)
-        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen)
+        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen, group)
+        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen, group)
         self.gemm_type = gemm_type
         self.compute = json.dumps({"use_batch_invariant": False, "use_f16_accum": False,
                                    "gemm_type": gemm_type.value})
@@ -365,12 +365,12 @@ SHAPES = {"kimi_k2_ep8": (7168, 2048, 48, 384, 8), "qwen3_30b_a3b": (2048, 768, 
 _models = {}
 
 
-def model_for(shape, gemm_type):
-    key = (shape, gemm_type)
+def model_for(shape, gemm_type, group=32):
+    key = (shape, gemm_type, group)
     if key not in _models:
         _models.clear()  # one model at a time: the Kimi layer's dense reference is 4 GB
         hidden, inter, local, global_experts, _ = SHAPES[shape]
-        _models[key] = Model(hidden, inter, local, global_experts, gemm_type, seed=len(shape))
+        _models[key] = Model(hidden, inter, local, global_experts, gemm_type, seed=len(shape), group=group)
     return _models[key]
 
 
@@ -401,6 +401,18 @@ def test_vllm_flow_against_torch(gemm_type, shape, tokens):
     assert out.shape == (tokens, model.hidden)
     if tokens:
         assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
+
+
+@pytest.mark.parametrize("group", [128, 64])
+@pytest.mark.parametrize("tokens", [1, 64])
+def test_vllm_flow_coarser_groups(group, tokens):
+    """A compressed-tensors group-64 / group-128 checkpoint (Qwen3-30B-A3B shapes) through
+    the same flow: the transform keeps the group, the result matches its own dense weights."""
+    model = model_for("qwen3_30b_a3b", GemmType.INDEXED, group)
+    assert model.cfg13.weight_scale_group_size == group and model.cfg2.weight_scale_group_size == group
+    x, w, ids, emap = routing("qwen3_30b_a3b", tokens, seed=tokens + 5)
+    out = indexed_apply(model, x, w, ids, emap)
+    assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
 
 
 @pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])

@@ -1,5 +1,6 @@
 """Checkpoint schemas, by quant_method. Served (converted into HummingWeightSchema, INT4
-group 32 symmetric): humming, compressed-tensors pack-quantized, GPTQ. Every other format
+symmetric, group size a multiple of 32 or channel-wise): humming, compressed-tensors
+pack-quantized, GPTQ. Every other format
 has a schema class that refuses to be built, with a message naming the format."""
 from humming.schema.base import SERVED, BaseInputSchema, BaseWeightSchema
 from humming.schema.compressed_tensors import CompressedTensorsInputSchema, CompressedTensorsWeightSchema

@@ -9,9 +9,9 @@ import torch
 from humming import dtypes
 
 
-SERVED = ("chord serves INT4 W4A16: bfloat16 activations x 4-bit integer weights, group size 32, symmetric "
-          "(humming uint4 / int4 group_size 32, compressed-tensors pack-quantized int4 group 32 symmetric, GPTQ "
-          "4-bit group 32 sym without desc_act)")
+SERVED = ("chord serves INT4 W4A16: bfloat16 activations x 4-bit integer weights, symmetric, group size a "
+          "multiple of 32 (32, 64, 128, ...) or channel-wise (humming uint4 / int4, compressed-tensors "
+          "pack-quantized int4 symmetric, GPTQ 4-bit sym without desc_act)")
 
 
 def unsupported(what: str) -> NotImplementedError:

@@ -1,8 +1,10 @@
-"""compressed-tensors checkpoints: the pack-quantized INT4 group-32 symmetric scheme.
+"""compressed-tensors checkpoints: the pack-quantized INT4 symmetric scheme, group strategy
+(group size a multiple of 32) or channel strategy.
 
 Tensors per layer: weight_packed int32 [N, K/8] (8 codes per word, element j in bits
-4j..4j+3, value + 8), weight_scale [N, K/32], weight_shape int64 [2]. That word order is
-what chord's packer reads (src_format 1), so the conversion only renames.
+4j..4j+3, value + 8), weight_scale [N, K/group] ([N, 1] channel-wise), weight_shape int64
+[2]. That word order is what chord's packer reads (src_format 1), so the conversion only
+renames.
 """
 import dataclasses
 from typing import Any, Optional
@@ -11,8 +13,8 @@ import torch
 
 from humming import dtypes
 from humming.schema.base import BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, unsupported
-from humming.schema.humming import HummingInputSchema, HummingWeightSchema, int4_g32_tensor_attrs
-from humming.utils.weight import GROUP_SIZE
+from humming.schema.humming import HummingInputSchema, HummingWeightSchema, int4_tensor_attrs
+from humming.utils.weight import GROUP_SIZE, scale_group
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -34,7 +36,9 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
             problems.append(f"format '{self.format}'")
         if self.type != "int" or self.num_bits != 4:
             problems.append(f"{self.type}{self.num_bits} weights")
-        if self.strategy != "group" or self.group_size != GROUP_SIZE:
+        group_ok = self.strategy == "group" and isinstance(self.group_size, int) and self.group_size > 0 \
+            and self.group_size % GROUP_SIZE == 0
+        if not group_ok and self.strategy != "channel":
             problems.append(f"strategy '{self.strategy}' with group_size {self.group_size}")
         if not self.symmetric:
             problems.append("asymmetric weights (zero points)")
@@ -46,12 +50,17 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
             raise unsupported("compressed-tensors " + ", ".join(problems))
 
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
-        attrs = int4_g32_tensor_attrs("weight_packed", shape_n, shape_k, param_dtype, has_bias)
+        attrs = int4_tensor_attrs("weight_packed", shape_n, shape_k, param_dtype, has_bias, self.layout_group_size)
         attrs["weight_shape"] = {"shape": (2,), "dtype": torch.int64, "extra_attrs": {}}
         return add_expert_dim(attrs, num_experts)
 
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:
-        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=GROUP_SIZE)
+        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=self.layout_group_size)
+
+    @property
+    def layout_group_size(self) -> int:
+        """The scale group along K; 0 for the channel strategy (one scale per row)."""
+        return 0 if self.strategy == "channel" else self.group_size
 
     def infer_shape(self, tensors):
         weight = tensors["weight_packed"]
@@ -68,9 +77,10 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
         scale = tensors["weight_scale"]
         n, k = sum(shape_n_stacks), sum(shape_k_stacks)
         lead = (num_experts,) if num_experts else ()
-        if tuple(weight.shape) != lead + (n, k // 8) or tuple(scale.shape) != lead + (n, k // GROUP_SIZE):
+        groups = k // scale_group(self.layout_group_size, k)
+        if tuple(weight.shape) != lead + (n, k // 8) or tuple(scale.shape) != lead + (n, groups):
             raise ValueError(f"humming: compressed-tensors tensors have shapes {tuple(weight.shape)} / "
-                             f"{tuple(scale.shape)}, expected {lead + (n, k // 8)} / {lead + (n, k // GROUP_SIZE)}")
+                             f"{tuple(scale.shape)}, expected {lead + (n, k // 8)} / {lead + (n, groups)}")
         out = {"weight": weight, "weight_scale": scale.to(param_dtype)}
         return self.to_humming_schema(param_dtype), out
 

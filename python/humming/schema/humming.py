@@ -14,18 +14,16 @@ from humming.schema.base import (
     check_param_dtype,
     unsupported,
 )
-from humming.utils.weight import GROUP_SIZE, dequantize_weight, quantize_weight
+from humming.utils.weight import GROUP_SIZE, dequantize_weight, quantize_weight, scale_group
 
 
-
-def int4_g32_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias):
-    """Checkpoint tensors of one INT4 group-32 layer: int32 words of 8 codes along K and a
-    scale per 32 K elements (the humming and compressed-tensors forms differ only in the
-    weight tensor's name)."""
+def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, group_size):
+    """Checkpoint tensors of one INT4 layer: int32 words of 8 codes along K and a scale per
+    group of K elements (group size 0 or -1: one per row). The humming and
+    compressed-tensors forms differ only in the weight tensor's name."""
     if has_bias:
         raise unsupported("a bias")
-    if shape_k % GROUP_SIZE:
-        raise ValueError(f"humming: K = {shape_k} is not a multiple of the group size {GROUP_SIZE}")
+    group = scale_group(group_size, shape_k)
     return {
         weight_name: {
             "shape": (shape_n, shape_k // 8),
@@ -33,15 +31,16 @@ def int4_g32_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias):
             "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 1, "packed_factor": 8},
         },
         "weight_scale": {
-            "shape": (shape_n, shape_k // GROUP_SIZE),
+            "shape": (shape_n, shape_k // group),
             "dtype": param_dtype,
-            "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group"},
+            "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group" if group < shape_k else "channel"},
         },
     }
 
 @dataclasses.dataclass(kw_only=True)
 class HummingWeightSchema(BaseWeightSchema):
-    """weight int32 [N, K/8] (uint4 codes, 8 per word) + weight_scale [N, K/32]."""
+    """weight int32 [N, K/8] (uint4 codes, 8 per word) + weight_scale [N, K/group]
+    (group a multiple of 32, or channel-wise: [N, 1])."""
 
     quant_method: str = "humming"
     b_dtype: Any = None
@@ -91,7 +90,9 @@ class HummingWeightSchema(BaseWeightSchema):
     def check_supported(self):
         if self.b_dtype != dtypes.uint4:
             raise unsupported(f"weight type {self.b_dtype}")
-        if self.weight_scale_type != WeightScaleType.GROUP or self.weight_scale_group_size != GROUP_SIZE:
+        group_ok = (self.weight_scale_type == WeightScaleType.GROUP and self.weight_scale_group_size > 0
+                    and self.weight_scale_group_size % GROUP_SIZE == 0)
+        if not group_ok and self.weight_scale_type != WeightScaleType.CHANNEL:
             raise unsupported(f"weight scales '{self.weight_scale_type.value}' with group size "
                               f"{self.weight_scale_group_size}")
         if self.weight_scale_group_size_n not in (0, 1):
@@ -106,7 +107,13 @@ class HummingWeightSchema(BaseWeightSchema):
             raise unsupported(f"Hadamard-rotated weights (block {self.hadamard_block_size})")
 
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
-        return add_expert_dim(int4_g32_tensor_attrs("weight", shape_n, shape_k, param_dtype, has_bias), num_experts)
+        return add_expert_dim(int4_tensor_attrs("weight", shape_n, shape_k, param_dtype, has_bias, self.group_size),
+                              num_experts)
+
+    @property
+    def group_size(self) -> int:
+        """The scale group along K; 0 for one scale per row."""
+        return 0 if self.weight_scale_type == WeightScaleType.CHANNEL else self.weight_scale_group_size
 
     def to_humming_schema(self, param_dtype=None) -> "HummingWeightSchema":
         return self

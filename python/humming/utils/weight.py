@@ -1,7 +1,8 @@
 """Weight quantization helpers in plain torch (CPU or GPU).
 
-Supported: uint4 (INT4) group-32 symmetric, the format chord's kernels read:
-W = (code - 8) * scale, code in 0..15, one scale per 32 consecutive k. The packed form is
+Supported: uint4 (INT4) symmetric, the format chord's kernels read: W = (code - 8) * scale,
+code in 0..15, one scale per group of consecutive k (32, any multiple of 32, or the whole
+row: group size 0 or -1, channel-wise). The packed form is
 int32 [..., N, K/8] with element j of each 8 in bits 4j..4j+3 (compressed-tensors
 pack-quantized order).
 """
@@ -11,12 +12,24 @@ import torch
 
 from humming import dtypes
 
-GROUP_SIZE = 32
+GROUP_SIZE = 32  # chord's layout holds a scale per 32 k; a coarser group repeats its scale
 
 
 def _unsupported(what: str):
     raise NotImplementedError(f"humming (chord backend): {what} is unsupported; supported: uint4 weights, "
-                              f"group size {GROUP_SIZE}, symmetric, bfloat16 scales")
+                              f"group size a multiple of {GROUP_SIZE} or channel-wise, symmetric, bfloat16 scales")
+
+
+def scale_group(group_size: int, shape_k: int) -> int:
+    """The number of k one scale covers: group_size, or shape_k for channel-wise scales
+    (group size 0 or -1, as humming and GPTQ spell them). Anything chord's layout cannot
+    hold exactly is refused."""
+    if isinstance(group_size, bool) or not isinstance(group_size, int):
+        _unsupported(f"group size {group_size!r}")
+    group = shape_k if group_size in (0, -1) else group_size
+    if group <= 0 or group % GROUP_SIZE or shape_k % group:
+        _unsupported(f"group size {group_size} with K = {shape_k}")
+    return group
 
 
 def pack_int4(codes: torch.Tensor) -> torch.Tensor:
@@ -54,16 +67,14 @@ def quantize_weight(
     """weight float [.., N, K] -> (codes, scale, zero_point, global_scale).
 
     codes: int32 [.., N, K] (pack=False) or int32 [.., N, K/8] (pack=True); scale in
-    scale_dtype [.., N, K/32]; zero_point and global_scale are None (symmetric, no tensor
-    scale). The scale is absmax / 7 rounded to the scale dtype, and the codes are rounded
+    scale_dtype [.., N, K/group] (one column channel-wise); zero_point and global_scale are
+    None (symmetric, no tensor scale). The scale is absmax / 7 rounded to the scale dtype, and the codes are rounded
     against that rounded scale, so dequantize_weight reproduces what the kernels compute.
     """
     del allow_negative_scale  # the symmetric INT4 scale is always positive
     dtype = dtypes.DataType.from_str(dtype)
     if dtype not in (dtypes.uint4, dtypes.int4):
         _unsupported(f"weight type {dtype}")
-    if group_size != GROUP_SIZE:
-        _unsupported(f"group size {group_size}")
     if group_size_n not in (None, 0, 1):
         _unsupported(f"block scales (group_size_n = {group_size_n})")
     if has_zero_point or is_fp_zero_point:
@@ -77,8 +88,9 @@ def quantize_weight(
         raise ValueError(f"quantize_weight: expected a float weight, got {weight.dtype}")
     if weight.dim() not in (2, 3) or weight.shape[-1] % GROUP_SIZE:
         raise ValueError(f"quantize_weight: expected [.., N, K] with K % {GROUP_SIZE} == 0, got {tuple(weight.shape)}")
+    group = scale_group(group_size, weight.shape[-1])
 
-    w = weight.float().reshape(*weight.shape[:-1], weight.shape[-1] // GROUP_SIZE, GROUP_SIZE)
+    w = weight.float().reshape(*weight.shape[:-1], weight.shape[-1] // group, group)
     scale = (w.abs().amax(-1) / 7.0).to(torch.bfloat16)
     s = scale.float().unsqueeze(-1)
     q = torch.where(s > 0, torch.round(w / torch.where(s > 0, s, torch.ones_like(s))), torch.zeros_like(w))
@@ -96,7 +108,7 @@ def dequantize_weight(
     dtype: dtypes.DataType = dtypes.uint4,
     packed: bool = False,
 ) -> torch.Tensor:
-    """codes (int32 [.., N, K], or [.., N, K/8] packed) and scales [.., N, K/32] -> float32
+    """codes (int32 [.., N, K], or [.., N, K/8] packed) and scales [.., N, K/group] -> float32
     (code - 8) * scale."""
     dtype = dtypes.DataType.from_str(dtype)
     if dtype not in (dtypes.uint4, dtypes.int4):
