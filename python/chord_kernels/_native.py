@@ -31,13 +31,9 @@ def load_library(path):
 
 def native(library):
     """The C API table a call goes through: this package's libchord for None, else the
-    Library from load_library. Eager calls only: torch ops always use this package's."""
+    Library from load_library."""
     if library is None:
         return lib
     if not isinstance(library, Library):
         raise TypeError(f"chord_kernels: 'library' must come from load_library, got {type(library).__name__}")
-    import torch  # here: this module loads the native code before anything imports torch
-
-    if torch.compiler.is_compiling():
-        raise ValueError("chord_kernels: library= runs eagerly; torch.compile traces this package's own ops")
     return library

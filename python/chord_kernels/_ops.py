@@ -369,8 +369,15 @@ _define_op("w4a16_pack(Tensor src, SymInt src_format, Tensor scales, Tensor(a!) 
            _launch_pack, lambda src, src_format, scales, weight_out, scales_out: None)
 
 
-def _compiling():
-    return torch.compiler.is_compiling()
+def _compiling(library=None):
+    """True while torch.compile traces the call, which then goes through this package's torch op.
+    A call that names another library must not be traced into that op: the raise makes dynamo
+    run it outside the graph (through that library), or fail under fullgraph=True."""
+    if torch.compiler.is_compiling():
+        if library is not None:
+            _fail("library= runs eagerly; torch.compile traces the ops of this package's own library")
+        return True
+    return False
 
 
 # -- public API ---------------------------------------------------------------------------
@@ -426,7 +433,7 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, *, library=None) -> W4
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
     weight_out = torch.empty(checked_bytes(native.weight_bytes, e, n, k), dtype=_U8, device=src.device)
     scales_out = torch.empty(checked_bytes(native.scale_bytes, e, n, k), dtype=_U8, device=src.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
     else:
         _launch_pack(src, src_format, scales, weight_out, scales_out, native)
@@ -452,12 +459,11 @@ def _packed(packed):
 def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
     """The logical weight bf16 [E, N, K] = bf16((code - 8) * scale) of a packed weight."""
     p = _packed(packed)
-    native = _native(library)
     out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=_BF16, device=p.weight.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_dequantize(p.weight, p.scales, p.tag, out)
     else:
-        _launch_dequantize(p.weight, p.scales, p.tag, out, native)
+        _launch_dequantize(p.weight, p.scales, p.tag, out, _native(library))
     return out
 
 
@@ -467,13 +473,12 @@ def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
     row, -1 = padding row; each expert's segment starts at a multiple of
     contiguous_alignment()). Returns bf16 [m, N]; padding rows are left untouched."""
     p = _packed(packed)
-    native = _native(library)
     if outputs is None:
         outputs = torch.empty((a.shape[0], p.tag[5]), dtype=_BF16, device=a.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
     else:
-        _launch_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs, native)
+        _launch_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs, _native(library))
     return outputs
 
 
@@ -483,14 +488,13 @@ def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expecte
     group g, which uses expert g); expected_m: host hint of rows per group (picks the
     config only). Returns bf16 [G, max_m, N]; rows past masked_m[g] are left untouched."""
     p = _packed(packed)
-    native = _native(library)
     if outputs is None:
         outputs = torch.empty((a.shape[0], a.shape[1], p.tag[5]), dtype=_BF16, device=a.device)
     expected_m = int(expected_m)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
     else:
-        _launch_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs, native)
+        _launch_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs, _native(library))
     return outputs
 
 
@@ -500,13 +504,12 @@ def offsets(x: torch.Tensor, packed: W4A16Weight, offs: torch.Tensor,
     int32 [E] cumulative end rows (offs[E-1] <= S). Returns bf16 [S, N]; rows past
     offs[E-1] are left untouched."""
     p = _packed(packed)
-    native = _native(library)
     if outputs is None:
         outputs = torch.empty((x.shape[0], p.tag[5]), dtype=_BF16, device=x.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
     else:
-        _launch_offsets(x, p.weight, p.scales, p.tag, offs, outputs, native)
+        _launch_offsets(x, p.weight, p.scales, p.tag, offs, outputs, _native(library))
     return outputs
 
 
@@ -530,17 +533,16 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     written.
     """
     p = _packed(packed)
-    native = _native(library)
     top_k = int(top_k)
     block_size = int(block_size)
     if outputs is None:
         outputs = torch.empty((inputs.shape[0] * top_k, p.tag[5]), dtype=_BF16, device=inputs.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,
                                       top_k, block_size, outputs)
     else:
         _launch_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded, top_k,
-                        block_size, outputs, native)
+                        block_size, outputs, _native(library))
     return outputs
 
 

@@ -88,14 +88,13 @@ def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Option
     if not isinstance(expression, str):
         raise TypeError(f"chord_kernels: the activation expression must be a str, got {type(expression).__name__}")
     code = KINDS[kind]
-    native = _native(library)
     if out is None:
         n = inputs.shape[-1] if kind == "unary" else inputs.shape[-1] // 2
         rows = out_rows if out_rows is not None else (
             scatter_idx.numel() if scatter_idx is not None else inputs.shape[0])
         out = torch.empty((rows, n), dtype=inputs.dtype, device=inputs.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.moe_activation(inputs, code, expression, out, scatter_idx, group_rows, num_valid)
     else:
-        _launch(inputs, code, expression, out, scatter_idx, group_rows, num_valid, native)
+        _launch(inputs, code, expression, out, scatter_idx, group_rows, num_valid, _native(library))
     return out

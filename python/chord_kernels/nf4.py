@@ -460,12 +460,11 @@ class NF4Weights:
         bit-identical to bitsandbytes' dequantize_4bit of the QuantState."""
         dtype = dtype or self.dtype
         code = _dtype_code(dtype, "dtype")
-        native = _native(library)
         out = torch.empty(self.shape, dtype=dtype, device=self.weight.device)
-        if _compiling():
+        if _compiling(library):
             torch.ops.chord.nf4_dequantize(self.weight, self.absmax, self.tag, code, out)
         else:
-            _launch_dequantize(self.weight, self.absmax, self.tag, code, out, native)
+            _launch_dequantize(self.weight, self.absmax, self.tag, code, out, _native(library))
         return out
 
     def __repr__(self) -> str:
@@ -484,11 +483,10 @@ def nf4_grouped_mm(x: torch.Tensor, offsets: torch.Tensor, w: NF4Weights,
         return _ops.grouped_mm(x, offsets, w, out, library=library)
     if not isinstance(w, NF4Weights):
         raise TypeError(f"chord_kernels: 'w' must be NF4Weights (or a W4A16Weight), got {type(w).__name__}")
-    native = _native(library)
     if out is None:
         out = torch.empty((x.shape[0], w.tag[5]), dtype=x.dtype, device=x.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.nf4_offsets(x, w.weight, w.absmax, w.tag, offsets, out)
     else:
-        _launch_offsets(x, w.weight, w.absmax, w.tag, offsets, out, native)
+        _launch_offsets(x, w.weight, w.absmax, w.tag, offsets, out, _native(library))
     return out
