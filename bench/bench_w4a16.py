@@ -1,6 +1,6 @@
 """The benchmark suite of docs/shapes.md for chord's W4A16 MoE GEMM.
 
-One command on a GPU machine (after scripts/setup.sh):
+One command on a GPU machine (after scripts/install_wheel.sh: it runs through chord_kernels):
     python3 bench/bench_w4a16.py --out DIR [--quick]
 Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
 accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor

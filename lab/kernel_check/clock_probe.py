@@ -1,6 +1,6 @@
 """Contiguous EP8 512 rows/expert: chord vs BF16 grouped_mm, each timed as the bench does, in
 both orders, with the SM clock / power sampled by nvidia-smi during each phase (are the two
-sides timed at the same clock?). Run from the repo root after scripts/setup.sh:
+sides timed at the same clock?). Run from the repo root after scripts/install_wheel.sh:
     python3 lab/kernel_check/clock_probe.py
 """
 import os, subprocess, sys, time, threading
