@@ -1,6 +1,6 @@
 """The benchmark suite of docs/shapes.md for chord's W4A16 MoE GEMM.
 
-One command on a GPU machine (after scripts/setup.sh):
+One command on a GPU machine (after scripts/install_wheel.sh: it runs through chord_kernels):
     python3 bench/bench_w4a16.py --out DIR [--quick]
 Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
 accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor
@@ -18,8 +18,7 @@ import time
 
 import torch
 
-sys.path.insert(0, os.path.dirname(__file__))
-from chord_ctypes import Chord  # noqa: E402
+import chord_kernels as ck
 
 STREAM_BYTES_PER_S = 4.47e12   # docs/shapes.md, measured on this H200
 BF16_FLOP_PER_S = 790e12
@@ -81,16 +80,25 @@ def time_us(fn, flush, reps=100, warmup=10):
 
 
 class ExpertWeights:
-    """Random INT4 g32 experts packed by chord, plus the BF16 dequantized copy."""
+    """Random INT4 g32 experts packed by chord (through `library`: None = this package's
+    libchord), plus the BF16 dequantized copy."""
 
-    def __init__(self, chord, experts, n, k, gen):
+    def __init__(self, library, experts, n, k, gen):
         codes = torch.randint(0, 16, (experts, n, k), dtype=torch.uint8, device="cuda", generator=gen)
         scales = (torch.randn(experts, n, k // 32, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
-        self.tag, self._keep = chord.pack(codes, scales)
+        self.packed = ck.pack_w4a16(codes, scales, library=library)
         del codes
-        self.bf16 = chord.dequantize(self.tag)             # [E, N, K], exact (code-8)*scale
+        self.bf16 = ck.dequantize(self.packed, library=library)  # [E, N, K], exact (code-8)*scale
         self.experts, self.n, self.k = experts, n, k
         torch.cuda.synchronize()
+
+    def first_experts(self, experts):
+        """The packed weight of the first `experts` experts: a prefix of both buffers (both
+        are expert-major, docs/packed_layout.md)."""
+        p = self.packed
+        weight_bytes, scale_bytes = p.weight.numel() // self.experts, p.scales.numel() // self.experts
+        return ck.W4A16Weight(p.weight[:experts * weight_bytes], p.scales[:experts * scale_bytes],
+                              ck.expected_tag(experts, self.n, self.k))
 
     def bytes_for(self, active_experts):
         return active_experts * self.n * (self.k // 2 + 2 * self.k // 32)
@@ -107,22 +115,23 @@ class NF4ExpertWeights:
     logical weight computed here in torch the way dequantize_4bit does (FP32 absmax =
     code[q] * absmax2 + offset; FP32 product; one rounding), checked equal to chord's."""
 
-    def __init__(self, chord, experts, n, k, gen):
+    def __init__(self, library, experts, n, k, gen):
         blocks = experts * n * k // 64
         packed = torch.randint(0, 256, (experts * n * k // 2,), dtype=torch.uint8, device="cuda", generator=gen)
         absmax_q = torch.randint(150, 256, (blocks,), dtype=torch.uint8, device="cuda", generator=gen)
         absmax2 = torch.rand((blocks + 255) // 256, device="cuda", generator=gen) * 0.04 + 0.01
         code = torch.linspace(-1.0, 1.0, 256, device="cuda")
         offset = 0.03
-        self.tag, self._keep = chord.nf4_pack(packed, absmax_q, (experts, n, k), absmax2, code, offset)
+        self.packed = ck.NF4Weights.from_quant_state(packed, absmax_q, (experts, n, k), nested_absmax=absmax2,
+                                                     nested_code=code, offset=offset, library=library)
         absmax = code[absmax_q.long()] * absmax2.repeat_interleave(256)[:blocks]
         absmax = absmax + torch.tensor(offset, dtype=torch.float32, device="cuda")
         codes = torch.stack((packed >> 4, packed & 15), dim=1).reshape(-1).long()
         table = torch.tensor(NF4_TABLE, dtype=torch.float32, device="cuda")
         values = (table[codes].view(blocks, 64) * absmax.view(blocks, 1)).view(experts, n, k)
         self.bf16 = values.to(torch.bfloat16)
-        self.dequantize_exact = bool(torch.equal(chord.nf4_dequantize(self.tag).view(torch.int16),
-                                                 self.bf16.view(torch.int16)))
+        self.dequantize_exact = bool(torch.equal(self.packed.dequantize(torch.bfloat16, library=library)
+                                                 .view(torch.int16), self.bf16.view(torch.int16)))
         del values, codes, packed
         self.experts, self.n, self.k = experts, n, k
         torch.cuda.synchronize()
@@ -182,7 +191,20 @@ def grouped_rows(topk_ids, local_of_global, num_local):
     return routes, offsets, int((counts > 0).sum())
 
 
-def indexed_routing(chord, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
+def routing_block(library, arch, experts, n, k, routed_rows):
+    """The moe_align_block_size block our tuning table exports (as vLLM's Humming backend reads
+    it: top_k = 1, M = routed rows) for this shape and row count, or None."""
+    try:
+        text = ck.tuning_table_json(arch, experts, n, k, 1, library=library)
+    except ValueError:  # builds that predate the empty answer refuse a shape without a table
+        return None
+    for first, last, config in json.loads(text) if text else []:
+        if first <= routed_rows <= last:
+            return int(config["block_size_m"])
+    return None
+
+
+def indexed_routing(library, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
                     fixed_block=False):
     """A skewed top-k draw aligned as vLLM would for our kernels: the routing block our
     exported tuning table gives the shape (both projections use it), `block_size` where no table
@@ -191,8 +213,8 @@ def indexed_routing(chord, tokens, num_global, top_k, local_of_global, weights_u
     topk_ids = skewed_topk(tokens, num_global, top_k, gen)
     routes, offsets, active = grouped_rows(topk_ids, local_of_global, weights_up.experts)
     if not fixed_block:
-        block_size = chord.routing_block(ARCH, weights_up.experts, weights_up.n, weights_up.k,
-                                         routes.numel()) or block_size
+        block_size = routing_block(library, ARCH, weights_up.experts, weights_up.n, weights_up.k,
+                                   routes.numel()) or block_size
     sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
     return routes, offsets, active, block_size, sorted_ids, expert_ids, ntp
 
@@ -202,22 +224,24 @@ def rel_error(out, ref):
 
 
 class Suite:
-    def __init__(self, chord, quick, only=None, fixed_blocks=False, interleaved=False, against=None):
-        self.chord, self.quick, self.only, self.fixed_blocks = chord, quick, only, fixed_blocks
+    def __init__(self, library, quick, only=None, fixed_blocks=False, interleaved=False, against=None):
+        # library: ours (None = this package's libchord, or --library's); against: another
+        # build's Library (ck.load_library), timed rep by rep with ours and the anchor.
+        self.library, self.quick, self.only, self.fixed_blocks = library, quick, only, fixed_blocks
         self.interleaved = interleaved  # time ours and the anchor rep by rep (time_interleaved_us)
-        self.against = against  # another build's Chord, timed rep by rep with ours and the anchor
+        self.against = against
         self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
         self.failures = 0
 
     def record(self, scenario, x, proj, routed_rows, weights, active, flop, call, ref_fn, check):
-        """call(chord) -> the timed function through that build; check() -> (ok, error) of the
+        """call(library) -> the timed function through that build; check() -> (ok, error) of the
         output it wrote. Times ours and the grouped_mm anchor (and the --against build's call,
         checked too, all three rep by rep); appends a row."""
         if self.only and self.only not in scenario:
             return
-        ours_fn = call(self.chord)
+        ours_fn = call(self.library)
         t0 = time.perf_counter()
         ours_fn()
         torch.cuda.synchronize()
@@ -260,7 +284,8 @@ class Suite:
     def indexed(self, scenario, x, weights_up, weights_down, tokens, num_global, top_k, local_of_global,
                 block_size, gen):
         routes, offsets, active, block_size, sorted_ids, expert_ids, ntp = indexed_routing(
-            self.chord, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen, self.fixed_blocks)
+            self.library, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
+            self.fixed_blocks)
         routed = routes.numel()
         self.block_size = block_size
         for proj, w, a_rows, kernel_top_k in (("gate_up", weights_up, tokens, top_k),
@@ -270,8 +295,9 @@ class Suite:
             in_rows = routes // kernel_top_k
             x_grouped = a[in_rows]
 
-            def call(chord):  # used within this iteration (record), like anchor and check
-                return lambda: chord.indexed(a, w.tag, sorted_ids, expert_ids, ntp, kernel_top_k, block_size, out)
+            def call(library):  # used within this iteration (record), like anchor and check
+                return lambda: ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, kernel_top_k, out,
+                                          block_size=block_size, library=library)
 
             def anchor():
                 grouped_mm(x_grouped, w.bf16, offsets)
@@ -302,7 +328,7 @@ class Suite:
             return err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, m, w, e, 2.0 * m * w.n * w.k,
-                    lambda chord: lambda: chord.contiguous(a, w.tag, m_indices, out),
+                    lambda library: lambda: ck.contiguous(a, w.packed, m_indices, out, library=library),
                     lambda: grouped_mm(a, w.bf16, offsets), check)
 
     # -- grouped masked ----------------------------------------------------------------------
@@ -323,7 +349,8 @@ class Suite:
             return clean and err < 1e-2 and not torch.isnan(out[valid]).any().item(), err
 
         self.record(scenario, x, self.proj, routed, w, int((masked_m > 0).sum()), 2.0 * routed * w.n * w.k,
-                    lambda chord: lambda: chord.masked(a, w.tag, masked_m, tokens_per_expert, out),
+                    lambda library: lambda: ck.masked(a, w.packed, masked_m, tokens_per_expert, out,
+                                                      library=library),
                     lambda: grouped_mm(x_grouped, w.bf16, offsets), check)
 
     # -- offsets (INT4, or NF4 whose dequantize must also have matched bitsandbytes' rule) ----
@@ -335,7 +362,7 @@ class Suite:
         s_rows = routes.numel()
         a = torch.randn(s_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.full((s_rows, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
-        launch = lambda chord: chord.nf4_offsets if nf4 else chord.offsets
+        launch = ck.nf4_grouped_mm if nf4 else ck.grouped_mm
         weights_exact = w.dequantize_exact if nf4 else True
 
         def check():
@@ -343,7 +370,7 @@ class Suite:
             return weights_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
-                    lambda chord: lambda: launch(chord)(a, w.tag, offsets, out),
+                    lambda library: lambda: launch(a, offsets, w.packed, out, library=library),
                     lambda: grouped_mm(a, w.bf16, offsets), check)
 
 
@@ -362,8 +389,7 @@ def run_kimi(suite, chord, quick, gen):
         subset = [ExpertWeights.__new__(ExpertWeights) for _ in range(2)]
         for sub, full in zip(subset, (up, down)):
             sub.__dict__.update(full.__dict__)
-            sub.tag = type(full.tag).from_buffer_copy(full.tag)
-            sub.tag.experts = experts
+            sub.packed = full.first_experts(experts)
             sub.experts = experts
             sub.bf16 = full.bf16[:experts]
         subsets[ep] = subset
@@ -415,10 +441,10 @@ def commit_label():
 
 
 def run(args):
-    chord = Chord(args.library)
+    chord = ck.load_library(args.library) if args.library else None  # ours: None = this package's
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
-    against = Chord(args.against) if args.against else None
+    against = ck.load_library(args.against) if args.against else None
     suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved, against)
     settle_clocks()
     quick = args.quick
@@ -497,7 +523,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--quick", action="store_true", help="a subset of the rows")
-    parser.add_argument("--library", default=None, help="path of libchord.so (default build/libchord.so)")
+    parser.add_argument("--library", default=None,
+                        help="run ours through this libchord.so (chord_kernels.load_library) instead of the "
+                             "installed chord_kernels' own")
     parser.add_argument("--only", default=None, help="run only the scenarios whose name contains this")
     parser.add_argument("--fixed-blocks", action="store_true",
                         help="indexed rows: routing block 16 (decode) / 64 (prefill) instead of the block our "
@@ -506,9 +534,10 @@ def main():
                         help="time our call and its BF16 anchor rep by rep (same clock) instead of one after "
                              "the other (each at its own power-capped clock)")
     parser.add_argument("--against", default=None, metavar="LIBRARY",
-                        help="another build's libchord.so: each row also times its call (on our packed weights, "
-                             "checked the same way), rep by rep with ours and the anchor (one clock); a "
-                             "before / after comparison in one process")
+                        help="another build's libchord.so (chord_kernels.load_library): each row also times its "
+                             "call through the same chord_kernels functions (on our packed weights, checked the "
+                             "same way), rep by rep with ours and the anchor (one clock); a before / after "
+                             "comparison in one process")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
     suite = run(args)

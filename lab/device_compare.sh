@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Before/after on the GPU machine in one call: builds this tree and a baseline tree (an export
-# of an earlier commit, with .deps, e.g. `git archive <commit> | tar -x -C .clean_base`), runs
-# the C++ GPU tests of this tree, then each bench subset once with this tree's bench timing both
-# libraries in one process (--against: rep by rep, one clock; both outputs checked). Results
+# Before/after on the GPU machine in one call: builds this tree (and installs its wheel, which
+# the bench runs through) and a baseline tree (an export of an earlier commit, with .deps, e.g.
+# `git archive <commit> | tar -x -C .clean_base`; only its build/libchord.so is used), runs the
+# C++ GPU tests of this tree, then each bench subset once with this tree's bench timing both
+# libraries in one process (--against: chord_kernels.load_library opens the baseline's
+# libchord.so beside the package's own; rep by rep, one clock; both outputs checked). Results
 # under $OUT.
 # Usage: lab/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
 # a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well)
@@ -14,8 +16,11 @@ mkdir -p "$out"
 export CHORD_CACHE_DIR=/tmp/chord-cache
 (cd "$base" && scripts/setup.sh > /tmp/build_base.log 2>&1) &
 base_build=$!
+scripts/install_wheel.sh /tmp/pip_install.log > /dev/null &
+wheel_build=$!
 scripts/setup.sh > /tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
 wait "$base_build" || { echo "baseline build failed:"; tail -30 /tmp/build_base.log; exit 1; }
+wait "$wheel_build" || { echo "wheel build failed:"; tail -30 /tmp/pip_install.log; exit 1; }
 export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 build/tests/chord_gpu_tests > "$out/gpu_tests.log" 2>&1
 grep -E "test cases|passed|failed" "$out/gpu_tests.log" | tail -3

@@ -16,6 +16,9 @@ scripts/setup.sh > /tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
   build/chord_jit_timing
 } > "$out/gpu_tests.log" 2>&1
 grep -E "test cases|passed|failed|FAILED|cold_compile" "$out/gpu_tests.log" | tail -6
+# The bench runs through chord_kernels: this tree's wheel (scripts/test_python_gpu.sh below
+# reinstalls it from the same build directory).
+scripts/install_wheel.sh /tmp/pip_install.log || exit 1
 PYTHONUNBUFFERED=1 python3 bench/bench_w4a16.py --out "$out" > "$out/bench.txt" 2>&1
 tail -2 "$out/bench.txt"
 if [ -z "${CHORD_SKIP_PORTABLE:-}" ]; then  # set it to save device time when the portable family is unchanged

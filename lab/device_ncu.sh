@@ -11,6 +11,7 @@ out=${OUT:-/tmp/chord-ncu}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}" CHORD_CACHE_DIR=${CHORD_CACHE_DIR:-/tmp/chord-cache}
 scripts/setup.sh > /tmp/build.log 2>&1 || { tail -30 /tmp/build.log; exit 1; }
+scripts/install_wheel.sh /tmp/pip_install.log || exit 1  # one_call.py runs through chord_kernels
 sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
           --section WarpStateStats --section SchedulerStats --section LaunchStats --section Occupancy
           --section SourceCounters)

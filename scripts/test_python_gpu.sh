@@ -1,19 +1,14 @@
 #!/usr/bin/env bash
 # GPU pytest on a machine with torch, nanobind and scikit-build-core installed and no
-# network: builds and installs the wheel with --no-build-isolation --no-deps (CMake finds a
-# carried .deps prefix through CMAKE_PREFIX_PATH), then runs tests/python.
+# network: builds and installs the wheel (scripts/install_wheel.sh), then runs tests/python.
 # Logs and overhead.json go to $OUT (default /tmp/chord-py-out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/chord-py-out}
 mkdir -p "$out"
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
-if [ -d .deps/usr ]; then
-  export CMAKE_PREFIX_PATH="$PWD/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-fi
 export CHORD_CACHE_DIR=${CHORD_CACHE_DIR:-/tmp/chord-cache}
-python3 -m pip install --no-build-isolation --no-deps -v . > "$out/pip_install.log" 2>&1 \
-  || { tail -40 "$out/pip_install.log"; exit 1; }
+scripts/install_wheel.sh "$out/pip_install.log" || exit 1
 # Wheels that scripts/gpu-wheels.sh downloaded (the `kernels` package), installed offline.
 if [ -d .wheels ]; then
   python3 -m pip install --no-index --find-links .wheels kernels > "$out/pip_wheels.log" 2>&1 \

@@ -1,13 +1,13 @@
 """Contiguous EP8 512 rows/expert: chord vs BF16 grouped_mm, each timed as the bench does, in
 both orders, with the SM clock / power sampled by nvidia-smi during each phase (are the two
-sides timed at the same clock?). Run from the repo root after scripts/setup.sh:
+sides timed at the same clock?). Run from the repo root after scripts/install_wheel.sh:
     python3 lab/kernel_check/clock_probe.py
 """
 import os, subprocess, sys, time, threading
 sys.path.insert(0, os.path.join(os.getcwd(), "bench"))
 import torch
 import bench_w4a16 as b
-from chord_ctypes import Chord
+import chord_kernels as ck
 
 samples = []
 def sampler():
@@ -22,19 +22,18 @@ def sampler():
 threading.Thread(target=sampler, daemon=True).start()
 time.sleep(1.0)
 
-chord = Chord(None)
 gen = torch.Generator(device="cuda"); gen.manual_seed(b.SEED)
 _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
 flush = b.l2_flush_buffer()
 for proj, n, k in (("gate_up", n_up, k_up), ("down", n_down, k_down)):
-    w = b.ExpertWeights(chord, 48, n, k, gen)
+    w = b.ExpertWeights(None, 48, n, k, gen)
     e, rpe = 48, 512
     m = e * rpe
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     m_idx = torch.arange(e, device="cuda", dtype=torch.int32).repeat_interleave(rpe)
     offs = torch.cumsum(torch.full((e,), rpe, device="cuda"), 0).to(torch.int32)
     out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
-    fns = {"chord": lambda: chord.contiguous(a, w.tag, m_idx, out), "bf16": lambda: b.grouped_mm(a, w.bf16, offs)}
+    fns = {"chord": lambda: ck.contiguous(a, w.packed, m_idx, out), "bf16": lambda: b.grouped_mm(a, w.bf16, offs)}
     for order in (("chord", "bf16"), ("bf16", "chord"), ("chord", "bf16")):
         for name in order:
             t0 = time.time()

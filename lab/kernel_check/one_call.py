@@ -16,17 +16,17 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import torch  # noqa: E402
 import bench_w4a16 as b  # noqa: E402
-from chord_ctypes import Chord  # noqa: E402
+import chord_kernels as ck  # noqa: E402
 
 
-def indexed_calls(chord, gen, model, e_local, tokens):
+def indexed_calls(gen, model, e_local, tokens):
     e_all, n_up, k_up, n_down, k_down = b.MODELS[model]
-    up = b.ExpertWeights(chord, e_local, n_up, k_up, gen)
-    down = b.ExpertWeights(chord, e_local, n_down, k_down, gen)
+    up = b.ExpertWeights(None, e_local, n_up, k_up, gen)
+    down = b.ExpertWeights(None, e_local, n_down, k_down, gen)
     ids = torch.arange(e_all, device="cuda")
     local = torch.where(ids < e_local, ids, torch.full_like(ids, -1)).to(torch.int32)
     gen.manual_seed(b.SEED + tokens)
-    routes, _, active, block, sorted_ids, expert_ids, ntp = b.indexed_routing(chord, tokens, e_all, 8, local, up, 64,
+    routes, _, active, block, sorted_ids, expert_ids, ntp = b.indexed_routing(None, tokens, e_all, 8, local, up, 64,
                                                                               gen)
     print(f"{model} T={tokens}: routing block {block}, {routes.numel()} routed rows, {active} active experts")
     calls = []
@@ -34,48 +34,47 @@ def indexed_calls(chord, gen, model, e_local, tokens):
         a = torch.randn(a_rows, w.k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.empty((tokens * 8, w.n), dtype=torch.bfloat16, device="cuda")
         calls.append(lambda a=a, w=w, out=out, top_k=top_k:
-                     chord.indexed(a, w.tag, sorted_ids, expert_ids, ntp, top_k, block, out))
+                     ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, top_k, out, block_size=block))
     return calls
 
 
-def contiguous_calls(chord, gen, rows_per_expert=512, experts=48):
+def contiguous_calls(gen, rows_per_expert=512, experts=48):
     _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
     calls = []
     m = experts * rows_per_expert
     m_indices = torch.arange(experts, device="cuda", dtype=torch.int32).repeat_interleave(rows_per_expert)
     for n, k in ((n_up, k_up), (n_down, k_down)):
-        w = b.ExpertWeights(chord, experts, n, k, gen)
+        w = b.ExpertWeights(None, experts, n, k, gen)
         a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.empty((m, n), dtype=torch.bfloat16, device="cuda")
-        calls.append(lambda a=a, w=w, out=out: chord.contiguous(a, w.tag, m_indices, out))
+        calls.append(lambda a=a, w=w, out=out: ck.contiguous(a, w.packed, m_indices, out))
     return calls
 
 
-def masked_calls(chord, gen, tokens_per_expert=8, experts=48):
+def masked_calls(gen, tokens_per_expert=8, experts=48):
     _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
     calls = []
     max_m = 2 * tokens_per_expert
     masked_m = b.masked_rows(experts, tokens_per_expert, gen)
     for n, k in ((n_up, k_up), (n_down, k_down)):
-        w = b.ExpertWeights(chord, experts, n, k, gen)
+        w = b.ExpertWeights(None, experts, n, k, gen)
         a = torch.randn(experts, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.empty((experts, max_m, n), dtype=torch.bfloat16, device="cuda")
-        calls.append(lambda a=a, w=w, out=out: chord.masked(a, w.tag, masked_m, tokens_per_expert, out))
+        calls.append(lambda a=a, w=w, out=out: ck.masked(a, w.packed, masked_m, tokens_per_expert, out))
     return calls
 
 
 def main(which):
-    chord = Chord(None)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
     if which == "tp8":
-        calls = indexed_calls(chord, gen, "tp8", 384, 16384)
+        calls = indexed_calls(gen, "tp8", 384, 16384)
     elif which == "ep8":
-        calls = indexed_calls(chord, gen, "kimi", 48, 16384)
+        calls = indexed_calls(gen, "kimi", 48, 16384)
     elif which == "contig":
-        calls = contiguous_calls(chord, gen)
+        calls = contiguous_calls(gen)
     elif which == "masked":
-        calls = masked_calls(chord, gen)
+        calls = masked_calls(gen)
     else:
         sys.exit(f"unknown row set '{which}': tp8, ep8, contig or masked")
     for call in calls:  # compile and warm up outside the profiled range

@@ -7,18 +7,16 @@ import os, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.getcwd(), "bench"))
 import torch
 import bench_w4a16 as b
-from chord_ctypes import Chord
 
 def clocks(tag):
     q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,power.draw,temperature.gpu,clocks_throttle_reasons.active",
                         "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
     print(f"   [{tag}] sm MHz, W, C, throttle: {q}", flush=True)
 
-chord = Chord(None)
 gen = torch.Generator(device="cuda"); gen.manual_seed(b.SEED)
-suite = b.Suite(chord, True)
+suite = b.Suite(None, True)  # None: chord_kernels' own libchord
 _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
+down = b.ExpertWeights(None, 48, n_down, k_down, gen)
 suite.proj = "down"
 for step in ("masked", "contig", "masked", "sleep", "masked", "contig", "masked"):
     if step == "sleep":

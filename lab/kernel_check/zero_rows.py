@@ -13,15 +13,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import torch  # noqa: E402
 import bench_w4a16 as b  # noqa: E402
-from chord_ctypes import Chord  # noqa: E402
+import chord_kernels as ck  # noqa: E402
 
 
 def main():
-    chord = Chord(None)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
     experts, n, k, max_m = 48, 4096, 7168, 16
-    w = b.ExpertWeights(chord, experts, n, k, gen)
+    w = b.ExpertWeights(None, experts, n, k, gen)
     a = torch.randn(experts, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
     out = torch.empty((experts, max_m, n), dtype=torch.bfloat16, device="cuda")
     flush = b.l2_flush_buffer()
@@ -31,7 +30,7 @@ def main():
                          ("one", [7]), ("none", [])):
         masked_m = torch.zeros(experts, dtype=torch.int32, device="cuda")
         masked_m[list(active)] = 8
-        us = b.time_us(lambda: chord.masked(a, w.tag, masked_m, 8, out), flush)
+        us = b.time_us(lambda: ck.masked(a, w.packed, masked_m, 8, out), flush)
         floor = w.bytes_for(len(list(active))) / b.STREAM_BYTES_PER_S * 1e6
         print(f"{name:18s} | {us:7.1f} | {floor:7.1f}", flush=True)
 

@@ -6,7 +6,11 @@ Weights are INT4 group-32 (W = bf16((code - 8) * scale)), activations and output
 or NF4 in the bitsandbytes format (NF4Weights, nf4_grouped_mm), activations BF16 or FP16.
 Every operator is a torch library op in the ``chord`` namespace (torch.ops.chord.*) with a
 fake implementation; none synchronizes the host. docs/python.md has the details.
+
+load_library(path) opens another build's libchord.so; every operator's ``library=`` runs
+that call through it (bench/bench_w4a16.py --against times two builds in one process).
 """
+from ._native import Library, load_library
 from ._native import lib as _lib
 from .activation import moe_activation
 from ._ops import (
@@ -46,6 +50,7 @@ from .routing import block_size_for_rows, moe_align_block_size, routing_capacity
 __version__ = _lib.version()
 
 __all__ = [
+    "Library", "load_library",
     "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",

@@ -17,6 +17,7 @@ from typing import Optional, Tuple
 import torch
 
 from ._native import lib as _C
+from ._native import native as _native
 
 MAGIC = int(_C.W4A16_MAGIC)
 FORMAT_INT4_G32 = int(_C.FORMAT_INT4_G32)
@@ -267,54 +268,55 @@ def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_toke
 
 # -- launches (checked; used by the torch ops and by the eager fast path) -----------------
 
-def _launch_contiguous(a, weight, scales, tag, m_indices, out):
+def _launch_contiguous(a, weight, scales, tag, m_indices, out, native=_C):
     tag = _check_contiguous_args(a, weight, scales, tag, m_indices, out)
     dev = _check_device(a, weight, scales, m_indices, out)
     _check_current(dev)
-    _C.contiguous(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), m_indices.data_ptr(),
+    native.contiguous(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), m_indices.data_ptr(),
                   out.data_ptr(), _raw_stream(dev))
 
 
-def _launch_masked(a, weight, scales, tag, masked_m, expected_m, out):
+def _launch_masked(a, weight, scales, tag, masked_m, expected_m, out, native=_C):
     tag = _check_masked_args(a, weight, scales, tag, masked_m, out)
     dev = _check_device(a, weight, scales, masked_m, out)
     _check_current(dev)
-    _C.masked(a.data_ptr(), a.shape[0], a.shape[1], tag, weight.data_ptr(), scales.data_ptr(), masked_m.data_ptr(),
+    native.masked(a.data_ptr(), a.shape[0], a.shape[1], tag, weight.data_ptr(), scales.data_ptr(), masked_m.data_ptr(),
               expected_m, out.data_ptr(), _raw_stream(dev))
 
 
-def _launch_offsets(a, weight, scales, tag, offsets, out):
+def _launch_offsets(a, weight, scales, tag, offsets, out, native=_C):
     tag = _check_offsets_args(a, weight, scales, tag, offsets, out)
     dev = _check_device(a, weight, scales, offsets, out)
     _check_current(dev)
-    _C.offsets(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), offsets.data_ptr(),
+    native.offsets(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), offsets.data_ptr(),
                out.data_ptr(), _raw_stream(dev))
 
 
-def _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
+def _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out,
+                    native=_C):
     tag = _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size,
                               out)
     dev = _check_device(a, weight, scales, sorted_ids, expert_ids, num_tokens_padded, out)
     _check_current(dev)
-    _C.indexed(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), sorted_ids.data_ptr(),
+    native.indexed(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), sorted_ids.data_ptr(),
                sorted_ids.shape[0], expert_ids.data_ptr(), num_tokens_padded.data_ptr(), top_k, block_size,
                out.data_ptr(), _raw_stream(dev))
 
 
-def _launch_dequantize(weight, scales, tag, out):
+def _launch_dequantize(weight, scales, tag, out, native=_C):
     tag, e, n, k = _check_tag(tag, weight, scales)
     _check_out(out, (e, n, k))
     dev = _check_device(weight, scales, out)
     _check_current(dev)
-    _C.dequantize(tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
+    native.dequantize(tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
-def _launch_pack(src, src_format, scales, weight_out, scales_out):
+def _launch_pack(src, src_format, scales, weight_out, scales_out, native=_C):
     e, n = src.shape[0], src.shape[1]
     k = scales.shape[2] * GROUP_SIZE
     dev = _check_device(src, scales, weight_out, scales_out)
     _check_current(dev)
-    tag = _C.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
+    tag = native.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
                   scales_out.data_ptr(), _raw_stream(dev))
     if tuple(tag) != expected_tag(e, n, k):
         raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {expected_tag(e, n, k)}")
@@ -367,8 +369,15 @@ _define_op("w4a16_pack(Tensor src, SymInt src_format, Tensor scales, Tensor(a!) 
            _launch_pack, lambda src, src_format, scales, weight_out, scales_out: None)
 
 
-def _compiling():
-    return torch.compiler.is_compiling()
+def _compiling(library=None):
+    """True while torch.compile traces the call, which then goes through this package's torch op.
+    A call that names another library must not be traced into that op: the raise makes dynamo
+    run it outside the graph (through that library), or fail under fullgraph=True."""
+    if torch.compiler.is_compiling():
+        if library is not None:
+            _fail("library= runs eagerly; torch.compile traces the ops of this package's own library")
+        return True
+    return False
 
 
 # -- public API ---------------------------------------------------------------------------
@@ -398,7 +407,8 @@ def _check_group_size(group_size):
               f"got {group_size}")
 
 
-def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROUP_SIZE) -> W4A16Weight:
+def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROUP_SIZE, *,
+               library=None) -> W4A16Weight:
     """Packs symmetric INT4 weights into chord's layout (docs/packed_layout.md), on the GPU.
 
     weight: codes 0..15 as uint8 (or int32) [E, N, K] / [N, K], or the compressed-tensors
@@ -410,7 +420,10 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     128 as GPTQ and compressed-tensors store them; K itself for one scale per row). A group
     coarser than 32 is stored as 32-wide groups of the same scale, so the result is exact.
     The logical weight is W = bf16((code - 8) * scale).
+    library: another build's libchord.so from load_library to pack with (eager calls only;
+    every operator takes it).
     """
+    native = _native(library)
     if weight.dim() == 2:
         weight = weight.unsqueeze(0)
     if weight.dim() != 3:
@@ -436,23 +449,23 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     scales = _as_group32_bf16_scales(scale, e, n, k, group_size)
     if scales.device != src.device:
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
-    weight_out = torch.empty(checked_bytes(_C.weight_bytes, e, n, k), dtype=_U8, device=src.device)
-    scales_out = torch.empty(checked_bytes(_C.scale_bytes, e, n, k), dtype=_U8, device=src.device)
-    if _compiling():
+    weight_out = torch.empty(checked_bytes(native.weight_bytes, e, n, k), dtype=_U8, device=src.device)
+    scales_out = torch.empty(checked_bytes(native.scale_bytes, e, n, k), dtype=_U8, device=src.device)
+    if _compiling(library):
         torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
     else:
-        _launch_pack(src, src_format, scales, weight_out, scales_out)
+        _launch_pack(src, src_format, scales, weight_out, scales_out, native)
     return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k))
 
 
 def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed",
-                       group_size: int = GROUP_SIZE) -> W4A16Weight:
+                       group_size: int = GROUP_SIZE, *, library=None) -> W4A16Weight:
     """pack_w4a16 for a grouped GEMM mode. One layout serves every mode, so the result is
     the same for each; `mode` is checked so that a caller asking for an unknown mode learns
     it here rather than at the first GEMM."""
     if mode not in MODES:
         _fail(f"unknown mode '{mode}'; chord's packed layout serves {', '.join(MODES)}")
-    return pack_w4a16(weight, scale, group_size)
+    return pack_w4a16(weight, scale, group_size, library=library)
 
 
 def _packed(packed):
@@ -461,34 +474,34 @@ def _packed(packed):
     return packed
 
 
-def dequantize(packed: W4A16Weight) -> torch.Tensor:
+def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
     """The logical weight bf16 [E, N, K] = bf16((code - 8) * scale) of a packed weight."""
     p = _packed(packed)
     out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=_BF16, device=p.weight.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_dequantize(p.weight, p.scales, p.tag, out)
     else:
-        _launch_dequantize(p.weight, p.scales, p.tag, out)
+        _launch_dequantize(p.weight, p.scales, p.tag, out, _native(library))
     return out
 
 
 def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
-               outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+               outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """Grouped GEMM, contiguous layout: a bf16 [m, K]; m_indices int32 [m] (expert of each
     row, -1 = padding row; each expert's segment starts at a multiple of
     contiguous_alignment()). Returns bf16 [m, N]; padding rows are left untouched."""
     p = _packed(packed)
     if outputs is None:
         outputs = torch.empty((a.shape[0], p.tag[5]), dtype=_BF16, device=a.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
     else:
-        _launch_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
+        _launch_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs, _native(library))
     return outputs
 
 
 def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expected_m: int,
-           outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+           outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """Grouped GEMM, masked layout: a bf16 [G, max_m, K]; masked_m int32 [G] (valid rows of
     group g, which uses expert g); expected_m: host hint of rows per group (picks the
     config only). Returns bf16 [G, max_m, N]; rows past masked_m[g] are left untouched."""
@@ -496,38 +509,38 @@ def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expecte
     if outputs is None:
         outputs = torch.empty((a.shape[0], a.shape[1], p.tag[5]), dtype=_BF16, device=a.device)
     expected_m = int(expected_m)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
     else:
-        _launch_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
+        _launch_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs, _native(library))
     return outputs
 
 
 def offsets(x: torch.Tensor, packed: W4A16Weight, offs: torch.Tensor,
-            outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+            outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """Grouped GEMM, torch._grouped_mm convention: x bf16 [S, K] sorted by expert; offs
     int32 [E] cumulative end rows (offs[E-1] <= S). Returns bf16 [S, N]; rows past
     offs[E-1] are left untouched."""
     p = _packed(packed)
     if outputs is None:
         outputs = torch.empty((x.shape[0], p.tag[5]), dtype=_BF16, device=x.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
     else:
-        _launch_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
+        _launch_offsets(x, p.weight, p.scales, p.tag, offs, outputs, _native(library))
     return outputs
 
 
 def grouped_mm(x: torch.Tensor, offs: torch.Tensor, w: W4A16Weight,
-               outputs: Optional[torch.Tensor] = None) -> torch.Tensor:
+               outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """torch._grouped_mm(x, W^T, offs=offs) with W the packed weight (argument order of
     the torch function: activations, offsets, weights)."""
-    return offsets(x, w, offs, outputs)
+    return offsets(x, w, offs, outputs, library=library)
 
 
 def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor, expert_ids: torch.Tensor,
             num_tokens_padded: torch.Tensor, top_k: int, outputs: Optional[torch.Tensor] = None, *,
-            block_size: int) -> torch.Tensor:
+            block_size: int, library=None) -> torch.Tensor:
     """Grouped GEMM on vLLM's moe_align_block_size routing.
 
     inputs bf16 [M, K]; sorted_ids int32 [capacity] route ids (token * top_k + k; ids >=
@@ -542,26 +555,27 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     block_size = int(block_size)
     if outputs is None:
         outputs = torch.empty((inputs.shape[0] * top_k, p.tag[5]), dtype=_BF16, device=inputs.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,
                                       top_k, block_size, outputs)
     else:
         _launch_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded, top_k,
-                        block_size, outputs)
+                        block_size, outputs, _native(library))
     return outputs
 
 
-def contiguous_alignment() -> int:
-    return int(_C.contiguous_alignment())
+def contiguous_alignment(*, library=None) -> int:
+    return int(_native(library).contiguous_alignment())
 
 
-def tuning_table_json(arch: Optional[str], experts: int, n: int, k: int, top_k: int) -> Optional[str]:
+def tuning_table_json(arch: Optional[str], experts: int, n: int, k: int, top_k: int, *,
+                      library=None) -> Optional[str]:
     """The library's measured tuning table for an (E, N, K) layer on `arch` ("sm_90a"; None =
     "sm_90a") as JSON rows [[min_m, max_m, config], ...] with M in tokens (top_k routes each),
     or None when no table holds the shape. ValueError for an unknown arch or bad sizes."""
-    return _C.tuning_json(arch, experts, n, k, top_k)
+    return _native(library).tuning_json(arch, experts, n, k, top_k)
 
 
-def jit_stats() -> dict:
-    return dict(_C.jit_stats())
+def jit_stats(*, library=None) -> dict:
+    return dict(_native(library).jit_stats())
 

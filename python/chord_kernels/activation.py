@@ -14,6 +14,7 @@ from typing import Optional
 import torch
 
 from ._native import lib as _C
+from ._native import native as _native
 from ._ops import _check_current, _check_device, _compiling, _define_op, _fail, _raw_stream
 
 KINDS = {
@@ -50,14 +51,14 @@ def _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_vali
         _fail(f"num_valid must hold one count, got shape {tuple(num_valid.shape)}")
 
 
-def _launch(inputs, kind, expression, out, scatter_idx, group_rows, num_valid):
+def _launch(inputs, kind, expression, out, scatter_idx, group_rows, num_valid, native=_C):
     _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_valid)
     extra = [t for t in (scatter_idx, group_rows, num_valid) if t is not None]
     dev = _check_device(inputs, out, *extra)
     _check_current(dev)
     rows = inputs.shape[0]
     scatter_cols = scatter_idx.numel() // rows if scatter_idx is not None and rows else 0
-    _C.moe_activation(kind, expression, _DTYPES[inputs.dtype], inputs.data_ptr(), rows, inputs.shape[1],
+    native.moe_activation(kind, expression, _DTYPES[inputs.dtype], inputs.data_ptr(), rows, inputs.shape[1],
                       out.data_ptr(), out.shape[0], scatter_idx.data_ptr() if scatter_idx is not None else 0,
                       scatter_cols, group_rows.data_ptr() if group_rows is not None else 0,
                       group_rows.numel() if group_rows is not None else 0,
@@ -70,7 +71,8 @@ _define_op("moe_activation(Tensor inputs, int kind, str expression, Tensor(a!) o
 
 def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Optional[torch.Tensor] = None,
                    scatter_idx: Optional[torch.Tensor] = None, group_rows: Optional[torch.Tensor] = None,
-                   num_valid: Optional[torch.Tensor] = None, out_rows: Optional[int] = None) -> torch.Tensor:
+                   num_valid: Optional[torch.Tensor] = None, out_rows: Optional[int] = None, *,
+                   library=None) -> torch.Tensor:
     """out[dst, j] = f(a, b) over the rows of `inputs` [rows, cols] (bf16 or fp16).
 
     kind: "unary" (a = in[r, j]), "binary_split" (a = in[r, j], b = in[r, n + j]) or
@@ -79,6 +81,7 @@ def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Option
     group_rows int32 [G]: rows are G equal blocks; row i of block g is written if
     i < group_rows[g]. num_valid int32 [1]: rows (destinations, with a scatter) from
     num_valid[0] on are skipped. Rows not written keep out's contents (new out: uninitialized).
+    library: another build's libchord.so from load_library (eager calls only).
     """
     if kind not in KINDS:
         _fail(f"activation kind '{kind}' is unknown; known: {', '.join(KINDS)}")
@@ -90,8 +93,8 @@ def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Option
         rows = out_rows if out_rows is not None else (
             scatter_idx.numel() if scatter_idx is not None else inputs.shape[0])
         out = torch.empty((rows, n), dtype=inputs.dtype, device=inputs.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.moe_activation(inputs, code, expression, out, scatter_idx, group_rows, num_valid)
     else:
-        _launch(inputs, code, expression, out, scatter_idx, group_rows, num_valid)
+        _launch(inputs, code, expression, out, scatter_idx, group_rows, num_valid, _native(library))
     return out

@@ -24,6 +24,7 @@ import torch
 
 from . import _ops
 from ._native import lib as _C
+from ._native import native as _native
 from ._ops import checked_bytes, _check_current, _check_device, _check_tensor, _compiling, _define_op, _fail, _raw_stream
 
 MAGIC = _ops.MAGIC
@@ -297,19 +298,19 @@ def _check_dequantize_args(weight, absmax, tag, dtype, out):
     return tag
 
 
-def _launch_offsets(x, weight, absmax, tag, offsets, out):
+def _launch_offsets(x, weight, absmax, tag, offsets, out, native=_C):
     tag = _check_offsets_args(x, weight, absmax, tag, offsets, out)
     dev = _check_device(x, weight, absmax, offsets, out)
     _check_current(dev)
-    _C.nf4_offsets(x.data_ptr(), _DTYPE_CODES[x.dtype], x.shape[0], tag, weight.data_ptr(), absmax.data_ptr(),
-                   offsets.data_ptr(), out.data_ptr(), _raw_stream(dev))
+    native.nf4_offsets(x.data_ptr(), _DTYPE_CODES[x.dtype], x.shape[0], tag, weight.data_ptr(), absmax.data_ptr(),
+                       offsets.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
-def _launch_dequantize(weight, absmax, tag, dtype, out):
+def _launch_dequantize(weight, absmax, tag, dtype, out, native=_C):
     tag = _check_dequantize_args(weight, absmax, tag, dtype, out)
     dev = _check_device(weight, absmax, out)
     _check_current(dev)
-    _C.nf4_dequantize(tag, weight.data_ptr(), absmax.data_ptr(), dtype, out.data_ptr(), _raw_stream(dev))
+    native.nf4_dequantize(tag, weight.data_ptr(), absmax.data_ptr(), dtype, out.data_ptr(), _raw_stream(dev))
 
 
 _define_op("nf4_offsets(Tensor x, Tensor weight, Tensor absmax, SymInt[] tag, Tensor offsets, Tensor(a!) out) -> ()",
@@ -342,24 +343,25 @@ class NF4Weights:
     the tag (magic, format, layout_version, block size 64, E, N, K) and the dtype
     dequantize() returns by default (the experts' dtype; bfloat16 for FP32 experts, since
     the library writes BF16 or FP16). keep_state=True keeps the QuantState in .quant_state.
+    library= (from load_library) packs through another build's libchord.so.
     """
 
     def __init__(self, experts: Optional[torch.Tensor] = None, *, double_quant: bool = True,
-                 quant_state: Optional[NF4QuantState] = None, keep_state: bool = False):
+                 quant_state: Optional[NF4QuantState] = None, keep_state: bool = False, library=None):
         if (experts is None) == (quant_state is None):
             raise TypeError("chord_kernels: NF4Weights takes the experts tensor or quant_state=, exactly one")
         if isinstance(experts, torch.Tensor) and experts.device.type != "cuda":
             _fail(f"'experts' must be on a CUDA device (packing runs there), got {experts.device}; quantize_nf4 "
                   "alone runs on any device")
         state = quant_state if quant_state is not None else quantize_nf4(experts, double_quant)
-        self._pack(state)
+        self._pack(state, _native(library))
         self.quant_state = state if keep_state else None
 
     @classmethod
     def from_quant_state(cls, packed: torch.Tensor, absmax: Any = None, shape: Optional[Sequence[int]] = None, *,
                          nested_absmax: Optional[torch.Tensor] = None, nested_code: Optional[torch.Tensor] = None,
                          offset: Union[float, torch.Tensor, None] = None, dtype: Optional[torch.dtype] = None,
-                         keep_state: bool = False) -> "NF4Weights":
+                         keep_state: bool = False, library=None) -> "NF4Weights":
         """Packs a QuantState given as tensors: packed uint8 [E*N*K/2] (any shape), absmax
         FP32 [blocks], or uint8 [blocks] with nested_absmax / nested_code / offset; shape
         (E, N, K) or (N, K). `absmax` may instead be a bitsandbytes QuantState object (its
@@ -402,9 +404,9 @@ class NF4Weights:
             if offset is None:
                 _fail("'offset' is required with 'nested_absmax' (the mean added back to the 8-bit absmax)")
         state = NF4QuantState(packed, absmax, shape, nested_absmax, nested_code, offset, dtype or torch.bfloat16)
-        return cls(quant_state=state, keep_state=keep_state)
+        return cls(quant_state=state, keep_state=keep_state, library=library)
 
-    def _pack(self, state: NF4QuantState):
+    def _pack(self, state: NF4QuantState, native):
         e, n, k = state.shape
         if n % PACK_N or k % PACK_K:
             _fail(f"NF4 packing needs N % {PACK_N} == 0 and K % {PACK_K} == 0, got N={n} K={k}")
@@ -412,8 +414,8 @@ class NF4Weights:
         tensors = [state.packed, state.absmax] + ([state.nested_absmax, state.nested_code] if state.nested else [])
         dev = _check_device(*tensors)
         _check_current(dev)
-        weight = torch.empty(checked_bytes(_C.nf4_weight_bytes, e, n, k), dtype=_U8, device=device)
-        absmax_out = torch.empty(checked_bytes(_C.nf4_absmax_bytes, e, n, k), dtype=_U8, device=device)
+        weight = torch.empty(checked_bytes(native.nf4_weight_bytes, e, n, k), dtype=_U8, device=device)
+        absmax_out = torch.empty(checked_bytes(native.nf4_absmax_bytes, e, n, k), dtype=_U8, device=device)
         packed = state.packed.contiguous()
         absmax = state.absmax.contiguous()
         if state.nested:
@@ -423,7 +425,7 @@ class NF4Weights:
             nested_ptrs = (nested_absmax.data_ptr(), nested_code.data_ptr())
         else:
             offset, nested_ptrs = 0.0, (0, 0)
-        tag = _C.nf4_pack(packed.data_ptr(), absmax.data_ptr(), nested_ptrs[0], nested_ptrs[1], offset, e, n, k,
+        tag = native.nf4_pack(packed.data_ptr(), absmax.data_ptr(), nested_ptrs[0], nested_ptrs[1], offset, e, n, k,
                           weight.data_ptr(), absmax_out.data_ptr(), _raw_stream(dev))
         if tuple(tag) != expected_nf4_tag(e, n, k):
             raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected "
@@ -453,16 +455,16 @@ class NF4Weights:
     def device(self) -> torch.device:
         return self.weight.device
 
-    def dequantize(self, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+    def dequantize(self, dtype: Optional[torch.dtype] = None, *, library=None) -> torch.Tensor:
         """The logical weight [E, N, K] in dtype (bfloat16 or float16; default self.dtype),
         bit-identical to bitsandbytes' dequantize_4bit of the QuantState."""
         dtype = dtype or self.dtype
         code = _dtype_code(dtype, "dtype")
         out = torch.empty(self.shape, dtype=dtype, device=self.weight.device)
-        if _compiling():
+        if _compiling(library):
             torch.ops.chord.nf4_dequantize(self.weight, self.absmax, self.tag, code, out)
         else:
-            _launch_dequantize(self.weight, self.absmax, self.tag, code, out)
+            _launch_dequantize(self.weight, self.absmax, self.tag, code, out, _native(library))
         return out
 
     def __repr__(self) -> str:
@@ -471,20 +473,20 @@ class NF4Weights:
 
 
 def nf4_grouped_mm(x: torch.Tensor, offsets: torch.Tensor, w: NF4Weights,
-                   out: Optional[torch.Tensor] = None) -> torch.Tensor:
+                   out: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """Grouped GEMM over NF4 experts, torch._grouped_mm convention: x [S, K] bfloat16 or
     float16, rows sorted by expert; offsets int32 [E] cumulative end rows (offsets[E-1] <= S).
     Returns out [S, N] in x's dtype with out[rows of e] = x[rows of e] @ W[e].T (W the
     dequantized weight, FP32 accumulation); rows past offsets[E-1] are left untouched.
     An INT4 W4A16Weight is served by the INT4 grouped GEMM (bfloat16 activations)."""
     if isinstance(w, _ops.W4A16Weight):
-        return _ops.grouped_mm(x, offsets, w, out)
+        return _ops.grouped_mm(x, offsets, w, out, library=library)
     if not isinstance(w, NF4Weights):
         raise TypeError(f"chord_kernels: 'w' must be NF4Weights (or a W4A16Weight), got {type(w).__name__}")
     if out is None:
         out = torch.empty((x.shape[0], w.tag[5]), dtype=x.dtype, device=x.device)
-    if _compiling():
+    if _compiling(library):
         torch.ops.chord.nf4_offsets(x, w.weight, w.absmax, w.tag, offsets, out)
     else:
-        _launch_offsets(x, w.weight, w.absmax, w.tag, offsets, out)
+        _launch_offsets(x, w.weight, w.absmax, w.tag, offsets, out, _native(library))
     return out
