@@ -18,7 +18,7 @@ chord = Chord(None)
 gen = torch.Generator(device="cuda"); gen.manual_seed(b.SEED)
 suite = b.Suite(chord, True)
 _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-down = b.ExpertWeights(chord, 48, n_down, k_down, gen)
+down = b.ExpertWeights(chord, b.shapes.SPLITS["ep8"]["experts_local"], n_down, k_down, gen)
 suite.proj = "down"
 for step in ("masked", "contig", "masked", "sleep", "masked", "contig", "masked"):
     if step == "sleep":

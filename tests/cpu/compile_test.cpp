@@ -57,7 +57,7 @@ TEST_CASE("compile: dequant kernels for sm_103a and sm_120a", "[compile]") {
   check_arch("sm_120a");
 }
 
-TEST_CASE("compile: every profile kernel compiles for every supported arch", "[compile]") {
+TEST_CASE("compile: every kernel-set kernel compiles for every supported arch", "[compile]") {
   for (const char* const* arch = chord::supported_arch_names(); *arch != nullptr; ++arch) {
     for (const auto& d : chord::kernel_set_descriptors("all", chord::parse_arch(*arch))) {
       auto kernel = chord::JitRuntime::global().compile(d);
