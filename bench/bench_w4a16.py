@@ -20,14 +20,16 @@ import torch
 
 import chord_kernels as ck
 
+sys.path.insert(0, os.path.dirname(__file__))
+import shapes  # noqa: E402
+
 STREAM_BYTES_PER_S = 4.47e12   # docs/shapes.md, measured on this H200
 BF16_FLOP_PER_S = 790e12
 SEED = 2026
 
-MODELS = {  # name: (experts, gate_up N, K, down N, K)
-    "kimi": (384, 4096, 7168, 7168, 2048),
-    "tp8": (384, 512, 7168, 7168, 256),
-    "qwen3": (128, 1536, 2048, 2048, 768),
+MODELS = {  # name: (the model's experts, gate_up N, K, down N, K of the split), from shapes/suite.json
+    name: (shapes.model(split)["experts"],) + shapes.gemm(split)[1:]
+    for name, split in (("kimi", "ep8"), ("tp8", "tp8"), ("qwen3", "qwen3"))
 }
 
 
@@ -377,14 +379,16 @@ class Suite:
 def run_kimi(suite, chord, quick, gen):
     # Kimi EP8: 48 local experts of 384 (EP16/EP32 use the first 24/12 of them).
     e_all, n_up, k_up, n_down, k_down = MODELS["kimi"]
-    up = ExpertWeights(chord, 48, n_up, k_up, gen)
-    down = ExpertWeights(chord, 48, n_down, k_down, gen)
-    local_ep8 = torch.where(torch.arange(e_all, device="cuda") < 48, torch.arange(e_all, device="cuda"),
+    e_ep8 = shapes.SPLITS["ep8"]["experts_local"]
+    up = ExpertWeights(chord, e_ep8, n_up, k_up, gen)
+    down = ExpertWeights(chord, e_ep8, n_down, k_down, gen)
+    local_ep8 = torch.where(torch.arange(e_all, device="cuda") < e_ep8, torch.arange(e_all, device="cuda"),
                             torch.full((e_all,), -1, device="cuda")).to(torch.int32)
-    local_only = torch.arange(48, dtype=torch.int32, device="cuda")
+    local_only = torch.arange(e_ep8, dtype=torch.int32, device="cuda")
     subsets = {}
-    for ep, experts in (("EP8", 48), ("EP16", 24), ("EP32", 12)):
-        if quick and ep != "EP8":
+    for ep in ("EP8", "EP16", "EP32"):
+        experts = shapes.SPLITS[ep.lower()]["experts_local"]
+        if not shapes.sweep(f"masked {ep}", quick) and not shapes.sweep(f"contiguous {ep}", quick):
             continue
         subset = [ExpertWeights.__new__(ExpertWeights) for _ in range(2)]
         for sub, full in zip(subset, (up, down)):
@@ -397,18 +401,20 @@ def run_kimi(suite, chord, quick, gen):
     # 1-3 ms repeated 110 times leaves the GPU at its power cap (1500 MHz against 1980 idle),
     # which slowed the instruction-bound decode rows timed right after it by up to 25% (masked
     # EP8 8 tokens/expert down: 122 us alone, 150-184 us after the contiguous rows).
-    for t in ([20, 50] if quick else [20, 30, 40, 50]):
-        # decode: all 8T routes of this GPU's tokens land on its 48 experts
-        suite.indexed("indexed EP8 decode", t, up, down, t, 48, 8, local_only, 16, gen)
+    for t in shapes.sweep("indexed EP8 decode", quick):
+        # decode: all top_k x T routes of this GPU's tokens land on its local experts
+        over, top_k, block = shapes.routing("indexed EP8 decode")
+        suite.indexed("indexed EP8 decode", t, up, down, t, over, top_k, local_only, block, gen)
     for ep, subset in subsets.items():
         for suite.proj, w in (("gate_up", subset[0]), ("down", subset[1])):
-            for t in ([8, 64] if quick else [8, 16, 32, 64]):
+            for t in shapes.sweep(f"masked {ep}", quick):
                 suite.masked(f"masked {ep}", t, w, t, gen)
-    for t in ([1024, 16384] if quick else [1024, 2048, 4096, 8192, 16384]):
-        suite.indexed("indexed EP8 prefill", t, up, down, t, e_all, 8, local_ep8, 64, gen)
+    for t in shapes.sweep("indexed EP8 prefill", quick):
+        over, top_k, block = shapes.routing("indexed EP8 prefill")
+        suite.indexed("indexed EP8 prefill", t, up, down, t, over, top_k, local_ep8, block, gen)
     for ep, subset in subsets.items():
         for suite.proj, w in (("gate_up", subset[0]), ("down", subset[1])):
-            for r in ([512] if quick else [128, 256, 512]):
+            for r in shapes.sweep(f"contiguous {ep}", quick):
                 suite.contiguous(f"contiguous {ep}", r, w, r, gen)
     del up, down, subsets
     torch.cuda.empty_cache()
@@ -419,8 +425,9 @@ def run_tp8(suite, chord, quick, gen):
     up = ExpertWeights(chord, e_tp, n_up, k_up, gen)
     down = ExpertWeights(chord, e_tp, n_down, k_down, gen)
     all_local = torch.arange(e_tp, dtype=torch.int32, device="cuda")
-    for t in ([1024, 16384] if quick else [1024, 2048, 4096, 8192, 16384]):
-        suite.indexed("indexed TP8", t, up, down, t, e_tp, 8, all_local, 64, gen)
+    for t in shapes.sweep("indexed TP8", quick):
+        over, top_k, block = shapes.routing("indexed TP8")
+        suite.indexed("indexed TP8", t, up, down, t, over, top_k, all_local, block, gen)
     del up, down
     torch.cuda.empty_cache()
 
@@ -452,8 +459,7 @@ def run(args):
     def section(*names):  # --only: skip building the weights of sections it excludes
         return not args.only or any(args.only in name for name in names)
 
-    if section("indexed EP8 decode", "indexed EP8 prefill", "contiguous EP8", "contiguous EP16", "contiguous EP32",
-               "masked EP8", "masked EP16", "masked EP32"):
+    if section(*(name for name, row in shapes.ROWS.items() if row["split"] in ("ep8", "ep16", "ep32"))):
         run_kimi(suite, chord, quick, gen)
 
     if section("indexed TP8"):
@@ -464,16 +470,16 @@ def run(args):
         up = ExpertWeights(chord, e_q, n_up, k_up, gen)
         down = ExpertWeights(chord, e_q, n_down, k_down, gen)
         for suite.proj, w in (("gate_up", up), ("down", down)):
-            for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
-                suite.offsets_mode("offsets Qwen3 INT4", t, w, t, 8, gen)
+            for t in shapes.sweep("offsets Qwen3 INT4", quick):
+                suite.offsets_mode("offsets Qwen3 INT4", t, w, t, shapes.model("qwen3")["top_k"], gen)
         del up, down
         torch.cuda.empty_cache()
     if section("offsets Qwen3 NF4"):
         up = NF4ExpertWeights(chord, e_q, n_up, k_up, gen)
         down = NF4ExpertWeights(chord, e_q, n_down, k_down, gen)
         for suite.proj, w in (("gate_up", up), ("down", down)):
-            for t in ([1, 64, 4096] if quick else [1, 8, 64, 512, 4096]):
-                suite.offsets_mode("offsets Qwen3 NF4", t, w, t, 8, gen, nf4=True)
+            for t in shapes.sweep("offsets Qwen3 NF4", quick):
+                suite.offsets_mode("offsets Qwen3 NF4", t, w, t, shapes.model("qwen3")["top_k"], gen, nf4=True)
     return suite
 
 

@@ -17,4 +17,7 @@ const std::vector<EmbeddedHeader>& embedded_headers();
 // tuning_tables/*.json, embedded the same way (tuning_tables/tuning_table.cpp reads them).
 const std::vector<EmbeddedHeader>& embedded_tuning_tables();
 
+// shapes/suite.json, embedded the same way (core/model_shapes.cpp reads it).
+const std::vector<EmbeddedHeader>& embedded_shape_files();
+
 }  // namespace chord

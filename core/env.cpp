@@ -142,14 +142,15 @@ Environment read_environment() {
   e.sm90_decode = read_flag("CHORD_SM90_DECODE");
   e.validate_routing = read_flag("CHORD_VALIDATE_ROUTING").value_or(false);
   e.w4a16_portable = read_flag("CHORD_W4A16_PORTABLE").value_or(false);
-  if (const char* profile = get("CHORD_W4A16_PROFILE")) {
-    std::string p(profile);
+  if (const char* split = get("CHORD_W4A16_PROFILE")) {
+    std::string p(split);
     if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
       fail(CHORD_ERROR_ENVIRONMENT,
-           "environment variable CHORD_W4A16_PROFILE='{}' is invalid: expected a profile name (ep8, tp8, qwen3, heuristic)",
+           "environment variable CHORD_W4A16_PROFILE='{}' is invalid: expected a tuning table's split (ep8, tp8, qwen3) "
+           "or heuristic",
            p);
     }
-    e.w4a16_profile = p;
+    e.w4a16_table = p;
   }
   if (const char* engine = get("CHORD_W4A16_ENGINE")) {
     e.w4a16_engine = parse_w4a16_engine(engine);

@@ -18,7 +18,7 @@ struct Environment {
   std::optional<bool> sm90_decode;   // CHORD_SM90_DECODE=0|1: force the decode schedule off/on
   bool w4a16_portable = false;       // CHORD_W4A16_PORTABLE=0|1: force the portable (mma.sync) family
   bool validate_routing = false;     // CHORD_VALIDATE_ROUTING=0|1: check routing tensors on the device
-  std::optional<std::string> w4a16_profile;  // CHORD_W4A16_PROFILE: tuning table profile (or "heuristic")
+  std::optional<std::string> w4a16_table;  // CHORD_W4A16_PROFILE: the split whose tuning table to use, or "heuristic"
   std::optional<W4A16Engine> w4a16_engine;  // CHORD_W4A16_ENGINE: force the engine (mma_sync, wgmma, wgmma_ws)
   std::optional<int> w4a16_bm;       // CHORD_W4A16_BM / _BN / _BK / _STAGES: force one config
   std::optional<int> w4a16_bn;

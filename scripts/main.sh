@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: set up, build, and precompile every kernel of a profile into the disk
-# cache (works without a GPU). Usage: scripts/main.sh [ARCH] [PROFILE]  (sm_90a, all)
+# The main job: set up, build, and precompile every kernel of a kernel set into the disk
+# cache (works without a GPU). Usage: scripts/main.sh [ARCH] [KERNEL_SET]  (sm_90a, all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -19,7 +19,7 @@
 #include "jit/cuda_headers.hpp"
 #include "jit/kernel_source.hpp"
 #include "launcher/driver_api.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -27,7 +27,7 @@ namespace {
 
 // The command line's shape is wrong (an unknown, repeated or missing option, a stray argument,
 // a --mode or --weight that is none of its words): exit 2 with one line naming it and the
-// usage. A value out of range (an arch, a profile, a number; the message lists what is
+// usage. A value out of range (an arch, a kernel set, a number; the message lists what is
 // accepted) and what fails after (a shape the resolver rejects) are chord::Errors: exit 1.
 struct UsageError {
   std::string message;
@@ -117,8 +117,8 @@ void print_main_help() {
   for (const auto& c : commands()) std::printf("  %-12s%s\n", c.name, c.summary);
   std::printf("\n  chord <command> --help  a command's options\n"
               "  chord --version         the version\n\n"
-              "arches:   %s\nprofiles: %s\n",
-              join(arch_names()).c_str(), join(chord::profile_names()).c_str());
+              "arches:      %s\nkernel sets: %s (chord precompile --profile NAME)\n",
+              join(arch_names()).c_str(), join(chord::kernel_set_names()).c_str());
 }
 
 // Reads `--name value` and `--name=value` pairs against the command's options.
@@ -171,10 +171,10 @@ void progress(size_t done, size_t total, const std::string& what) {
 }
 
 int precompile(const Args& args) {
-  const std::string profile = args.at("--profile");
+  const std::string set = args.at("--profile");
   const std::string out_dir = args.count("--out") ? args.at("--out") : "";
   const chord::Arch arch = chord::parse_arch(args.at("--arch"));
-  auto descriptors = chord::profile_descriptors(profile, arch);
+  auto descriptors = chord::kernel_set_descriptors(set, arch);
   // --out builds a layer of its own: no read-only layers under it, nothing from the user's cache.
   std::unique_ptr<chord::JitRuntime> shared;
   if (!out_dir.empty()) shared = std::make_unique<chord::JitRuntime>(out_dir, std::vector<std::string>{},
@@ -189,8 +189,8 @@ int precompile(const Args& args) {
   }
   progress(descriptors.size(), descriptors.size(), "done");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("precompiled %zu kernels of profile '%s' for %s in %.1f s (%llu compiled, %llu from cache) into %s%s\n",
-              descriptors.size(), profile.c_str(), arch.name().c_str(), seconds,
+  std::printf("precompiled %zu kernels of kernel set '%s' for %s in %.1f s (%llu compiled, %llu from cache) into %s%s\n",
+              descriptors.size(), set.c_str(), arch.name().c_str(), seconds,
               static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
               static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
               runtime.disk_cache().memory_only() ? " (memory only: the cache dir is unusable)" : "");
@@ -369,23 +369,23 @@ int info(const Args&) {
 
 const std::vector<Command>& commands() {
   static const std::vector<Command> list = [] {
-    std::string profiles = "profiles:\n";
-    for (const auto& name : chord::profile_names()) {
-      profiles += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') +
-                  wrap(chord::profile_summary(name), 12) + "\n";
+    std::string sets = "kernel sets (the GEMM shapes are those of shapes/suite.json's splits):\n";
+    for (const auto& name : chord::kernel_set_names()) {
+      sets += "  " + name + std::string(name.size() < 10 ? 10 - name.size() : 1, ' ') +
+              wrap(chord::kernel_set_summary(name), 12) + "\n";
     }
     const std::string arches = "the GPU target: " + join(arch_names());
     return std::vector<Command>{
         {"precompile",
-         "compile a profile's kernels into the kernel cache (or into a folder for others)",
-         "Compiles a profile's kernels ahead of time, so that a server's first call does not wait for NVRTC. "
+         "compile a kernel set into the kernel cache (or into a folder for others)",
+         "Compiles a kernel set ahead of time, so that a server's first call does not wait for NVRTC. "
          "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord.",
          {{"--arch", "ARCH", true, arches},
-          {"--profile", "NAME", true, "which kernels: " + join(chord::profile_names())},
+          {"--profile", "NAME", true, "the kernel set: " + join(chord::kernel_set_names())},
           {"--out", "DIR", false,
            "compile into DIR instead of the cache: a folder for others to read through CHORD_CACHE_READONLY_DIRS "
            "(folders 0755, entries 0644)"}},
-         profiles,
+         sets,
          precompile},
         {"info", "versions, CUDA headers, cache folders, visible GPUs",
          "Prints the chord and NVRTC versions, where the CUDA headers come from, the cache folders with their "

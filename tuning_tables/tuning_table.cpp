@@ -1,40 +1,25 @@
 #include "tuning_tables/tuning_table.hpp"
 
-#include <type_traits>
-
 #include <nlohmann/json.hpp>
 
 #include "core/embedded_headers.hpp"
 #include "core/error.hpp"
+#include "core/json_fields.hpp"
 
 namespace chord {
 namespace {
 
 using nlohmann::json;
 
+// The strict readers of core/json_fields.hpp, with messages that start "tuning table ".
 template <typename T>
 T field(const json& object, const char* key, const std::string& where) {
-  CHORD_REQUIRE(object.is_object(), "tuning table {}: expected an object holding '{}'", where, key);
-  auto it = object.find(key);
-  CHORD_REQUIRE(it != object.end(), "tuning table {}: missing field '{}'", where, key);
-  if constexpr (std::is_integral_v<T>) {
-    // Integers only, in range: a float or a huge value would convert with undefined behaviour.
-    CHORD_REQUIRE(it->is_number_integer(), "tuning table {}: field '{}' must be an integer", where, key);
-    const bool fits = it->is_number_unsigned() ? it->template get<uint64_t>() <= uint64_t{1} << 40
-                                               : it->template get<int64_t>() >= -(int64_t{1} << 40) &&
-                                                     it->template get<int64_t>() <= int64_t{1} << 40;
-    CHORD_REQUIRE(fits, "tuning table {}: field '{}' is out of range", where, key);
-  }
-  try {
-    return it->get<T>();
-  } catch (const json::exception&) {
-    fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: field '{}' has the wrong type", where, key);
-  }
+  return json_field<T>(object, key, "tuning table " + where);
 }
 
 template <typename T>
 T optional_field(const json& object, const char* key, T fallback, const std::string& where) {
-  return object.is_object() && object.contains(key) ? field<T>(object, key, where) : fallback;
+  return optional_json_field<T>(object, key, fallback, "tuning table " + where);
 }
 
 // Shared memory of one SM on sm_90 (228 KiB) and what the driver reserves per CTA (1 KiB).
@@ -42,19 +27,10 @@ constexpr int kSmemPerSm = 228 * 1024;
 constexpr int kSmemReservedPerCta = 1024;
 
 // The keys a table and a row may hold.
-constexpr const char* kTableKeys[] = {"arch", "profile", "shapes", "rows_are", "rows"};
+constexpr const char* kTableKeys[] = {"arch", "split", "rows_are", "rows"};
 constexpr const char* kRowKeys[] = {"min_m",   "max_m",   "weight",  "mode",    "n",          "k",
                                     "min_k",   "engine",  "block_m", "block_n", "block_k",    "stages",
                                     "warps_m", "warps_n", "warpgroups", "routing_block", "measured"};
-
-template <size_t N>
-void require_known_keys(const json& object, const char* const (&keys)[N], const std::string& where) {
-  for (const auto& item : object.items()) {
-    bool known = false;
-    for (const char* key : keys) known |= item.key() == key;
-    CHORD_REQUIRE(known, "tuning table {}: unknown field '{}'", where, item.key());
-  }
-}
 
 }  // namespace
 
@@ -68,6 +44,10 @@ W4A16GemmConfig w4a16_config_for_weight(W4A16GemmConfig c, W4A16WeightKind weigh
 }
 
 TuningTable parse_tuning_table(const std::string& name, const std::string& json_text) {
+  return parse_tuning_table(name, json_text, model_shapes());
+}
+
+TuningTable parse_tuning_table(const std::string& name, const std::string& json_text, const ModelShapes& shapes) {
   json doc;
   try {
     doc = json::parse(json_text);
@@ -75,22 +55,24 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
     fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: not valid JSON: {}", name, e.what());
   }
   CHORD_REQUIRE(doc.is_object(), "tuning table {}: the top level must be an object", name);
-  require_known_keys(doc, kTableKeys, name);
+  require_known_json_keys(doc, kTableKeys, "tuning table " + name);
   TuningTable table;
   table.name = name;
   table.arch = field<std::string>(doc, "arch", name);
   parse_arch(table.arch);  // throws for an unknown arch
-  table.profile = field<std::string>(doc, "profile", name);
-  for (const json& shape : field<json>(doc, "shapes", name)) {
-    table.shapes.emplace_back(field<int>(shape, "n", name), field<int>(shape, "k", name));
-  }
+  table.split = field<std::string>(doc, "split", name);
+  const ShapeSplit* split = shapes.split(table.split);
+  // Tables are measured on the suite; the generalization set tests the heuristic untuned.
+  CHORD_REQUIRE(split != nullptr && split->set == "suite",
+                "tuning table {}: split '{}' is not one of the suite's splits in shapes/suite.json", name, table.split);
+  table.shapes = {{split->gate_up.n, split->gate_up.k}, {split->down.n, split->down.k}};
   const json rows = field<json>(doc, "rows", name);
   CHORD_REQUIRE(rows.is_array() && !rows.empty(), "tuning table {}: 'rows' must be a non-empty array", name);
   for (size_t i = 0; i < rows.size(); ++i) {
     const json& r = rows[i];
     const std::string where = name + " row " + std::to_string(i);
     CHORD_REQUIRE(r.is_object(), "tuning table {}: must be an object", where);
-    require_known_keys(r, kRowKeys, where);
+    require_known_json_keys(r, kRowKeys, "tuning table " + where);
     TuningRow row;
     row.min_m = field<int64_t>(r, "min_m", where);
     row.max_m = optional_field<int64_t>(r, "max_m", kTuningRowsUnbounded, where);
@@ -238,34 +220,34 @@ const std::vector<TuningTable>& tuning_tables() {
   return tables;
 }
 
-std::string detect_profile(const Arch& arch, int n, int k) {
+std::string detect_split(const Arch& arch, int n, int k) {
   const std::string arch_name = arch.name();
   for (const auto& table : tuning_tables()) {
     if (table.arch != arch_name) continue;
     for (const auto& shape : table.shapes) {
-      if (shape.first == n && shape.second == k) return table.profile;
+      if (shape.first == n && shape.second == k) return table.split;
     }
   }
   return "";
 }
 
-const TuningTable* find_tuning_table(const Arch& arch, const std::string& profile) {
+const TuningTable* find_tuning_table(const Arch& arch, const std::string& split) {
   const std::string arch_name = arch.name();
   for (const auto& table : tuning_tables()) {
-    if (table.arch == arch_name && table.profile == profile) return &table;
+    if (table.arch == arch_name && table.split == split) return &table;
   }
   return nullptr;
 }
 
-std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert) {
-  const TuningTable* table = find_tuning_table(arch, profile);
+std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& split, int64_t rows_per_expert) {
+  const TuningTable* table = find_tuning_table(arch, split);
   const TuningRow* row = table ? table->range_row_for(rows_per_expert, false) : nullptr;
   return row ? std::optional<TuningRow>(*row) : std::nullopt;
 }
 
-std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k) {
+std::string export_vllm_tuning(const Arch& arch, const std::string& split, int experts, int top_k, int n, int k) {
   CHORD_REQUIRE(experts > 0 && top_k > 0, "export: experts and top_k must be positive");
-  if (const TuningTable* table = find_tuning_table(arch, profile)) {
+  if (const TuningTable* table = find_tuning_table(arch, split)) {
     json out = json::array();
     for (const auto& row : table->rows) {
       if (!row.range_row() || !row.applies_to(false)) continue;
@@ -283,7 +265,7 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int
     }
     return out.dump();
   }
-  fail(CHORD_ERROR_INVALID_ARGUMENT, "no tuning table for arch {} profile '{}'", arch.name(), profile);
+  fail(CHORD_ERROR_INVALID_ARGUMENT, "no tuning table for arch {} split '{}'", arch.name(), split);
 }
 
 }  // namespace chord

@@ -1,6 +1,8 @@
-// Tuning tables: tuning_tables/<arch>_<profile>.json, embedded at build time. Each row is one
-// measured candidate config with the calls it applies to (rows per expert, and optionally the
-// weight kind, the mode, one (N, K) or a smallest K) and where its measurement is.
+// Tuning tables: tuning_tables/<arch>_<split>.json, embedded at build time. A table serves one
+// split of shapes/suite.json (a model as one GPU holds it, e.g. Kimi K2 under EP8), whose GEMM
+// shapes it is recognised by. Each row is one measured candidate config with the calls it
+// applies to (rows per expert, and optionally the weight kind, the mode, one (N, K) or a
+// smallest K) and where its measurement is.
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "core/arch.hpp"
+#include "core/model_shapes.hpp"
 #include "jit/families/w4a16.hpp"
 
 namespace chord {
@@ -44,8 +47,8 @@ struct TuningRow {
 struct TuningTable {
   std::string name;  // file name
   std::string arch;  // "sm_90a"
-  std::string profile;
-  std::vector<std::pair<int, int>> shapes;  // (N, K) the profile is recognised by
+  std::string split;                        // the shapes file's split the table serves
+  std::vector<std::pair<int, int>> shapes;  // (N, K) of the split's gate_up and down, from the shapes file
   std::vector<TuningRow> rows;              // in file order: the resolver's order of preference
 
   // The range row of the weight kind whose range holds rows_per_expert, or nullptr.
@@ -63,27 +66,32 @@ struct TuningTable {
 W4A16GemmConfig w4a16_config_for_weight(W4A16GemmConfig c, W4A16WeightKind weight, bool keep_stages = false);
 
 // Parses JSON text; throws Error(CHORD_ERROR_INVALID_ARGUMENT) naming the table and row
-// for anything malformed (missing or unknown field, invalid config, ranges that are not
-// sorted and contiguous, a refinement that no range row backs).
+// for anything malformed (missing or unknown field, a split that is not one of the suite's in
+// `shapes`, invalid config, ranges that are not sorted and contiguous, a refinement that no
+// range row backs). Without `shapes`: the embedded shapes file.
 TuningTable parse_tuning_table(const std::string& name, const std::string& json_text);
+TuningTable parse_tuning_table(const std::string& name, const std::string& json_text, const ModelShapes& shapes);
 
 // Every embedded table, parsed once.
 const std::vector<TuningTable>& tuning_tables();
 
-// The (arch, profile) table, or nullptr.
-const TuningTable* find_tuning_table(const Arch& arch, const std::string& profile);
+// The (arch, split) table, or nullptr.
+const TuningTable* find_tuning_table(const Arch& arch, const std::string& split);
 
-// The profile whose shapes hold (N, K), or "" (generic: the heuristic decides).
-std::string detect_profile(const Arch& arch, int n, int k);
+// The split of the arch's table whose GEMM shapes hold (N, K), or "" (generic: the heuristic
+// decides).
+std::string detect_split(const Arch& arch, int n, int k);
+// The C API's name for it (bindings/c_api.cpp).
+inline std::string detect_profile(const Arch& arch, int n, int k) { return detect_split(arch, n, k); }
 
-// The INT4 range row for the expected rows per expert, if the (arch, profile) table has one.
-std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& profile, int64_t rows_per_expert);
+// The INT4 range row for the expected rows per expert, if the (arch, split) table has one.
+std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& split, int64_t rows_per_expert);
 
-// The table of (arch, profile) in the (min_m, max_m, config) form vLLM's Humming backend
+// The table of (arch, split) in the (min_m, max_m, config) form vLLM's Humming backend
 // reads, with M in tokens: rows per expert = M * top_k / experts. One entry per INT4 range row;
 // the config fields are the INT4 tile the table gives for (n, k) there (int4_config; the resolver
 // may still pick the warp-specialized engine at large row counts, same block_m); block_size_m
-// is the range row's routing block, the same for every shape of the profile.
-std::string export_vllm_tuning(const Arch& arch, const std::string& profile, int experts, int top_k, int n, int k);
+// is the range row's routing block, the same for every shape of the split.
+std::string export_vllm_tuning(const Arch& arch, const std::string& split, int experts, int top_k, int n, int k);
 
 }  // namespace chord

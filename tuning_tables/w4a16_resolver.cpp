@@ -131,12 +131,12 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
   CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
                 kW4A16PackK);
   const bool nf4 = p.weight != kW4A16WeightInt4;
-  // The table: CHORD_W4A16_PROFILE's, else the one whose shapes hold (N, K).
-  const std::string profile = e.w4a16_profile.value_or(detect_profile(p.arch, p.n, p.k));
-  const TuningTable* table = profile.empty() || profile == "heuristic" ? nullptr : find_tuning_table(p.arch, profile);
-  if (e.w4a16_profile && !profile.empty() && profile != "heuristic" &&
+  // The table: that of CHORD_W4A16_PROFILE's split, else of the split whose GEMMs hold (N, K).
+  const std::string split = e.w4a16_table.value_or(detect_split(p.arch, p.n, p.k));
+  const TuningTable* table = split.empty() || split == "heuristic" ? nullptr : find_tuning_table(p.arch, split);
+  if (e.w4a16_table && !split.empty() && split != "heuristic" &&
       (table == nullptr || table->range_row_for(p.rows_per_expert, nf4) == nullptr)) {
-    fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", profile,
+    fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", split,
          p.arch.name());
   }
   std::vector<W4A16Candidate> list;

@@ -26,8 +26,8 @@ gen = torch.Generator(device="cuda"); gen.manual_seed(b.SEED)
 _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
 flush = b.l2_flush_buffer()
 for proj, n, k in (("gate_up", n_up, k_up), ("down", n_down, k_down)):
-    w = b.ExpertWeights(None, 48, n, k, gen)
-    e, rpe = 48, 512
+    e, rpe = b.shapes.SPLITS["ep8"]["experts_local"], 512
+    w = b.ExpertWeights(None, e, n, k, gen)
     m = e * rpe
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     m_idx = torch.arange(e, device="cuda", dtype=torch.int32).repeat_interleave(rpe)

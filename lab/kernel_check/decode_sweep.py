@@ -33,7 +33,7 @@ def child(out_path, rows, tokens, prefill_tokens):
     if rows in ("prefill", "tp8"):
         if rows == "prefill":
             e_all, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-            e_local, scenario = 48, "indexed EP8 prefill"
+            e_local, scenario = b.shapes.SPLITS["ep8"]["experts_local"], "indexed EP8 prefill"
         else:
             e_all, n_up, k_up, n_down, k_down = b.MODELS["tp8"]
             e_local, scenario = e_all, "indexed TP8"
@@ -55,10 +55,12 @@ def child(out_path, rows, tokens, prefill_tokens):
         torch.cuda.empty_cache()
     if rows in ("all", "kimi"):
         _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-        up = b.ExpertWeights(None, 48, n_up, k_up, gen)
-        down = b.ExpertWeights(None, 48, n_down, k_down, gen)
-        local_only = torch.arange(48, dtype=torch.int32, device="cuda")
-        suite.indexed("indexed EP8 decode", 20, up, down, 20, 48, 8, local_only, 16, gen)
+        e_local = b.shapes.SPLITS["ep8"]["experts_local"]
+        up = b.ExpertWeights(None, e_local, n_up, k_up, gen)
+        down = b.ExpertWeights(None, e_local, n_down, k_down, gen)
+        local_only = torch.arange(e_local, dtype=torch.int32, device="cuda")
+        over, top_k, block = b.shapes.routing("indexed EP8 decode")
+        suite.indexed("indexed EP8 decode", 20, up, down, 20, over, top_k, local_only, block, gen)
         for suite.proj, w in (("gate_up", up), ("down", down)):
             suite.masked("masked EP8", 8, w, 8, gen)
         del up, down

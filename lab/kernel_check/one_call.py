@@ -38,7 +38,7 @@ def indexed_calls(gen, model, e_local, tokens):
     return calls
 
 
-def contiguous_calls(gen, rows_per_expert=512, experts=48):
+def contiguous_calls(gen, rows_per_expert=512, experts=b.shapes.SPLITS["ep8"]["experts_local"]):
     _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
     calls = []
     m = experts * rows_per_expert
@@ -51,7 +51,7 @@ def contiguous_calls(gen, rows_per_expert=512, experts=48):
     return calls
 
 
-def masked_calls(gen, tokens_per_expert=8, experts=48):
+def masked_calls(gen, tokens_per_expert=8, experts=b.shapes.SPLITS["ep8"]["experts_local"]):
     _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
     calls = []
     max_m = 2 * tokens_per_expert
@@ -68,9 +68,9 @@ def main(which):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
     if which == "tp8":
-        calls = indexed_calls(gen, "tp8", 384, 16384)
+        calls = indexed_calls(gen, "tp8", b.MODELS["tp8"][0], 16384)
     elif which == "ep8":
-        calls = indexed_calls(gen, "kimi", 48, 16384)
+        calls = indexed_calls(gen, "kimi", b.shapes.SPLITS["ep8"]["experts_local"], 16384)
     elif which == "contig":
         calls = contiguous_calls(gen)
     elif which == "masked":

@@ -16,7 +16,7 @@ def clocks(tag):
 gen = torch.Generator(device="cuda"); gen.manual_seed(b.SEED)
 suite = b.Suite(None, True)  # None: chord_kernels' own libchord
 _, n_up, k_up, n_down, k_down = b.MODELS["kimi"]
-down = b.ExpertWeights(None, 48, n_down, k_down, gen)
+down = b.ExpertWeights(None, b.shapes.SPLITS["ep8"]["experts_local"], n_down, k_down, gen)
 suite.proj = "down"
 for step in ("masked", "contig", "masked", "sleep", "masked", "contig", "masked"):
     if step == "sleep":

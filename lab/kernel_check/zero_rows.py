@@ -14,12 +14,14 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import torch  # noqa: E402
 import bench_w4a16 as b  # noqa: E402
 import chord_kernels as ck  # noqa: E402
+import shapes  # noqa: E402
 
 
 def main():
     gen = torch.Generator(device="cuda")
     gen.manual_seed(b.SEED)
-    experts, n, k, max_m = 48, 4096, 7168, 16
+    experts, n, k = shapes.gemm("ep8")[:3]  # the masked EP8 gate_up GEMM
+    max_m = 16
     w = b.ExpertWeights(None, experts, n, k, gen)
     a = torch.randn(experts, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
     out = torch.empty((experts, max_m, n), dtype=torch.bfloat16, device="cuda")

@@ -52,7 +52,7 @@ for table in tuning_tables/*.json; do
 done
 printf 'relative/dir\x00\x08' > "$work/seeds/env"
 printf 'CHORDCB1\x05\x00\x00\x00\x00\x00\x00\x00cubin\x0a' > "$work/seeds/cache"
-# Every kernel family: the dequant profile (INT4 dequant) and qwen3 (the GEMM in its three
+# Every kernel family: the dequant kernel set (INT4 dequant) and qwen3 (the GEMM in its three
 # engines, INT4 and NF4; W4A16 pack / unpack; NF4 pack / dequant; the routing check), plus
 # the dequant kernels of two other arches (other ELF flags and notes).
 for spec in "sm_90a dequant" "sm_90a qwen3" "sm_80 dequant" "sm_100a dequant"; do

@@ -11,7 +11,7 @@
 #include "chord/chord.h"
 #include "core/arch.hpp"
 #include "core/embedded_headers.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "test_support.hpp"
 
 using chord::test::TempDir;
@@ -50,7 +50,7 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   CHECK(out.find("sm_42") != std::string::npos);
   out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile nonsense", &code);
   CHECK(code != 0);
-  CHECK(out.find("known profiles") != std::string::npos);
+  CHECK(out.find("known kernel sets") != std::string::npos);
   out = run_command(std::string(CHORD_CLI_PATH) + " frobnicate", &code);
   CHECK(code == 2);
   out = run_command("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
@@ -58,9 +58,9 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   CHECK(out.find("CHORD_JIT_DEBUG") != std::string::npos);
 }
 
-TEST_CASE("cli: --help lists the commands, each command's options, the arches and the profiles", "[cli]") {
+TEST_CASE("cli: --help lists the commands, each command's options, the arches and the kernel sets", "[cli]") {
   const std::string cli = CHORD_CLI_PATH;
-  std::vector<std::string> arches, profiles = chord::profile_names();
+  std::vector<std::string> arches, sets = chord::kernel_set_names();
   for (const char* const* a = chord::supported_arch_names(); *a != nullptr; ++a) arches.push_back(*a);
   struct HelpCase {
     std::string args;
@@ -69,7 +69,7 @@ TEST_CASE("cli: --help lists the commands, each command's options, the arches an
   const HelpCase cases[] = {
       {"--help", {"usage: chord <command> [options]", "precompile", "info", "config", "chord <command> --help"}},
       {"-h", {"usage: chord <command> [options]"}},
-      {"precompile --help", {"usage: chord precompile --arch ARCH --profile NAME [options]", "--out DIR", "profiles:",
+      {"precompile --help", {"usage: chord precompile --arch ARCH --profile NAME [options]", "--out DIR", "kernel sets",
                              "48 experts, N x K 4096 x 7168, 7168 x 2048"}},
       {"precompile --arch sm_90a -h", {"usage: chord precompile"}},
       {"config --help", {"usage: chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [options]",
@@ -86,7 +86,7 @@ TEST_CASE("cli: --help lists the commands, each command's options, the arches an
     for (const auto& needle : c.needles) CHECK(out.find(needle) != std::string::npos);
     if (c.args == "--help" || c.args.rfind("precompile", 0) == 0) {
       for (const auto& name : arches) CHECK(out.find(name) != std::string::npos);
-      for (const auto& name : profiles) CHECK(out.find(name) != std::string::npos);
+      for (const auto& name : sets) CHECK(out.find(name) != std::string::npos);
     }
   }
   int code = -1;

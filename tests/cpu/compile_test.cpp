@@ -11,7 +11,7 @@
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/w4a16.hpp"
 #include "jit/kernel_source.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
 
 namespace {
@@ -57,9 +57,9 @@ TEST_CASE("compile: dequant kernels for sm_103a and sm_120a", "[compile]") {
   check_arch("sm_120a");
 }
 
-TEST_CASE("compile: every profile kernel compiles for every supported arch", "[compile]") {
+TEST_CASE("compile: every kernel-set kernel compiles for every supported arch", "[compile]") {
   for (const char* const* arch = chord::supported_arch_names(); *arch != nullptr; ++arch) {
-    for (const auto& d : chord::profile_descriptors("all", chord::parse_arch(*arch))) {
+    for (const auto& d : chord::kernel_set_descriptors("all", chord::parse_arch(*arch))) {
       auto kernel = chord::JitRuntime::global().compile(d);
       CHECK(kernel->info.arch == *arch);
       CHECK(kernel->info.has_meta);
@@ -80,7 +80,7 @@ TEST_CASE("compile: every profile kernel compiles for every supported arch", "[c
 
 TEST_CASE("compile: ptxas serializes no wgmma of the sm_90a kernels the tuning tables run", "[compile]") {
   int checked = 0;
-  for (const auto& d : chord::profile_descriptors("all", chord::parse_arch("sm_90a"))) {
+  for (const auto& d : chord::kernel_set_descriptors("all", chord::parse_arch("sm_90a"))) {
     if (d.family != chord::KernelFamily::kW4A16Gemm || !chord::W4A16GemmConfig::from(d).wgmma()) continue;
     const chord::KernelSource source = chord::generate_kernel_source(d);
     compile_sm90a_unserialized(source.name, source.text, source.options);

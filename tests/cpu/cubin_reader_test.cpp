@@ -10,7 +10,7 @@
 #include "core/error.hpp"
 #include "jit/families/w4a16.hpp"
 #include "jit/kernel_source.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
 
 namespace {
@@ -20,8 +20,8 @@ using chord::test::ElfDamage;
 // One cubin of each kernel family the profiles hold, the GEMM in each of its engines.
 std::vector<std::pair<std::string, std::vector<char>>> family_cubins() {
   const chord::Arch arch = chord::parse_arch("sm_90a");
-  std::vector<chord::KernelDescriptor> all = chord::profile_descriptors("dequant", arch);
-  for (const auto& d : chord::profile_descriptors("qwen3", arch)) all.push_back(d);
+  std::vector<chord::KernelDescriptor> all = chord::kernel_set_descriptors("dequant", arch);
+  for (const auto& d : chord::kernel_set_descriptors("qwen3", arch)) all.push_back(d);
   std::set<std::string> seen;
   std::vector<std::pair<std::string, std::vector<char>>> out;
   for (const auto& d : all) {

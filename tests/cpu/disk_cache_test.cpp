@@ -19,7 +19,7 @@
 #include "jit/compiler.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/w4a16.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
 #include "test_support.hpp"
 
@@ -345,7 +345,7 @@ TEST_CASE("disk cache: an entry the driver refuses to load is dropped, rebuilt a
 TEST_CASE("disk cache: 8 processes missing the same kernels compile each once", "[cache]") {
   TempDir dir;
   const chord::Arch arch = chord::parse_arch("sm_90a");
-  std::vector<chord::KernelDescriptor> kernels = chord::profile_descriptors("dequant", arch);
+  std::vector<chord::KernelDescriptor> kernels = chord::kernel_set_descriptors("dequant", arch);
   for (bool unpack : {false, true}) {
     chord::W4A16PackConfig pack;
     pack.unpack = unpack;

@@ -78,7 +78,7 @@ TEST_CASE("env: invalid profile names are rejected", "[env]") {
   expect_rejected("CHORD_W4A16_PROFILE", "");
   expect_rejected("CHORD_W4A16_PROFILE", "EP8 ");
   ScopedEnv ok("CHORD_W4A16_PROFILE", std::string("tp8"));
-  CHECK(chord::read_environment().w4a16_profile == std::string("tp8"));
+  CHECK(chord::read_environment().w4a16_table == std::string("tp8"));
 }
 
 TEST_CASE("env: invalid cache dir values are rejected", "[env]") {

@@ -12,7 +12,7 @@
 
 #include "cache/disk_cache.hpp"
 #include "jit/compiler.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
 #include "test_support.hpp"
 
@@ -54,7 +54,7 @@ std::map<std::string, std::pair<off_t, long>> snapshot(const std::string& dir) {
 }
 
 std::vector<chord::KernelDescriptor> dequant_kernels() {
-  return chord::profile_descriptors("dequant", chord::parse_arch("sm_90a"));
+  return chord::kernel_set_descriptors("dequant", chord::parse_arch("sm_90a"));
 }
 
 // Compiles the dequant profile on a runtime over `cache` and the read-only `layers`; returns

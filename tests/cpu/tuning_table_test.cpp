@@ -1,4 +1,4 @@
-// Tuning tables: embedded tables are valid, profiles are recognised from (N, K), the
+// Tuning tables: embedded tables are valid, their splits are recognised from (N, K), the
 // resolver follows table -> heuristic -> env, and the vLLM export is consistent.
 #include <algorithm>
 
@@ -9,7 +9,7 @@
 #include "chord/chord.h"
 #include "core/env.hpp"
 #include "core/error.hpp"
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 #include "tuning_tables/tuning_table.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
@@ -45,14 +45,14 @@ TEST_CASE("tuning: every embedded table parses and covers all row counts for bot
   }
 }
 
-TEST_CASE("tuning: profiles are recognised from N and K", "[tuning]") {
-  CHECK(chord::detect_profile(kSm90a, 4096, 7168) == "ep8");
-  CHECK(chord::detect_profile(kSm90a, 7168, 2048) == "ep8");
-  CHECK(chord::detect_profile(kSm90a, 512, 7168) == "tp8");
-  CHECK(chord::detect_profile(kSm90a, 7168, 256) == "tp8");
-  CHECK(chord::detect_profile(kSm90a, 1536, 2048) == "qwen3");
-  CHECK(chord::detect_profile(kSm90a, 1024, 1024).empty());
-  CHECK(chord::detect_profile(chord::parse_arch("sm_80"), 4096, 7168).empty());
+TEST_CASE("tuning: a table's split is recognised from N and K", "[tuning]") {
+  CHECK(chord::detect_split(kSm90a, 4096, 7168) == "ep8");
+  CHECK(chord::detect_split(kSm90a, 7168, 2048) == "ep8");
+  CHECK(chord::detect_split(kSm90a, 512, 7168) == "tp8");
+  CHECK(chord::detect_split(kSm90a, 7168, 256) == "tp8");
+  CHECK(chord::detect_split(kSm90a, 1536, 2048) == "qwen3");
+  CHECK(chord::detect_split(kSm90a, 1024, 1024).empty());
+  CHECK(chord::detect_split(chord::parse_arch("sm_80"), 4096, 7168).empty());
 }
 
 TEST_CASE("tuning: the resolver takes the table row, and the heuristic for other shapes", "[tuning]") {
@@ -83,7 +83,7 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   const std::string good_row =
       R"({"min_m": 0, "max_m": 99, "block_m": 8, "block_n": 128, "block_k": 128, "stages": 3, "warps_m": 1, "warps_n": 4, "measured": "x"})";
   auto doc = [](const std::string& rows) {
-    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}], "rows": [)" + rows + "]}";
+    return R"({"arch": "sm_90a", "split": "ep8", "rows": [)" + rows + "]}";
   };
   CHECK_NOTHROW(chord::parse_tuning_table("t.json", doc(good_row)));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", "{not json"), Catch::Contains("t.json"));
@@ -100,7 +100,7 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   std::string missing = good_row;
   missing.replace(missing.find("\"block_k\": 128, "), 16, "");
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(missing)), Catch::Contains("block_k"));
-  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", R"({"arch": "sm_42", "profile": "p", "shapes": [], "rows": []})"),
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", R"({"arch": "sm_42", "split": "ep8", "rows": []})"),
                     Catch::Contains("sm_42"));
   // A row holds only the known fields; its provenance is one line.
   auto with = [&](const std::string& fields) {
@@ -130,7 +130,7 @@ TEST_CASE("tuning: weight rows are validated as their weight kind runs them, eac
     return "{" + range + R"(, "weight": "nf4", "block_m": 8, )" + tile + R"(, "warps_m": 1, "measured": "y"})";
   };
   auto doc = [](const std::string& rows) {
-    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}], "rows": [)" + rows + "]}";
+    return R"({"arch": "sm_90a", "split": "ep8", "rows": [)" + rows + "]}";
   };
   const chord::TuningTable t = chord::parse_tuning_table(
       "t.json", doc(int4 + ", " + nf4(R"("block_n": 256, "block_k": 128, "stages": 3, "warps_n": 8)")));
@@ -165,7 +165,7 @@ TEST_CASE("tuning: refinement rows name a table shape, span their range rows and
   const std::string prefill =
       R"({"min_m": 100, "max_m": 1000, "engine": "wgmma", "block_m": 128, "block_n": 128, "block_k": 64, "stages": 5, "warps_m": 1, "warps_n": 4, "measured": "x"})";
   auto doc = [&](const std::string& before, const std::string& after = "") {
-    return R"({"arch": "sm_90a", "profile": "p", "shapes": [{"n": 4096, "k": 7168}, {"n": 7168, "k": 2048}], "rows": [)" +
+    return R"({"arch": "sm_90a", "split": "ep8", "rows": [)" +
            before + (before.empty() ? "" : ", ") + head + ", " + prefill + (after.empty() ? "" : ", ") + after + "]}";
   };
   auto shape_row = [](const std::string& fields) {
@@ -550,7 +550,7 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   // with 64 under expert parallelism (the block fallback): the profile compiles both, so a
   // server's first prefill call does not wait for NVRTC.
   const chord::Arch arch = chord::parse_arch("sm_90a");
-  const std::vector<chord::KernelDescriptor> tp8 = chord::profile_descriptors("tp8", arch);
+  const std::vector<chord::KernelDescriptor> tp8 = chord::kernel_set_descriptors("tp8", arch);
   auto holds = [&](const std::vector<chord::KernelDescriptor>& list, int n, int k, int experts, int64_t rows,
                    int block) {
     chord::W4A16Problem p = problem(n, k, rows, chord::kW4A16Indexed);
@@ -563,7 +563,7 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   CHECK(holds(tp8, 7168, 256, 384, 128, 128));
   CHECK(holds(tp8, 7168, 256, 384, 512, 128));
   CHECK(holds(tp8, 512, 7168, 384, 512, 128));
-  const std::vector<chord::KernelDescriptor> ep8 = chord::profile_descriptors("ep8", arch);
+  const std::vector<chord::KernelDescriptor> ep8 = chord::kernel_set_descriptors("ep8", arch);
   CHECK(holds(ep8, 7168, 2048, 48, 128, 64));   // the block fallback tile
   CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
 }

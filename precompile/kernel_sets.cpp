@@ -1,6 +1,7 @@
-#include "precompile/profiles.hpp"
+#include "precompile/kernel_sets.hpp"
 
 #include "core/error.hpp"
+#include "core/model_shapes.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/nf4.hpp"
 #include "jit/families/routing_check.hpp"
@@ -22,32 +23,35 @@ std::vector<KernelDescriptor> dequant_kernels(const Arch& arch) {
   return out;
 }
 
-struct ModelShape {
-  int experts, n, k;
-};
-
-// The GEMM shapes of docs/shapes.md, per profile (gate_up and down).
-std::vector<ModelShape> model_shapes(const std::string& name) {
-  if (name == "ep8") return {{48, 4096, 7168}, {48, 7168, 2048}};
-  if (name == "tp8") return {{384, 512, 7168}, {384, 7168, 256}};
-  if (name == "qwen3") return {{128, 1536, 2048}, {128, 2048, 768}};
-  return {};
+// A kernel-set split of the shapes file, or nullptr.
+const ShapeSplit* kernel_set_split(const std::string& name) {
+  const ShapeSplit* split = model_shapes().split(name);
+  return split && split->kernel_set ? split : nullptr;
 }
 
-// The configs the resolver picks for a profile's shapes: every mode at the row counts of the
-// suite (docs/shapes.md), without routing geometry (no split-K), and the offsets mode (INT4, and NF4
-// for qwen3) at 1..4096 tokens routed top-8 on a 132-SM GPU, which adds the split-K kernels
-// of the smallest grids. Other geometries (a few rows in other modes, other SM counts) can
-// still compile a kernel at their first call.
-std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& arch) {
+// Whether the suite runs NF4 weights on the split (a row with "weight": "nf4").
+bool runs_nf4(const ShapeSplit& split) {
+  for (const auto& row : model_shapes().rows) {
+    if (row.split == split.name && row.weight == "nf4") return true;
+  }
+  return false;
+}
+
+// The configs the resolver picks for a split's GEMMs: every mode at the row counts of the
+// suite (docs/shapes.md), without routing geometry (no split-K), and the offsets mode (INT4, and
+// NF4 with BF16 and FP16 activations where the suite runs NF4) at 1..4096 tokens routed top-8 on
+// a 132-SM GPU, which adds the split-K kernels of the smallest grids. Other geometries (a few
+// rows in other modes, other SM counts) can still compile a kernel at their first call.
+std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& arch) {
   std::vector<KernelDescriptor> out;
   auto add = [&out](const KernelDescriptor& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
+  const bool nf4 = runs_nf4(split);
   const std::vector<W4A16WeightKind> weights =
-      name == "qwen3" ? std::vector<W4A16WeightKind>{kW4A16WeightInt4, kW4A16WeightNF4, kW4A16WeightNF4Fp16}
-                      : std::vector<W4A16WeightKind>{kW4A16WeightInt4};  // NF4: the offsets mode of qwen3
-  for (const auto& shape : model_shapes(name)) {
+      nf4 ? std::vector<W4A16WeightKind>{kW4A16WeightInt4, kW4A16WeightNF4, kW4A16WeightNF4Fp16}
+          : std::vector<W4A16WeightKind>{kW4A16WeightInt4};
+  for (const GemmShape& shape : {split.gate_up, split.down}) {
     for (W4A16Mode mode : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
       for (W4A16WeightKind weight : weights) {
         if (weight != kW4A16WeightInt4 && mode != kW4A16Offsets) continue;
@@ -61,7 +65,7 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
             p.rows_per_expert = rows;
             p.n = shape.n;
             p.k = shape.k;
-            p.experts = shape.experts;
+            p.experts = split.experts_local;
             p.block_size = block;
             p.arch = arch;
             p.weight = weight;
@@ -73,10 +77,10 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
           W4A16Problem p;
           p.mode = kW4A16Offsets;
           p.a_rows = 8 * tokens;
-          p.rows_per_expert = std::max(1, p.a_rows / shape.experts);
+          p.rows_per_expert = std::max(1, p.a_rows / split.experts_local);
           p.n = shape.n;
           p.k = shape.k;
-          p.experts = shape.experts;
+          p.experts = split.experts_local;
           p.arch = arch;
           p.weight = weight;
           add(resolve_w4a16_config(p).descriptor(arch));
@@ -85,7 +89,7 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
     }
   }
   add(RoutingCheckConfig{}.descriptor(arch));
-  if (name == "qwen3") {  // the NF4 (bitsandbytes) pack and dequantize kernels
+  if (nf4) {  // the NF4 (bitsandbytes) pack and dequantize kernels
     for (bool dequant : {false, true}) {
       for (int variant : {0, 1}) {
         NF4KernelConfig c;
@@ -109,34 +113,38 @@ std::vector<KernelDescriptor> gemm_kernels(const std::string& name, const Arch& 
 
 }  // namespace
 
-std::vector<std::string> profile_names() { return {"dequant", "ep8", "tp8", "qwen3", "all"}; }
-
-std::string profile_summary(const std::string& name) {
-  if (name == "dequant") return "the INT4 dequantize kernels";
-  if (name == "all") return "all of the above";
-  const std::vector<ModelShape> shapes = model_shapes(name);
-  if (shapes.empty()) profile_descriptors(name, Arch{});  // throws, naming the known profiles
-  std::string sizes;
-  for (const auto& s : shapes) sizes += fmt::format("{}{} x {}", sizes.empty() ? "" : ", ", s.n, s.k);
-  return fmt::format("{} experts, N x K {}: the GEMM modes ({}), pack and routing-check kernels", shapes[0].experts,
-                     sizes, name == "qwen3" ? "INT4 and NF4" : "INT4");
+std::vector<std::string> kernel_set_names() {
+  std::vector<std::string> names = {"dequant"};
+  for (const ShapeSplit* split : model_shapes().kernel_sets()) names.push_back(split->name);
+  names.push_back("all");
+  return names;
 }
 
-std::vector<KernelDescriptor> profile_descriptors(const std::string& name, const Arch& arch) {
+std::string kernel_set_summary(const std::string& name) {
+  if (name == "dequant") return "the INT4 dequantize kernels";
+  if (name == "all") return "all of the above";
+  const ShapeSplit* split = kernel_set_split(name);
+  if (split == nullptr) kernel_set_descriptors(name, Arch{});  // throws, naming the known sets
+  return fmt::format("{} experts, N x K {} x {}, {} x {}: the GEMM modes ({}), pack and routing-check kernels",
+                     split->experts_local, split->gate_up.n, split->gate_up.k, split->down.n, split->down.k,
+                     runs_nf4(*split) ? "INT4 and NF4" : "INT4");
+}
+
+std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch) {
   if (name == "dequant") return dequant_kernels(arch);
-  if (name == "ep8" || name == "tp8" || name == "qwen3") return gemm_kernels(name, arch);
+  if (const ShapeSplit* split = kernel_set_split(name)) return gemm_kernels(*split, arch);
   if (name == "all") {
     std::vector<KernelDescriptor> out = dequant_kernels(arch);
-    for (const char* profile : {"ep8", "tp8", "qwen3"}) {
-      for (const auto& d : gemm_kernels(profile, arch)) {
+    for (const ShapeSplit* split : model_shapes().kernel_sets()) {
+      for (const auto& d : gemm_kernels(*split, arch)) {
         if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
       }
     }
     return out;
   }
   std::string known;
-  for (const auto& n : profile_names()) known += (known.empty() ? "" : ", ") + n;
-  fail(CHORD_ERROR_INVALID_ARGUMENT, "unknown profile '{}'; known profiles: {}", name, known);
+  for (const auto& n : kernel_set_names()) known += (known.empty() ? "" : ", ") + n;
+  fail(CHORD_ERROR_INVALID_ARGUMENT, "unknown kernel set '{}'; known kernel sets: {}", name, known);
 }
 
 }  // namespace chord
