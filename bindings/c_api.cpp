@@ -184,9 +184,9 @@ int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t 
     CHORD_REQUIRE(N > 0 && K > 0 && N <= (1 << 24) && K <= (1 << 24), "arguments 'N', 'K' must be positive");
     CHORD_REQUIRE(capacity >= 0 && (capacity == 0 || buffer != nullptr), "argument 'buffer' is a null pointer");
     const chord::Arch target = chord::parse_arch(arch != nullptr ? arch : "sm_90a");
-    const std::string profile = chord::detect_profile(target, static_cast<int>(N), static_cast<int>(K));
-    if (profile.empty()) return;  // no table holds the shape: an empty answer, not an error
-    text = chord::export_vllm_tuning(target, profile, static_cast<int>(E), static_cast<int>(top_k), static_cast<int>(N),
+    const std::string split = chord::detect_split(target, static_cast<int>(N), static_cast<int>(K));
+    if (split.empty()) return;  // no table holds the shape: an empty answer, not an error
+    text = chord::export_vllm_tuning(target, split, static_cast<int>(E), static_cast<int>(top_k), static_cast<int>(N),
                                      static_cast<int>(K));
   });
   if (status != CHORD_SUCCESS) return -1;

@@ -81,8 +81,6 @@ const TuningTable* find_tuning_table(const Arch& arch, const std::string& split)
 // The split of the arch's table whose GEMM shapes hold (N, K), or "" (generic: the heuristic
 // decides).
 std::string detect_split(const Arch& arch, int n, int k);
-// The C API's name for it (bindings/c_api.cpp).
-inline std::string detect_profile(const Arch& arch, int n, int k) { return detect_split(arch, n, k); }
 
 // The INT4 range row for the expected rows per expert, if the (arch, split) table has one.
 std::optional<TuningRow> find_tuning_row(const Arch& arch, const std::string& split, int64_t rows_per_expert);
