@@ -124,7 +124,96 @@ void warn_unknown_variables() {
   }
 }
 
+// The deprecated CHORD_W4A16_PORTABLE and CHORD_SM90_DECODE, as the CHORD_W4A16_ENGINE value they
+// stand for; nullopt where they choose nothing (unset, or only CHORD_W4A16_PORTABLE=0). Each one
+// set is warned about once, naming its replacement.
+struct DeprecatedEngineFlags {
+  W4A16EngineKnob::Candidates candidates;
+  std::string setting;  // e.g. "CHORD_SM90_DECODE=1", for messages
+};
+
+std::optional<DeprecatedEngineFlags> read_deprecated_engine_flags() {
+  const std::optional<bool> portable = read_flag("CHORD_W4A16_PORTABLE");
+  const std::optional<bool> decode = read_flag("CHORD_SM90_DECODE");
+  auto named = [](const char* name, bool value, W4A16EngineKnob::Candidates candidates) {
+    return DeprecatedEngineFlags{candidates, fmt::format("{}={}", name, value ? 1 : 0)};
+  };
+  std::optional<DeprecatedEngineFlags> portable_flag, decode_flag;
+  if (portable) {
+    if (*portable) {
+      portable_flag = named("CHORD_W4A16_PORTABLE", true, W4A16EngineKnob::kPortable);
+    } else {
+      warn("environment variable CHORD_W4A16_PORTABLE is deprecated (CHORD_W4A16_ENGINE replaces it); "
+           "CHORD_W4A16_PORTABLE=0 changes nothing: unset it");
+    }
+  }
+  if (decode) {
+    decode_flag = named("CHORD_SM90_DECODE", *decode,
+                        *decode ? W4A16EngineKnob::kPortable : W4A16EngineKnob::kPreferWgmma);
+  }
+  for (const auto& flag : {portable_flag, decode_flag}) {
+    if (!flag) continue;
+    W4A16EngineKnob knob;
+    knob.candidates = flag->candidates;
+    warn(fmt::format("environment variable {} is deprecated: use CHORD_W4A16_ENGINE={} (docs/environment.md)",
+                     flag->setting, w4a16_engine_knob_name(knob)));
+  }
+  // CHORD_W4A16_PORTABLE=1 rejects every WGMMA candidate, so CHORD_SM90_DECODE=0's ranking of
+  // them first never chose a config next to it.
+  return portable_flag ? portable_flag : decode_flag;
+}
+
+// CHORD_W4A16_ENGINE, with the deprecated variables translated into it. Where both are set they
+// must agree on the candidates; a forcing value (mma_sync, wgmma, wgmma_ws) keeps the deprecated
+// variable's candidates, which choose the config the forced engine starts from.
+W4A16EngineKnob read_engine_knob() {
+  const std::optional<DeprecatedEngineFlags> deprecated = read_deprecated_engine_flags();
+  W4A16EngineKnob knob;
+  if (const char* value = get("CHORD_W4A16_ENGINE")) {
+    const std::optional<W4A16EngineKnob> parsed = parse_w4a16_engine_knob(value);
+    if (!parsed) {
+      fail(CHORD_ERROR_ENVIRONMENT,
+           "environment variable CHORD_W4A16_ENGINE='{}' is invalid: expected auto, portable, prefer_wgmma, "
+           "mma_sync, wgmma or wgmma_ws",
+           value);
+    }
+    knob = *parsed;
+    if (deprecated && !knob.forced && knob.candidates != deprecated->candidates) {
+      W4A16EngineKnob meant;
+      meant.candidates = deprecated->candidates;
+      fail(CHORD_ERROR_ENVIRONMENT,
+           "environment variables {} and CHORD_W4A16_ENGINE={} conflict: {} (deprecated) means "
+           "CHORD_W4A16_ENGINE={}; set CHORD_W4A16_ENGINE alone",
+           deprecated->setting, value, deprecated->setting, w4a16_engine_knob_name(meant));
+    }
+  }
+  if (deprecated) knob.candidates = deprecated->candidates;
+  return knob;
+}
+
 }  // namespace
+
+const char* w4a16_engine_knob_name(const W4A16EngineKnob& knob) {
+  if (knob.forced) return w4a16_engine_name(*knob.forced);
+  switch (knob.candidates) {
+    case W4A16EngineKnob::kAll: return "auto";
+    case W4A16EngineKnob::kPortable: return "portable";
+    case W4A16EngineKnob::kPreferWgmma: return "prefer_wgmma";
+  }
+  return "";
+}
+
+std::optional<W4A16EngineKnob> parse_w4a16_engine_knob(std::string_view name) {
+  W4A16EngineKnob knob;
+  for (auto candidates : {W4A16EngineKnob::kAll, W4A16EngineKnob::kPortable, W4A16EngineKnob::kPreferWgmma}) {
+    knob.candidates = candidates;
+    if (name == w4a16_engine_knob_name(knob)) return knob;
+  }
+  knob.candidates = W4A16EngineKnob::kAll;
+  knob.forced = parse_w4a16_engine(name);
+  if (!knob.forced) return std::nullopt;
+  return knob;
+}
 
 Environment read_environment() {
   Environment e;
@@ -139,9 +228,7 @@ Environment read_environment() {
   e.cache_readonly_dirs = read_path_list("CHORD_CACHE_READONLY_DIRS");
   e.jit_debug = read_flag("CHORD_JIT_DEBUG").value_or(false);
   e.dump_source = read_flag("CHORD_JIT_DUMP_SOURCE").value_or(false);
-  e.sm90_decode = read_flag("CHORD_SM90_DECODE");
   e.validate_routing = read_flag("CHORD_VALIDATE_ROUTING").value_or(false);
-  e.w4a16_portable = read_flag("CHORD_W4A16_PORTABLE").value_or(false);
   if (const char* split = get("CHORD_W4A16_PROFILE")) {
     std::string p(split);
     if (p.empty() || p.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
@@ -152,13 +239,7 @@ Environment read_environment() {
     }
     e.w4a16_table = p;
   }
-  if (const char* engine = get("CHORD_W4A16_ENGINE")) {
-    e.w4a16_engine = parse_w4a16_engine(engine);
-    if (!e.w4a16_engine) {
-      fail(CHORD_ERROR_ENVIRONMENT,
-           "environment variable CHORD_W4A16_ENGINE='{}' is invalid: expected mma_sync, wgmma or wgmma_ws", engine);
-    }
-  }
+  e.w4a16_engine = read_engine_knob();
   e.w4a16_bm = read_positive_int("CHORD_W4A16_BM");
   e.w4a16_bn = read_positive_int("CHORD_W4A16_BN");
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");

@@ -4,22 +4,42 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/w4a16_engine.hpp"
 
 namespace chord {
 
+// CHORD_W4A16_ENGINE: which candidate configs the resolver keeps or ranks first, and the engine
+// it forces, if any. Its values (w4a16_engine_knob_name):
+//   auto          the resolver's choice (tuning table, WGMMA defaults, heuristic)
+//   portable      only mma.sync candidates, on every GPU
+//   prefer_wgmma  on sm_90a, the WGMMA candidates first wherever they can run, decode included
+//   mma_sync, wgmma, wgmma_ws   that engine: the resolver's config where it has that engine,
+//                 else the engine's defaults
+// The deprecated CHORD_W4A16_PORTABLE and CHORD_SM90_DECODE set `candidates` only; set with a
+// forcing value, they still choose which candidate the forced engine starts from.
+struct W4A16EngineKnob {
+  enum Candidates { kAll, kPortable, kPreferWgmma };
+  Candidates candidates = kAll;
+  std::optional<W4A16Engine> forced;
+  bool operator==(const W4A16EngineKnob& o) const { return candidates == o.candidates && forced == o.forced; }
+};
+
+// The knob's value names: "auto", "portable", "prefer_wgmma" or the forced engine's name (a
+// knob with both, reachable only through a deprecated variable: the engine's name).
+const char* w4a16_engine_knob_name(const W4A16EngineKnob& knob);
+std::optional<W4A16EngineKnob> parse_w4a16_engine_knob(std::string_view name);
+
 struct Environment {
   std::string cache_dir;             // CHORD_CACHE_DIR (default $XDG_CACHE_HOME/chord, ~/.cache/chord; "" = none)
   std::vector<std::string> cache_readonly_dirs;  // CHORD_CACHE_READONLY_DIRS: read-only layers, in order
   bool jit_debug = false;            // CHORD_JIT_DEBUG=0|1: log compiles, cache hits, header source
   bool dump_source = false;          // CHORD_JIT_DUMP_SOURCE=0|1: write generated source next to the cubin
-  std::optional<bool> sm90_decode;   // CHORD_SM90_DECODE=0|1: force the decode schedule off/on
-  bool w4a16_portable = false;       // CHORD_W4A16_PORTABLE=0|1: force the portable (mma.sync) family
   bool validate_routing = false;     // CHORD_VALIDATE_ROUTING=0|1: check routing tensors on the device
   std::optional<std::string> w4a16_table;  // CHORD_W4A16_PROFILE: the split whose tuning table to use, or "heuristic"
-  std::optional<W4A16Engine> w4a16_engine;  // CHORD_W4A16_ENGINE: force the engine (mma_sync, wgmma, wgmma_ws)
+  W4A16EngineKnob w4a16_engine;      // CHORD_W4A16_ENGINE (CHORD_W4A16_PORTABLE, CHORD_SM90_DECODE: deprecated)
   std::optional<int> w4a16_bm;       // CHORD_W4A16_BM / _BN / _BK / _STAGES: force one config
   std::optional<int> w4a16_bn;
   std::optional<int> w4a16_bk;

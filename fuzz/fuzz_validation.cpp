@@ -175,7 +175,8 @@ void fuzz_operator(int which, FuzzedDataProvider& p) {
 const char* const kVariables[] = {"CHORD_CACHE_DIR",        "CHORD_CACHE_READONLY_DIRS", "CHORD_JIT_DEBUG",
                                   "CHORD_JIT_DUMP_SOURCE",  "CHORD_SM90_DECODE",         "CHORD_W4A16_BM",
                                   "CHORD_W4A16_BN",         "CHORD_W4A16_BK",            "CHORD_W4A16_STAGES",
-                                  "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE"};
+                                  "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",       "CHORD_W4A16_ENGINE",
+                                  "CHORD_W4A16_PORTABLE"};
 
 // An absolute path without surrounding white space (what a path variable may hold).
 bool clean_path(const std::string& path) {

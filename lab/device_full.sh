@@ -22,9 +22,9 @@ scripts/install_wheel.sh /tmp/pip_install.log || exit 1
 PYTHONUNBUFFERED=1 python3 bench/bench_w4a16.py --out "$out" > "$out/bench.txt" 2>&1
 tail -2 "$out/bench.txt"
 if [ -z "${CHORD_SKIP_PORTABLE:-}" ]; then  # set it to save device time when the portable family is unchanged
-  CHORD_W4A16_PORTABLE=1 build/tests/chord_gpu_tests > "$out/gpu_tests_portable.log" 2>&1
+  CHORD_W4A16_ENGINE=portable build/tests/chord_gpu_tests > "$out/gpu_tests_portable.log" 2>&1
   echo "portable: $(grep -E 'test cases|All tests passed' "$out/gpu_tests_portable.log" | tail -1)"
-  CHORD_W4A16_PORTABLE=1 python3 bench/bench_w4a16.py --quick --out /tmp/portable > /dev/null 2>&1
+  CHORD_W4A16_ENGINE=portable python3 bench/bench_w4a16.py --quick --out /tmp/portable > /dev/null 2>&1
   cp /tmp/portable/bench.json "$out/bench_portable.json" 2>/dev/null || echo "portable bench failed"
 fi
 OUT=/tmp/py timeout 240 scripts/test_python_gpu.sh > /tmp/py.txt 2>&1

@@ -10,13 +10,15 @@
 //  1. candidates, best first: the rows of the call's tuning table that apply to it (file order:
 //     measured data), then the one-role WGMMA defaults for prefill-sized calls, then the
 //     heuristic. Each one-role BM128 WGMMA candidate is preceded by its warp-specialized tile
-//     where that kernel measured faster (ws_promotes). CHORD_SM90_DECODE=0 ranks the WGMMA
-//     candidates before the mma.sync ones.
+//     where that kernel measured faster (ws_promotes). CHORD_W4A16_ENGINE=prefer_wgmma ranks the
+//     WGMMA candidates before the mma.sync ones.
 //  2. legality: a candidate the call cannot run is rejected, with the reason (engine not on
-//     this GPU or turned off, invalid with the call's weight kind, N/K, indexed routing block).
+//     this GPU or turned off by CHORD_W4A16_ENGINE=portable, invalid with the call's weight
+//     kind, N/K, indexed routing block).
 //  3. best: the first candidate not rejected; the heuristic, last, when every one is.
-//  4. CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N start from the best one-role candidate (a forced
-//     config is validated, not filtered: a value the kernel cannot run is an error).
+//  4. a forced engine (CHORD_W4A16_ENGINE=mma_sync|wgmma|wgmma_ws) and CHORD_W4A16_BM/BN/BK/
+//     STAGES/WARPS_N start from the best one-role candidate (a forced config is validated, not
+//     filtered: a value the kernel cannot run is an error).
 //  5. launch shape: warps along M for narrow prefill tiles, split-K for decode grids.
 namespace chord {
 namespace {
@@ -114,8 +116,9 @@ bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
 const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const Environment& e) {
   if (run.wgmma()) {
     if (!sm90a(p.arch)) return "the WGMMA kernels need sm_90a";
-    if (e.w4a16_portable) return "CHORD_W4A16_PORTABLE=1 keeps every call on mma.sync";
-    if (e.sm90_decode && *e.sm90_decode) return "CHORD_SM90_DECODE=1 keeps every call on mma.sync";
+    if (e.w4a16_engine.candidates == W4A16EngineKnob::kPortable) {
+      return "CHORD_W4A16_ENGINE=portable keeps every call on mma.sync";
+    }
   }
   if (const char* why = run.error()) return why;
   if (const char* why = run.shape_error(p.n, p.k)) return why;
@@ -171,9 +174,9 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
     }
   }
   // The WGMMA defaults serve prefill-sized calls (the heuristic's BLOCK_M >= 64), or every call
-  // with CHORD_SM90_DECODE=0; the heuristic serves every call, last.
+  // with CHORD_W4A16_ENGINE=prefer_wgmma; the heuristic serves every call, last.
   const W4A16GemmConfig h = heuristic(p);
-  const bool wgmma_first = e.sm90_decode && !*e.sm90_decode;
+  const bool wgmma_first = e.w4a16_engine.candidates == W4A16EngineKnob::kPreferWgmma;
   if (h.block_m >= 64 || wgmma_first) add_promoted(W4A16Candidate::kWgmmaDefaults, -1, wgmma_defaults(p));
   add(W4A16Candidate::kHeuristic, -1, h);
   if (wgmma_first) {
@@ -182,7 +185,7 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
   return list;
 }
 
-// CHORD_W4A16_ENGINE's config when the best candidate has another engine: the engine's defaults
+// A forced engine's config when the best candidate has another engine: the engine's defaults
 // (the heuristic's tile for mma.sync; the WGMMA defaults, or their warp-specialized tile). The
 // WGMMA engines need sm_90a.
 W4A16GemmConfig engine_defaults(const W4A16Problem& p, W4A16Engine engine) {
@@ -246,7 +249,8 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   const Environment& e = env();
   std::vector<W4A16Candidate> list = candidates(p, e, /*judge=*/false);
   const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
-  const bool forced = forced_tile || e.w4a16_engine;
+  const std::optional<W4A16Engine>& forced_engine = e.w4a16_engine.forced;
+  const bool forced = forced_tile || forced_engine;
   // The best candidate the call can run (a forced config starts from a one-role one); the
   // heuristic, last, when none can.
   W4A16Candidate* best = &list.back();
@@ -259,11 +263,11 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     }
   }
   W4A16GemmConfig c = forced ? best->config : best->runs;
-  // CHORD_W4A16_ENGINE: the best config where it has that engine, else the engine's defaults.
-  // Without it the tile knobs tune the portable kernel: a WGMMA choice gives way to the
+  // A forced engine: the best config where it has that engine, else the engine's defaults.
+  // Without one the tile knobs tune the portable kernel: a WGMMA choice gives way to the
   // heuristic's mma.sync tile first. Then the forced values apply.
-  if (e.w4a16_engine) {
-    if (c.engine != *e.w4a16_engine) c = engine_defaults(p, *e.w4a16_engine);
+  if (forced_engine) {
+    if (c.engine != *forced_engine) c = engine_defaults(p, *forced_engine);
   } else if (forced_tile && c.wgmma()) {
     c = heuristic(p);
   }

@@ -39,8 +39,8 @@ struct W4A16Candidate {
   bool promotion() const { return config.warp_specialized(); }
 };
 
-// Every candidate for the problem (CHORD_W4A16_PROFILE, CHORD_SM90_DECODE and
-// CHORD_W4A16_PORTABLE included), best first, each with its verdict. Throws Error naming N/K
+// Every candidate for the problem (CHORD_W4A16_PROFILE and CHORD_W4A16_ENGINE's candidate
+// choice included), best first, each with its verdict. Throws Error naming N/K
 // when the shape is unsupported, and CHORD_W4A16_PROFILE when it names no table.
 std::vector<W4A16Candidate> w4a16_candidates(const W4A16Problem& problem);
 

@@ -239,6 +239,71 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
   }
 }
 
+namespace {
+// What a command printed, less chord's warnings; and how many warnings contain `needle`.
+std::string without_warnings(const std::string& out) {
+  std::istringstream in(out);
+  std::string line, kept;
+  while (std::getline(in, line)) {
+    if (line.rfind("chord: warning: ", 0) != 0) kept += line + "\n";
+  }
+  return kept;
+}
+size_t count(const std::string& text, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("cli: each deprecated engine setting picks what its CHORD_W4A16_ENGINE value picks, and says so once",
+          "[cli]") {
+  // A decode and a prefill EP8 call: auto runs mma.sync / wgmma_ws, portable mma.sync on both,
+  // prefer_wgmma WGMMA on both, so a setting mapped to the wrong value picks another config.
+  const std::string shapes[] = {"--rows 8", "--rows 512"};
+  auto config = [&](const std::string& env, const std::string& rows, int* code) {
+    return run_command("env -u CHORD_W4A16_ENGINE -u CHORD_W4A16_PORTABLE -u CHORD_SM90_DECODE " + env + " " +
+                           CHORD_CLI_PATH + " config --arch sm_90a --mode contiguous --n 4096 --k 7168 --experts 48 " +
+                           rows + " --candidates",
+                       code);
+  };
+  std::string picked[3];  // auto, portable, prefer_wgmma: both shapes
+  const char* values[] = {"auto", "portable", "prefer_wgmma"};
+  for (int v = 0; v < 3; ++v) {
+    for (const auto& rows : shapes) {
+      int code = -1;
+      picked[v] += config(std::string("CHORD_W4A16_ENGINE=") + values[v], rows, &code);
+      CHECK(code == 0);
+    }
+  }
+  CHECK(picked[0] != picked[1]);
+  CHECK(picked[0] != picked[2]);
+  CHECK(picked[1] != picked[2]);
+  const std::pair<std::string, int> deprecated[] = {
+      {"CHORD_W4A16_PORTABLE=0", 0}, {"CHORD_W4A16_PORTABLE=1", 1},
+      {"CHORD_SM90_DECODE=1", 1},    {"CHORD_SM90_DECODE=0", 2},
+      {"CHORD_SM90_DECODE=0 CHORD_W4A16_PORTABLE=1", 1}};
+  for (const auto& [env, value] : deprecated) {
+    std::string out, warnings;
+    for (const auto& rows : shapes) {
+      int code = -1;
+      const std::string text = config(env, rows, &code);
+      CHECK(code == 0);
+      out += without_warnings(text);
+      warnings += text;
+    }
+    INFO(env << " -> " << out);
+    CHECK(out == picked[value]);
+    // Each deprecated variable set: one warning per process (two processes here).
+    CHECK(count(warnings, "is deprecated") == 2 * static_cast<size_t>(count(env, "=")));
+  }
+  // Disagreeing with CHORD_W4A16_ENGINE is an error naming both.
+  int code = -1;
+  const std::string out = config("CHORD_SM90_DECODE=0 CHORD_W4A16_ENGINE=portable", "--rows 8", &code);
+  CHECK(code == 1);
+  CHECK(out.find("CHORD_SM90_DECODE=0 and CHORD_W4A16_ENGINE=portable conflict") != std::string::npos);
+}
+
 TEST_CASE("cli: config --cubin writes the resolved kernel's cubin and ptxas's report", "[cli]") {
   TempDir dir;
   const std::string path = dir.path() + "/tp8_down.cubin";

@@ -29,7 +29,7 @@ TEST_CASE("env: defaults when nothing is set", "[env]") {
   CHECK(e.cache_dir == "/home/someone/.cache/chord");
   CHECK_FALSE(e.jit_debug);
   CHECK_FALSE(e.w4a16_bm.has_value());
-  CHECK_FALSE(e.sm90_decode.has_value());
+  CHECK(e.w4a16_engine == chord::W4A16EngineKnob{});
 }
 
 TEST_CASE("env: valid values are parsed", "[env]") {
@@ -44,7 +44,7 @@ TEST_CASE("env: valid values are parsed", "[env]") {
   CHECK(env.jit_debug);
   CHECK(env.w4a16_bm == 64);
   CHECK(env.w4a16_stages == 4);
-  CHECK(env.sm90_decode == false);
+  CHECK(env.w4a16_engine.candidates == chord::W4A16EngineKnob::kPreferWgmma);
 }
 
 TEST_CASE("env: invalid flag values are rejected naming the variable", "[env]") {
@@ -70,7 +70,7 @@ TEST_CASE("env: engine names are parsed, others rejected", "[env]") {
   expect_rejected("CHORD_W4A16_ENGINE", "WGMMA");
   for (auto engine : {chord::W4A16Engine::kMmaSync, chord::W4A16Engine::kWgmma, chord::W4A16Engine::kWgmmaWs}) {
     ScopedEnv set("CHORD_W4A16_ENGINE", std::string(chord::w4a16_engine_name(engine)));
-    CHECK(chord::read_environment().w4a16_engine == engine);
+    CHECK(chord::read_environment().w4a16_engine.forced == engine);
   }
 }
 
@@ -136,4 +136,95 @@ TEST_CASE("env: a CHORD_* variable chord does not read is warned about, once", "
   CHECK(text.find(warning) != std::string::npos);
   CHECK(text.find(warning) == text.rfind(warning));
   CHECK(text.find("CHORD_FUZZ_SECONDS") == std::string::npos);  // read by chord's CI scripts: known
+}
+
+namespace {
+chord::W4A16EngineKnob knob_named(const char* name) {
+  const auto knob = chord::parse_w4a16_engine_knob(name);
+  REQUIRE(knob.has_value());
+  return *knob;
+}
+}  // namespace
+
+TEST_CASE("env: CHORD_W4A16_ENGINE takes every value by name", "[env]") {
+  for (const char* name : {"auto", "portable", "prefer_wgmma", "mma_sync", "wgmma", "wgmma_ws"}) {
+    ScopedEnv set("CHORD_W4A16_ENGINE", std::string(name));
+    const chord::W4A16EngineKnob knob = chord::read_environment().w4a16_engine;
+    CHECK(std::string(chord::w4a16_engine_knob_name(knob)) == name);
+  }
+  CHECK(knob_named("auto") == chord::W4A16EngineKnob{});
+  CHECK(knob_named("portable").candidates == chord::W4A16EngineKnob::kPortable);
+  CHECK(knob_named("prefer_wgmma").candidates == chord::W4A16EngineKnob::kPreferWgmma);
+  CHECK(knob_named("wgmma").forced == chord::W4A16Engine::kWgmma);
+  CHECK(knob_named("wgmma").candidates == chord::W4A16EngineKnob::kAll);
+  expect_rejected("CHORD_W4A16_ENGINE", "");
+  expect_rejected("CHORD_W4A16_ENGINE", "Portable");
+  expect_rejected("CHORD_W4A16_ENGINE", "prefer-wgmma");
+}
+
+TEST_CASE("env: the deprecated engine variables read as their CHORD_W4A16_ENGINE value", "[env]") {
+  struct Case {
+    std::optional<std::string> portable, decode;
+    const char* engine;  // the equivalent CHORD_W4A16_ENGINE value
+  };
+  const Case cases[] = {
+      {std::string("1"), std::nullopt, "portable"},
+      {std::string("0"), std::nullopt, "auto"},
+      {std::nullopt, std::string("1"), "portable"},
+      {std::nullopt, std::string("0"), "prefer_wgmma"},
+      {std::string("0"), std::string("1"), "portable"},
+      {std::string("0"), std::string("0"), "prefer_wgmma"},
+      {std::string("1"), std::string("1"), "portable"},
+      // CHORD_W4A16_PORTABLE=1 rejects the WGMMA candidates CHORD_SM90_DECODE=0 would rank first.
+      {std::string("1"), std::string("0"), "portable"},
+  };
+  ScopedEnv no_engine("CHORD_W4A16_ENGINE", std::nullopt);
+  for (const auto& c : cases) {
+    INFO("CHORD_W4A16_PORTABLE=" << c.portable.value_or("(unset)") << " CHORD_SM90_DECODE="
+                                 << c.decode.value_or("(unset)") << " -> " << c.engine);
+    ScopedEnv p("CHORD_W4A16_PORTABLE", c.portable), d("CHORD_SM90_DECODE", c.decode);
+    CHECK(chord::read_environment().w4a16_engine == knob_named(c.engine));
+    // The same value named alongside is no conflict.
+    ScopedEnv e("CHORD_W4A16_ENGINE", std::string(c.engine));
+    CHECK(chord::read_environment().w4a16_engine == knob_named(c.engine));
+  }
+}
+
+TEST_CASE("env: a deprecated engine variable next to a forced engine chooses where the engine starts from",
+          "[env]") {
+  ScopedEnv p("CHORD_W4A16_PORTABLE", std::string("1")), e("CHORD_W4A16_ENGINE", std::string("wgmma"));
+  const chord::W4A16EngineKnob knob = chord::read_environment().w4a16_engine;
+  CHECK(knob.candidates == chord::W4A16EngineKnob::kPortable);
+  CHECK(knob.forced == chord::W4A16Engine::kWgmma);
+  ScopedEnv no_p("CHORD_W4A16_PORTABLE", std::nullopt), d("CHORD_SM90_DECODE", std::string("0")),
+      m("CHORD_W4A16_ENGINE", std::string("mma_sync"));
+  const chord::W4A16EngineKnob prefer = chord::read_environment().w4a16_engine;
+  CHECK(prefer.candidates == chord::W4A16EngineKnob::kPreferWgmma);
+  CHECK(prefer.forced == chord::W4A16Engine::kMmaSync);
+}
+
+TEST_CASE("env: a deprecated engine variable that disagrees with CHORD_W4A16_ENGINE is an error naming both",
+          "[env]") {
+  const std::pair<const char*, const char*> deprecated[] = {
+      {"CHORD_W4A16_PORTABLE", "1"}, {"CHORD_SM90_DECODE", "1"}, {"CHORD_SM90_DECODE", "0"}};
+  for (const auto& [name, value] : deprecated) {
+    ScopedEnv old(name, std::string(value));
+    ScopedEnv other(std::string(name) == "CHORD_SM90_DECODE" ? "CHORD_W4A16_PORTABLE" : "CHORD_SM90_DECODE",
+                    std::nullopt);
+    for (const char* engine : {"auto", "portable", "prefer_wgmma"}) {
+      ScopedEnv set("CHORD_W4A16_ENGINE", std::string(engine));
+      const bool agrees = std::string(engine) == (std::string(value) == "1" ? "portable" : "prefer_wgmma");
+      INFO(name << "=" << value << " CHORD_W4A16_ENGINE=" << engine);
+      try {
+        chord::read_environment();
+        CHECK(agrees);
+      } catch (const chord::Error& e) {
+        CHECK_FALSE(agrees);
+        CHECK(e.status() == CHORD_ERROR_ENVIRONMENT);
+        const std::string what = e.what();
+        CHECK(what.find(std::string(name) + "=" + value) != std::string::npos);
+        CHECK(what.find(std::string("CHORD_W4A16_ENGINE=") + engine) != std::string::npos);
+      }
+    }
+  }
 }

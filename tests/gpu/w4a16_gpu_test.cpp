@@ -320,8 +320,8 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   const chord::DeviceContext device = chord::current_device_context(stream.get());
   auto expect_ws = [&](chord::W4A16Mode mode, int64_t rows_per_expert, int block_size = 0, int shape_n = 0,
                        int shape_k = 0) {  // 0: the test's n, k
-    // The WGMMA engines are sm_90a only; CHORD_W4A16_PORTABLE=1 runs these shapes on mma.sync.
-    if (device.arch.sm() != 90 || chord::env().w4a16_portable) return;
+    // The WGMMA engines are sm_90a only; CHORD_W4A16_ENGINE=portable runs these shapes on mma.sync.
+    if (device.arch.sm() != 90 || chord::env().w4a16_engine.candidates == chord::W4A16EngineKnob::kPortable) return;
     chord::W4A16Problem p;
     p.mode = mode;
     p.rows_per_expert = rows_per_expert;
