@@ -3,7 +3,7 @@
 // once. One thread turns 8 output columns into one 16-byte store.
 #pragma once
 #include "activation_args.cuh"
-#include "bf16_math.cuh"
+#include "ptx.cuh"
 
 namespace chord {
 
@@ -14,8 +14,8 @@ __device__ __forceinline__ void load_eight(const unsigned short* from, float (&v
   const unsigned int words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    values[2 * i] = half_bits_to_float<DTYPE>(static_cast<unsigned short>(words[i] & 0xffffu));
-    values[2 * i + 1] = half_bits_to_float<DTYPE>(static_cast<unsigned short>(words[i] >> 16));
+    values[2 * i] = ptx::half_bits_to_float<DTYPE>(static_cast<unsigned short>(words[i] & 0xffffu));
+    values[2 * i + 1] = ptx::half_bits_to_float<DTYPE>(static_cast<unsigned short>(words[i] >> 16));
   }
 }
 
@@ -71,7 +71,7 @@ __device__ __forceinline__ void activation_body(const ActivationArgs& args) {
       unsigned int packed[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        packed[i] = pack_half2<DTYPE>(chord_activation(a[2 * i], b[2 * i]),
+        packed[i] = ptx::pack_half2<DTYPE>(chord_activation(a[2 * i], b[2 * i]),
                                       chord_activation(a[2 * i + 1], b[2 * i + 1]));
       }
       *reinterpret_cast<uint4*>(out_row + chunk * 8) = make_uint4(packed[0], packed[1], packed[2], packed[3]);

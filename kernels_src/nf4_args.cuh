@@ -1,8 +1,9 @@
-// Arguments of the NF4 pack and dequantize kernels (kernels_src/nf4_pack.cuh); shared by host
+// Arguments of the NF4 pack and dequantize kernels (kernels_src/w4a16_pack.cuh); shared by host
 // C++ and NVRTC. The packed NF4 layout is described in docs/packed_layout.md ("NF4").
 #pragma once
 
 #include "w4a16_args.cuh"
+#include "weight_kind_args.cuh"
 
 namespace chord {
 
@@ -21,23 +22,6 @@ enum NF4AbsmaxForm : int {
   kNF4AbsmaxFP32 = 0,    // FP32 [E*N*K/64]
   kNF4AbsmaxNested = 1,  // uint8 [E*N*K/64] + FP32 absmax2 [ceil(./256)] + FP32 code [256] + offset
 };
-
-// Element type of dequantized values (and of activations / outputs of the NF4 GEMM).
-enum NF4Element : int {
-  kNF4BF16 = 0,
-  kNF4FP16 = 1,
-};
-
-// Weight format of the W4A16 GEMM body (its WEIGHT template argument): what a packed nibble
-// means and which activation / output type the MMA takes.
-enum W4A16WeightKind : int {
-  kW4A16WeightInt4 = 0,     // INT4 group-32, BF16 scales; BF16 activations
-  kW4A16WeightNF4 = 1,      // NF4, FP32 absmax per 64; BF16 activations
-  kW4A16WeightNF4Fp16 = 2,  // NF4, FP32 absmax per 64; FP16 activations
-};
-
-// The activation / output element type a weight kind runs with.
-CHORD_W4A16_HD constexpr int w4a16_element(int weight) { return weight == kW4A16WeightNF4Fp16 ? kNF4FP16 : kNF4BF16; }
 
 struct NF4PackArgs {
   const void* src;      // uint8 [E*N*K/2], bitsandbytes order: element 2i in the high nibble of byte i

@@ -133,7 +133,7 @@ CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, in
 CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n) {
   return block_m * (block_n + 8) * 2;
 }
-// NF4 weights: the decode's pair table (nf4_common.cuh), 256 entries x 32 banks x 4 bytes,
+// NF4 weights: the decode's pair table (w4a16_decode.cuh), 256 entries x 32 banks x 4 bytes,
 // placed after everything else.
 constexpr int kW4A16NF4TableBytes = 256 * 32 * 4;
 // Dynamic shared memory the GEMM kernel needs (the launcher opts in above 48 KiB); nf4: NF4

@@ -13,12 +13,28 @@
 // row, destination row) from the int32 routing tensors on the device.
 #pragma once
 
+#include "ptx.cuh"
 #include "w4a16_args.cuh"
-#include "w4a16_common.cuh"
-#include "nf4_common.cuh"
+#include "w4a16_decode.cuh"
+#include "w4a16_layout.cuh"
 #include "w4a16_schedule.cuh"
 
 namespace chord {
+
+namespace w4a16_detail {
+
+// A 16-byte vector for the epilogues' shared -> global row segment copies.
+struct alignas(16) uint4_w {
+  unsigned int x, y, z, w;
+};
+
+// A compile-time int carried by a value (to instantiate a generic lambda per constant).
+template <int V>
+struct IntTag {
+  static constexpr int value = V;
+};
+
+}  // namespace w4a16_detail
 
 // ---------------------------------------------------------------------------------------
 // Main-loop variants. STAGED: weights, scales and activations all go through the cp.async
@@ -77,7 +93,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with one FP32 absmax per
   // 64 k (docs/packed_layout.md, "NF4"; same word order, so every address below is shared) and
   // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way; NF4 adds
-  // the decode's pair table after the pipeline (nf4_common.cuh).
+  // the decode's pair table after the pipeline (w4a16_decode.cuh).
   static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
                 "unknown W4A16 weight kind");
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
@@ -145,7 +161,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                                (unsigned long long)expert * (unsigned long long)(K / kGroup) * N * kSB +
                                (unsigned long long)n_block * BLOCK_N * kSB +
                                (unsigned long long)kb0 * (BLOCK_K / kGroup) * N * kSB;
-  const unsigned int pipe_base = smem_addr(pipe);
+  const unsigned int pipe_base = ptx::smem_addr(pipe);
 
   // Every copy of a k block is a fixed set of 16-byte chunks; a thread owns chunks tid,
   // tid + kThreads, ... of each tile. Their source pointers and shared-memory offsets are
@@ -179,7 +195,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       const unsigned int dst =
           kARowStride ? a_dst[0] + i * (kThreads / kAChunksPerRow) * (BLOCK_K * 2) : a_dst[kARowStride ? 0 : i];
       if (kAChunks % kThreads == 0 || tid + i * kThreads < kAChunks)
-        cp_async_16(st + dst, a_src[i] + kb * BLOCK_K, (a_valid >> i) & 1u ? 16 : 0);
+        ptx::cp_async_16(st + dst, a_src[i] + kb * BLOCK_K, (a_valid >> i) & 1u ? 16 : 0);
     }
   };
 
@@ -217,13 +233,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int i = 0; i < kWIters; ++i) {
       if (kWChunks % kThreads == 0 || tid + i * kThreads < kWChunks)
-        cp_async_16(sw + (tid + i * kThreads) * 16, w_src[i] + kb * w_kb_step, 16);
+        ptx::cp_async_16(sw + (tid + i * kThreads) * 16, w_src[i] + kb * w_kb_step, 16);
     }
     const unsigned int ss = sw + Cfg::kWBytes;
 #pragma unroll
     for (int i = 0; i < kSIters; ++i) {
       if (kSChunks % kThreads == 0 || tid + i * kThreads < kSChunks)
-        cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + kb * s_kb_step, 16);
+        ptx::cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + kb * s_kb_step, 16);
     }
   };
 
@@ -241,7 +257,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 
   // NF4: the pair table sits after the pipeline (and after the epilogue tile that reuses it);
   // filled below once the first copies are issued, published by the main loop's first barrier.
-  const unsigned int nf4_tab = smem_addr(smem + w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES));
+  const unsigned int nf4_tab = ptx::smem_addr(smem + w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES));
   const unsigned int nf4_lane = nf4_tab + lane * 4;
   // NF4 per-weight scale: {absmax, absmax} of rows g, g + 8 in T.
   auto nf4_splats = [](const unsigned int* s2, unsigned int* sp) {
@@ -282,12 +298,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       const unsigned long long s_off = (unsigned long long)(kb * kU + u) * (kNF4 ? 1 : 2) * srow;
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
-        ldg_stream_v4(wp[i] + w_off, wq[u][i]);
+        ptx::ldg_stream_v4(wp[i] + w_off, wq[u][i]);
         if constexpr (kNF4) {
-          nf4_detail::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // {a[g], a[g+8]}
+          ptx::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // {a[g], a[g+8]}
         } else {
-          sq[u][i][0] = ldg_nc_b32(sp[i] + s_off);
-          sq[u][i][1] = ldg_nc_b32(sp[i] + s_off + srow);
+          sq[u][i][0] = ptx::ldg_nc_b32(sp[i] + s_off);
+          sq[u][i][1] = ptx::ldg_nc_b32(sp[i] + s_off + srow);
         }
       }
     };
@@ -295,7 +311,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int s = 0; s < kAS - 1; ++s) {
       if (s < num_k) load_act(s, s, Cfg::kABytes);
-      cp_async_commit();
+      ptx::cp_async_commit();
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u) load_w(0, u);
@@ -308,14 +324,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 
     int slot = 0;
     for (int kb = 0; kb < num_k; ++kb) {
-      cp_async_wait<kAS - 2>();
+      ptx::cp_async_wait<kAS - 2>();
       __syncthreads();
       {
         const int next = kb + kAS - 1;
         int next_slot = slot + kAS - 1;
         next_slot = next_slot >= kAS ? next_slot - kAS : next_slot;
         if (next < num_k) load_act(next, next_slot, Cfg::kABytes);
-        cp_async_commit();
+        ptx::cp_async_commit();
       }
       const unsigned int sa = pipe_base + slot * Cfg::kABytes;
       const bool more = kb + 1 < num_k;
@@ -336,7 +352,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
           for (int jp = 0; jp < 2; ++jp) {
             const int ch = u * 8 + jp * 4 + pair_ch;
-            ldmatrix_x4(sa + pair_row * (BLOCK_K * 2) + ((ch ^ (pair_row & 7)) * 16), b[2 * jp][0][0],
+            ptx::ldmatrix_x4(sa + pair_row * (BLOCK_K * 2) + ((ch ^ (pair_row & 7)) * 16), b[2 * jp][0][0],
                         b[2 * jp][0][1], b[2 * jp + 1][0][0], b[2 * jp + 1][0][1]);
           }
         } else {
@@ -347,13 +363,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
             for (int p = 0; p < kMT / 2; ++p) {
               const int row = p * 16 + ldm_row_in;
               const int ch = kchunk + ldm_kh;
-              ldmatrix_x4(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[j][2 * p][0], b[j][2 * p][1],
+              ptx::ldmatrix_x4(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[j][2 * p][0], b[j][2 * p][1],
                           b[j][2 * p + 1][0], b[j][2 * p + 1][1]);
             }
             if constexpr (kMT % 2 == 1) {
               const int row = (kMT - 1) * 8 + (lane & 7);
               const int ch = kchunk + ldm_kh;
-              ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[j][kMT - 1][0], b[j][kMT - 1][1]);
+              ptx::ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[j][kMT - 1][0], b[j][kMT - 1][1]);
             }
           }
         }
@@ -389,20 +405,20 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 unsigned int af[4];
                 nf4_detail::nf4_scaled_word<kElem>(cw[i][j], sp[0], sp[1], nf4_lane, af);
 #pragma unroll
-                for (int m = 0; m < kMT; ++m) nf4_detail::mma_t<kElem>(acc[i][m], af, b[j][m][0], b[j][m][1]);
+                for (int m = 0; m < kMT; ++m) ptx::mma_t<kElem>(acc[i][m], af, b[j][m][0], b[j][m][1]);
               }
             } else {
 #pragma unroll
               for (int h = 0; h < 2; ++h) {
-                const unsigned int s_lo = splat_lo(cs[i][h]);
-                const unsigned int s_hi = splat_hi(cs[i][h]);
+                const unsigned int s_lo = ptx::splat_lo(cs[i][h]);
+                const unsigned int s_hi = ptx::splat_hi(cs[i][h]);
 #pragma unroll
                 for (int jj = 0; jj < 2; ++jj) {
                   const int j = 2 * h + jj;
                   unsigned int af[4];
                   dequant_word_splat(cw[i][j], s_lo, s_hi, af);
 #pragma unroll
-                  for (int m = 0; m < kMT; ++m) mma_bf16_16816(acc[i][m], af, b[j][m][0], b[j][m][1]);
+                  for (int m = 0; m < kMT; ++m) ptx::mma_bf16_16816(acc[i][m], af, b[j][m][0], b[j][m][1]);
                 }
               }
             }
@@ -415,20 +431,20 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < num_k) load_stage(s, s);
-    cp_async_commit();
+    ptx::cp_async_commit();
   }
   if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, kThreads>(nf4_tab, tid);
 
   int slot = 0;
   for (int kb = 0; kb < num_k; ++kb) {
-    cp_async_wait<STAGES - 2>();
+    ptx::cp_async_wait<STAGES - 2>();
     __syncthreads();
     {
       const int next = kb + STAGES - 1;
       int next_slot = slot + STAGES - 1;
       next_slot = next_slot >= STAGES ? next_slot - STAGES : next_slot;
       if (next < num_k) load_stage(next, next_slot);
-      cp_async_commit();
+      ptx::cp_async_commit();
     }
     const unsigned int sa = pipe_base + slot * Cfg::kStageBytes;
     const unsigned int sw = sa + Cfg::kABytes;
@@ -441,12 +457,12 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
         const int nt = warp_n * kNT + i;
-        lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
+        ptx::lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
         if constexpr (kNF4) {
-          nf4_detail::lds64(ss + (kc * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i]);  // {a[g], a[g+8]}
+          ptx::lds64(ss + (kc * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i]);  // {a[g], a[g+8]}
         } else {
 #pragma unroll
-          for (int h = 0; h < 2; ++h) sc[i][h] = lds32(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 2);
+          for (int h = 0; h < 2; ++h) sc[i][h] = ptx::lds32(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 2);
         }
       }
       // Token fragments of k16 step j of this chunk (ldmatrix x4: two 8-token tiles at once).
@@ -456,13 +472,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
         for (int p = 0; p < kMT / 2; ++p) {
           const int row = warp_m * Cfg::kWM + p * 16 + ldm_row_in;
           const int ch = kchunk + ldm_kh;
-          ldmatrix_x4(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[2 * p][0], b[2 * p][1], b[2 * p + 1][0],
+          ptx::ldmatrix_x4(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[2 * p][0], b[2 * p][1], b[2 * p + 1][0],
                       b[2 * p + 1][1]);
         }
         if constexpr (kMT % 2 == 1) {
           const int row = warp_m * Cfg::kWM + (kMT - 1) * 8 + (lane & 7);
           const int ch = kchunk + ldm_kh;
-          ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[kMT - 1][0], b[kMT - 1][1]);
+          ptx::ldmatrix_x2(sa + row * (BLOCK_K * 2) + ((ch ^ (row & 7)) * 16), b[kMT - 1][0], b[kMT - 1][1]);
         }
       };
       // INT4 group sums over the first tag.value token tiles (two 32-k groups per chunk).
@@ -509,7 +525,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
               dequant_word(wq[i][j], sc[i][j >> 1], af);
             }
 #pragma unroll
-            for (int m = 0; m < kMT; ++m) nf4_detail::mma_t<kElem>(acc[i][m], af, b[m][0], b[m][1]);
+            for (int m = 0; m < kMT; ++m) ptx::mma_t<kElem>(acc[i][m], af, b[m][0], b[m][1]);
           }
         }
       }
@@ -518,7 +534,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   }
   }
 
-  cp_async_wait<0>();
+  ptx::cp_async_wait<0>();
   __syncthreads();
   if constexpr (SPLIT_K > 1) {
     // Ranks 1.. leave their partials in their own pipeline smem, [register][thread] so the
@@ -532,22 +548,22 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
           for (int r = 0; r < 4; ++r) s_part[((i * kMT + m) * 4 + r) * kThreads + tid] = acc[i][m][r];
     }
-    cluster_sync();
+    ptx::cluster_sync();
     if (split == 0) {
-      const unsigned int mine = smem_addr(s_part) + tid * 4u;
+      const unsigned int mine = ptx::smem_addr(s_part) + tid * 4u;
 #pragma unroll 1
       for (int rank = 1; rank < SPLIT_K; ++rank) {
-        const unsigned int peer = cluster_map_shared(mine, rank);
+        const unsigned int peer = ptx::cluster_map_shared(mine, rank);
 #pragma unroll
         for (int i = 0; i < kNT; ++i)
 #pragma unroll
           for (int m = 0; m < kMT; ++m)
 #pragma unroll
             for (int r = 0; r < 4; ++r)
-              acc[i][m][r] += ld_shared_cluster_f32(peer + ((i * kMT + m) * 4 + r) * kThreads * 4u);
+              acc[i][m][r] += ptx::ld_shared_cluster_f32(peer + ((i * kMT + m) * 4 + r) * kThreads * 4u);
       }
     }
-    cluster_sync();  // the peers' shared memory must outlive rank 0's reads
+    ptx::cluster_sync();  // the peers' shared memory must outlive rank 0's reads
     if (split != 0) return;
   }
 
@@ -560,8 +576,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int m = 0; m < kMT; ++m) {
       const int tok = warp_m * Cfg::kWM + m * 8 + 2 * t;
-      const unsigned int v01 = pack_half2<kElem>(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
-      const unsigned int v23 = pack_half2<kElem>(acc[i][m][2], acc[i][m][3]);  // row g+8
+      const unsigned int v01 = ptx::pack_half2<kElem>(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
+      const unsigned int v23 = ptx::pack_half2<kElem>(acc[i][m][2], acc[i][m][3]);  // row g+8
       s_out[tok * kLdc + n_loc] = (unsigned short)(v01 & 0xffffu);
       s_out[(tok + 1) * kLdc + n_loc] = (unsigned short)(v01 >> 16);
       s_out[tok * kLdc + n_loc + 8] = (unsigned short)(v23 & 0xffffu);

@@ -1,20 +1,88 @@
-// GPU pack (checkpoint form -> w4a16 packed layout v1) and unpack (packed -> dequantized bf16)
-// kernels. Layout: docs/packed_layout.md. The C++ reference packer in reference/w4a16_pack.cpp
-// produces the same bytes.
+// GPU pack (checkpoint form -> packed layout) and unpack (packed -> dequantized [E, N, K])
+// kernels of both weight kinds. Layout: docs/packed_layout.md; the C++ reference packers
+// (reference/w4a16_pack.cpp, reference/nf4_reference.cpp pack_nf4) produce the same bytes.
 //
 // Packed weight word index (32-bit words):
 //   word = (((e * N/16 + nt) * K/64 + kc) * 32 + lane) * 4 + j
 // holds the 8 nibbles lane `lane` owns in the mma.m16n8k16 A fragment of the 16x16 tile
-// (rows nt*16 .. +16, k (kc*4 + j)*16 .. +16); nibble slot s (bits 4s..4s+3) holds the
-// element (frag_row(lane, s), frag_col(lane, s)) of that tile.
-// Packed scales: bf16 [E, K/32, N], column n = nt*16 + scale_pos_in_16(r) holds row nt*16 + r.
+// (rows nt*16 .. +16, k (kc*4 + j)*16 .. +16). INT4 (layout v1): nibble slot s (bits
+// 4s..4s+3) holds the element (frag_row(lane, s), frag_col(lane, s)) of that tile. NF4
+// (layout v2): the same words, slot s at nibble nf4_slot_nibble(s), so that byte p holds
+// fragment register p; the FP32 absmax is resolved here, once, with bitsandbytes' arithmetic.
+// Packed scales: [E, K/GROUP, N], column n = nt*16 + scale_pos_in_16(r) holds row nt*16 + r
+// (INT4: bf16 per 32 k; NF4: FP32 absmax per 64 k).
+// Launch (every kernel here): grid = w4a16_pack_grid(E, N, K), block = kW4A16PackThreads, no
+// shared memory.
 #pragma once
 
+#include "nf4_args.cuh"
+#include "ptx.cuh"
 #include "w4a16_args.cuh"
-#include "w4a16_common.cuh"
+#include "w4a16_decode.cuh"
+#include "w4a16_layout.cuh"
 
 namespace chord {
+namespace w4a16_detail {
 
+// The pack loops of both kinds. Word loop: code(row, k) is the 4-bit code of logical element
+// (row, k) and nibble(s) the nibble that holds fragment slot s. Scale loop: one packed scale
+// per GROUP k; scale(i, src) stores packed scale i from flattened source scale src
+// ((e * N + row) * K/GROUP + group).
+template <int GROUP, typename Code, typename Nibble, typename Scale>
+__device__ __forceinline__ void pack_loops(int num_experts, int N, int K, unsigned int* dst, Code code, Nibble nibble,
+                                           Scale scale) {
+  const long long words = (long long)num_experts * N * (K / 8);
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const int kcs = K / 64, nts = N / 16;
+  for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
+    const PackedWordAt at = packed_word_at(w, kcs, nts);
+    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
+    const long long e = at.e;
+    const long long row0 = e * N + nt * 16;
+    const int k0 = (kc * 4 + j) * 16;
+    unsigned int q = 0;
+#pragma unroll
+    for (int s = 0; s < 8; ++s) q |= code(row0 + frag_row(lane, s), k0 + frag_col(lane, s)) << (4 * nibble(s));
+    dst[w] = q;
+  }
+  const int groups = K / GROUP;
+  const long long count = (long long)num_experts * N * groups;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+    const PackedScaleAt at = packed_scale_at(i, N, nts, groups);
+    scale(i, (at.e * N + at.nt * 16 + at.row) * groups + at.grp);
+  }
+}
+
+// The unpack loop of both kinds: decode(w, at, k0, g, a) turns packed word w (at: where it
+// lies; k0: its first k; g: the lane's row group) into the four 16-bit pair registers a of its
+// fragment, which go to out [E, N, K].
+template <typename Decode>
+__device__ __forceinline__ void unpack_loop(int num_experts, int N, int K, unsigned short* out, Decode decode) {
+  const long long words = (long long)num_experts * N * (K / 8);
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const int kcs = K / 64, nts = N / 16;
+  for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
+    const PackedWordAt at = packed_word_at(w, kcs, nts);
+    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
+    const long long e = at.e;
+    const int k0 = (kc * 4 + j) * 16;
+    const int g = lane >> 2;
+    unsigned int a[4];
+    decode(w, at, k0, g, a);
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      const long long row = e * N + nt * 16 + frag_row(lane, p);
+      const int col = k0 + frag_col(lane, p);  // p < 4: low element; high element is col + 1
+      *reinterpret_cast<unsigned int*>(out + row * K + col) = a[p];
+    }
+  }
+}
+
+}  // namespace w4a16_detail
+
+// ---------------------------------------------------------------------------------------
+// INT4: checkpoint codes or compressed words + bf16 scales per 32 -> layout v1.
+// ---------------------------------------------------------------------------------------
 template <int SRC_FORMAT>
 __device__ __forceinline__ unsigned int w4a16_src_code(const W4A16PackArgs& args, long long row, int k) {
   if constexpr (SRC_FORMAT == kW4A16SrcCodes) {
@@ -25,65 +93,80 @@ __device__ __forceinline__ unsigned int w4a16_src_code(const W4A16PackArgs& args
   }
 }
 
-// Launch: grid = w4a16_pack_grid(E, N, K), block = kW4A16PackThreads, no shared memory.
 template <int SRC_FORMAT>
 __device__ __forceinline__ void w4a16_pack_body(const W4A16PackArgs& args) {
-  using namespace w4a16_detail;
-  const int N = args.n, K = args.k;
-  const long long words = (long long)args.num_experts * N * (K / 8);
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  const int kcs = K / 64, nts = N / 16;
-  unsigned int* dst = static_cast<unsigned int*>(args.dst);
-  for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-    const PackedWordAt at = packed_word_at(w, kcs, nts);
-    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
-    const long long e = at.e;
-    const long long row0 = e * N + nt * 16;
-    const int k0 = (kc * 4 + j) * 16;
-    unsigned int q = 0;
-#pragma unroll
-    for (int s = 0; s < 8; ++s)
-      q |= w4a16_src_code<SRC_FORMAT>(args, row0 + frag_row(lane, s), k0 + frag_col(lane, s)) << (4 * s);
-    dst[w] = q;
-  }
-  const long long scales = (long long)args.num_experts * N * (K / 32);
   const unsigned short* ss = static_cast<const unsigned short*>(args.src_scales);
   unsigned short* ds = static_cast<unsigned short*>(args.dst_scales);
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < scales; i += stride) {
-    const PackedScaleAt at = packed_scale_at(i, N, nts, K / 32);
-    ds[i] = ss[(at.e * N + at.nt * 16 + at.row) * (K / 32) + at.grp];
-  }
+  w4a16_detail::pack_loops<32>(
+      args.num_experts, args.n, args.k, static_cast<unsigned int*>(args.dst),
+      [&](long long row, int k) { return w4a16_src_code<SRC_FORMAT>(args, row, k); }, [](int s) { return s; },
+      [&](long long i, long long src) { ds[i] = ss[src]; });
 }
 
 // Packed -> bf16 [E, N, K] with exactly the GEMM's dequantization arithmetic.
-// Launch: grid = w4a16_pack_grid(E, N, K), block = kW4A16PackThreads.
 __device__ __forceinline__ void w4a16_unpack_body(const W4A16UnpackArgs& args) {
   using namespace w4a16_detail;
   const int N = args.n, K = args.k;
-  const long long words = (long long)args.num_experts * N * (K / 8);
-  const long long stride = (long long)gridDim.x * blockDim.x;
-  const int kcs = K / 64, nts = N / 16;
   const unsigned int* src = static_cast<const unsigned int*>(args.w);
   const unsigned short* sc = static_cast<const unsigned short*>(args.scales);
-  unsigned short* out = static_cast<unsigned short*>(args.out);
-  for (long long w = (long long)blockIdx.x * blockDim.x + threadIdx.x; w < words; w += stride) {
-    const PackedWordAt at = packed_word_at(w, kcs, nts);
-    const int j = at.j, lane = at.lane, kc = at.kc, nt = at.nt;
-    const long long e = at.e;
-    const int k0 = (kc * 4 + j) * 16;
-    const int grp = k0 / 32;
-    const int g = lane >> 2;
-    const unsigned int s2 = *reinterpret_cast<const unsigned int*>(
-        sc + (e * (K / 32) + grp) * N + nt * 16 + scale_pos_in_16(g));  // {s[g], s[g+8]}
-    unsigned int a[4];
-    dequant_word(src[w], s2, a);
-#pragma unroll
-    for (int p = 0; p < 4; ++p) {
-      const long long row = e * N + nt * 16 + frag_row(lane, p);
-      const int col = k0 + frag_col(lane, p);  // p < 4: low element; high element is col + 1
-      *reinterpret_cast<unsigned int*>(out + row * K + col) = a[p];
-    }
+  unpack_loop(args.num_experts, N, K, static_cast<unsigned short*>(args.out),
+              [&](long long w, const PackedWordAt& at, int k0, int g, unsigned int* a) {
+                const int grp = k0 / 32;
+                const unsigned int s2 = *reinterpret_cast<const unsigned int*>(
+                    sc + (at.e * (K / 32) + grp) * N + at.nt * 16 + scale_pos_in_16(g));  // {s[g], s[g+8]}
+                dequant_word(src[w], s2, a);
+              });
+}
+
+// ---------------------------------------------------------------------------------------
+// NF4: bitsandbytes QuantState (codes, FP32 or nested absmax per 64) -> layout v2.
+// ---------------------------------------------------------------------------------------
+// Code of logical element (row, k) in the bitsandbytes byte stream (K is even, so an
+// element's nibble is high exactly when k is even).
+__device__ __forceinline__ unsigned int nf4_src_code(const unsigned char* src, long long row, int K, int k) {
+  const unsigned int byte = src[(row * K + k) >> 1];
+  return (k & 1) ? byte & 15u : byte >> 4;
+}
+
+// Resolved FP32 absmax of 64-block b (flattened block index, bitsandbytes order).
+template <int FORM>
+__device__ __forceinline__ float nf4_src_absmax(const NF4PackArgs& args, long long b) {
+  if constexpr (FORM == kNF4AbsmaxFP32) {
+    return static_cast<const float*>(args.absmax)[b];
+  } else {
+    // dequantize_blockwise of the 8-bit absmax (FP32 product), then + offset (FP32 add).
+    const unsigned int q = static_cast<const unsigned char*>(args.absmax)[b];
+    const float v = ptx::mul_rn(static_cast<const float*>(args.code2)[q],
+                           static_cast<const float*>(args.absmax2)[b / kNF4NestedBlockSize]);
+    return ptx::add_rn(v, args.offset);
   }
+}
+
+template <int FORM>
+__device__ __forceinline__ void nf4_pack_body(const NF4PackArgs& args) {
+  const int K = args.k;
+  const unsigned char* src = static_cast<const unsigned char*>(args.src);
+  float* da = static_cast<float*>(args.dst_absmax);
+  w4a16_detail::pack_loops<kNF4BlockSize>(
+      args.num_experts, args.n, K, static_cast<unsigned int*>(args.dst),
+      [&](long long row, int k) { return nf4_src_code(src, row, K, k); }, [](int s) { return nf4_slot_nibble(s); },
+      [&](long long i, long long b) { da[i] = nf4_src_absmax<FORM>(args, b); });
+}
+
+// Packed -> T [E, N, K] with exactly the GEMM's dequantization arithmetic.
+template <int ELEM>
+__device__ __forceinline__ void nf4_dequant_body(const NF4DequantArgs& args) {
+  using namespace w4a16_detail;
+  const int N = args.n, K = args.k;
+  const int kcs = K / 64;
+  const unsigned int* src = static_cast<const unsigned int*>(args.w);
+  const float* absmax = static_cast<const float*>(args.absmax);
+  unpack_loop(args.num_experts, N, K, static_cast<unsigned short*>(args.out),
+              [&](long long w, const PackedWordAt& at, int k0, int g, unsigned int* a) {
+                const float* ap = absmax + (at.e * kcs + at.kc) * N + at.nt * 16 + scale_pos_in_16(g);  // {a[g], a[g+8]}
+                nf4_detail::dequant_word<ELEM>(src[w], ap[0], ap[1],
+                                               [](unsigned int c) { return nf4_detail::nf4_table(c); }, a);
+              });
 }
 
 }  // namespace chord

@@ -3,9 +3,8 @@
 // on the device; and the CTA synchronization they use.
 #pragma once
 
+#include "ptx.cuh"
 #include "w4a16_args.cuh"
-#include "w4a16_common.cuh"
-#include "nf4_common.cuh"
 
 namespace chord {
 
@@ -26,16 +25,8 @@ struct W4A16CtaSync {
 };
 template <int ID, int THREADS>
 struct W4A16NamedSync {
-  __device__ __forceinline__ static void sync() { asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory"); }
-  __device__ __forceinline__ static int sync_or(int v) {
-    int r;
-    asm volatile(
-        "{\n.reg .pred p, q;\nsetp.ne.s32 q, %1, 0;\nbar.red.or.pred p, %2, %3, q;\nselp.s32 %0, 1, 0, p;\n}\n"
-        : "=r"(r)
-        : "r"(v), "n"(ID), "n"(THREADS)
-        : "memory");
-    return r;
-  }
+  __device__ __forceinline__ static void sync() { ptx::bar_sync<ID, THREADS>(); }
+  __device__ __forceinline__ static int sync_or(int v) { return ptx::bar_sync_or<ID, THREADS>(v); }
 };
 
 template <>

@@ -33,10 +33,11 @@
 // appear.
 #pragma once
 
+#include "ptx.cuh"
 #include "w4a16_args.cuh"
-#include "w4a16_common.cuh"
-#include "w4a16_wgmma_args.cuh"
+#include "w4a16_decode.cuh"
 #include "w4a16_gemm.cuh"
+#include "w4a16_wgmma_args.cuh"
 
 namespace chord {
 
@@ -58,157 +59,6 @@ struct W4A16WgmmaConfig {
   static_assert(kThreads == w4a16_wgmma_threads(WARPGROUPS), "warpgroup = 4 warps");
 };
 
-namespace w4a16_wgmma_detail {
-
-// Shared-memory matrix descriptor of a K-major operand in 128-byte swizzle: start address,
-// leading byte offset unused for this mode (1 by convention), stride byte offset 1024 between
-// 8-row core-matrix groups, swizzle mode 1 (128 B) in bits 62-63. Stepping k by 16 inside the
-// 128-byte row is +32 bytes on the start address; the swizzle is applied by the hardware on
-// the absolute address, which is why every tile is 1024-byte aligned.
-__device__ __forceinline__ unsigned long long smem_desc_sw128(unsigned int addr) {
-  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-// cp.async writes go through the generic proxy, wgmma reads shared memory through the async
-// proxy: each thread fences its landed copies before the barrier that publishes them.
-__device__ __forceinline__ void fence_proxy_async_shared() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-// The reader's half: after the barrier wait that observed such a publication, orders this
-// thread's async-proxy reads (wgmma) after it. No instruction on sm_90a (ptxas emits none).
-__device__ __forceinline__ void fence_proxy_async_acquire() {
-  asm volatile("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void opaque(unsigned int& x) { asm volatile("" : "+r"(x)); }
-
-// Four 8x8 b16 matrices from mma-fragment registers (thread l: row l / 4, columns 2 (l % 4),
-// + 1 of each) stored transposed: row i of matrix j goes to the 16 bytes at the address
-// thread 8 j + i passes, holding column i of the fragment.
-__device__ __forceinline__ void stmatrix_x4_trans(unsigned int addr, unsigned int r0, unsigned int r1, unsigned int r2,
-                                                  unsigned int r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
-               "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
-// Keeps the compiler from moving accumulator reads / writes across wgmma fences and waits.
-__device__ __forceinline__ void reg_fence(float& x) { asm volatile("" : "+f"(x)::"memory"); }
-
-// D[64 x N] += A[64 x 16] (registers, mma A-fragment per warp) * B[16 x N] (smem, K-major), with
-// bf16 (F16 = false) or fp16 (F16 = true) A and B. The instruction text differs only in the type.
-// accumulate = 0: D = A * B (scale-d 0: the old D is ignored, no zeroing of the registers).
-template <int N>
-struct Wgmma;
-
-#define CHORD_WGMMA_M64N64(T) \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n" \
-  "wgmma.mma_async.sync.aligned.m64n64k16.f32." T "." T " " \
-  "{" \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31" \
-  "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
-#define CHORD_WGMMA_D64 \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-template <>
-struct Wgmma<64> {
-  template <bool F16>
-  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc, int accumulate = 1) {
-    if constexpr (F16) {
-      asm volatile(CHORD_WGMMA_M64N64("f16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
-    } else {
-      asm volatile(CHORD_WGMMA_M64N64("bf16") : CHORD_WGMMA_D64 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
-    }
-  }
-};
-#undef CHORD_WGMMA_M64N64
-#undef CHORD_WGMMA_D64
-
-#define CHORD_WGMMA_M64N128(T) \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n" \
-  "wgmma.mma_async.sync.aligned.m64n128k16.f32." T "." T " " \
-  "{" \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63" \
-  "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
-#define CHORD_WGMMA_D128 \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-template <>
-struct Wgmma<128> {
-  template <bool F16>
-  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc, int accumulate = 1) {
-    if constexpr (F16) {
-      asm volatile(CHORD_WGMMA_M64N128("f16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
-    } else {
-      asm volatile(CHORD_WGMMA_M64N128("bf16") : CHORD_WGMMA_D128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
-    }
-  }
-};
-#undef CHORD_WGMMA_M64N128
-#undef CHORD_WGMMA_D128
-
-#define CHORD_WGMMA_M64N256(T) \
-  "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n" \
-  "wgmma.mma_async.sync.aligned.m64n256k16.f32." T "." T " " \
-  "{" \
-  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, " \
-  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, " \
-  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, " \
-  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, " \
-  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, " \
-  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, " \
-  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, " \
-  "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127" \
-  "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
-#define CHORD_WGMMA_D256 \
-  "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
-  "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
-  "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
-  "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
-  "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
-  "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
-  "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
-  "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
-  "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
-  "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
-  "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
-  "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
-  "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
-  "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
-  "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
-  "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-template <>
-struct Wgmma<256> {
-  template <bool F16>
-  __device__ __forceinline__ static void mma(float* d, const unsigned int* a, unsigned long long desc, int accumulate = 1) {
-    if constexpr (F16) {
-      asm volatile(CHORD_WGMMA_M64N256("f16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
-    } else {
-      asm volatile(CHORD_WGMMA_M64N256("bf16") : CHORD_WGMMA_D256 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
-    }
-  }
-};
-#undef CHORD_WGMMA_M64N256
-#undef CHORD_WGMMA_D256
-
-}  // namespace w4a16_wgmma_detail
-
 // One k block of m64 tile i of a warp's weight fragments from the stage at `stage` (tile i's
 // packed chunk at w_rd + 2048 i, its scales / absmax at s_rd + 128 i / 256 i; BLOCK_N: the
 // stage's weight rows, which place the second INT4 scale group row) -> af[k16 step][4].
@@ -221,10 +71,10 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
   using namespace w4a16_detail;
   constexpr int kElem = w4a16_element(WEIGHT);
   unsigned int q[4];
-  lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
+  ptx::lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
   if constexpr (WEIGHT != kW4A16WeightInt4) {
     unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
-    nf4_detail::lds64(stage + s_rd + i * 256, a2);
+    ptx::lds64(stage + s_rd + i * 256, a2);
     const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
     const unsigned int s_g8 = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[1]));
 #pragma unroll
@@ -232,10 +82,10 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
       nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[j], nf4_table);
   } else {
     (void)nf4_lane;
-    const unsigned int s0 = lds32(stage + s_rd + i * 128);
-    const unsigned int s1 = lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
-    const unsigned int s0_lo = splat_lo(s0), s0_hi = splat_hi(s0);
-    const unsigned int s1_lo = splat_lo(s1), s1_hi = splat_hi(s1);
+    const unsigned int s0 = ptx::lds32(stage + s_rd + i * 128);
+    const unsigned int s1 = ptx::lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
+    const unsigned int s0_lo = ptx::splat_lo(s0), s0_hi = ptx::splat_hi(s0);
+    const unsigned int s1_lo = ptx::splat_lo(s1), s1_hi = ptx::splat_hi(s1);
     dequant_word_splat(q[0], s0_lo, s0_hi, af[0]);
     dequant_word_splat(q[1], s0_lo, s0_hi, af[1]);
     dequant_word_splat(q[2], s1_lo, s1_hi, af[2]);
@@ -272,7 +122,6 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, WEIGHT != kW4A16WeightInt4>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
-  using namespace w4a16_wgmma_detail;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
@@ -281,13 +130,13 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   constexpr bool kF16 = kElem == kNF4FP16;
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
-  const unsigned int raw_base = smem_addr(w4a16_wgmma_smem);
+  const unsigned int raw_base = ptx::smem_addr(w4a16_wgmma_smem);
   unsigned char* pipe = w4a16_wgmma_smem + ((1024u - (raw_base & 1023u)) & 1023u);
   int* s_src = reinterpret_cast<int*>(pipe + Cfg::kPipeBytes);
   int* s_dst = s_src + BLOCK_M;
   int* s_misc = s_dst + BLOCK_M;  // 64 ints
   // NF4: the pair table after the header (16 replicas, kW4A16WgmmaNF4TableBytes).
-  const unsigned int nf4_tab = smem_addr(pipe + Cfg::kPipeBytes + Cfg::kHeaderBytes);
+  const unsigned int nf4_tab = ptx::smem_addr(pipe + Cfg::kPipeBytes + Cfg::kHeaderBytes);
 
   const int n_blocks = args.n / BLOCK_N;
   const int n_block = (int)(blockIdx.x % (unsigned int)n_blocks);
@@ -361,7 +210,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
                            (kNF4 ? (nt0 + 4 * s_tile) * 64 + (s_grp * 2 + s_half) * 16
                                  : s_grp * BLOCK_N * 2 + (nt0 + 4 * s_tile) * 32 + s_half * 16);
 
-  const unsigned int pipe_base = smem_addr(pipe);
+  const unsigned int pipe_base = ptx::smem_addr(pipe);
   const unsigned int pipe_end = pipe_base + STAGES * Cfg::kStageBytes;
 
   // This thread's packed-weight piece and scale pair of m64 tile i, as offsets from the stage
@@ -375,10 +224,10 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 
   // Opaque to the compiler: it would otherwise recompute these from threadIdx inside the loop
   // (rematerialization under the 128-register cap) instead of keeping them in registers.
-  opaque(w_rd);
-  opaque(s_rd);
-  opaque(s_dst_off);
-  if constexpr (kNF4) opaque(nf4_lane);
+  ptx::opaque(w_rd);
+  ptx::opaque(s_rd);
+  ptx::opaque(s_dst_off);
+  if constexpr (kNF4) ptx::opaque(nf4_lane);
 
   // Copies the k block at the current source offsets into the stage at `st`, then steps the
   // offsets to the next block, except from the last block: past the end the last block is
@@ -390,11 +239,11 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   auto load_stage = [&](unsigned int st) {
 #pragma unroll
     for (int i = 0; i < kAPieces; ++i)
-      cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+      ptx::cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
 #pragma unroll
     for (int i = 0; i < kTiles; ++i)
-      cp_async_16(st + w_rd + i * 2048, w_src + i * w_tile_stride + w_koff, 16);
-    cp_async_16(st + s_dst_off, s_src_ptr + s_koff, 16);
+      ptx::cp_async_16(st + w_rd + i * 2048, w_src + i * w_tile_stride + w_koff, 16);
+    ptx::cp_async_16(st + s_dst_off, s_src_ptr + s_koff, 16);
     const bool step = ++load_kb < num_k;
     a_k += step ? kW4A16WgmmaBlockK / 8 : 0;
     w_koff += step ? 512u : 0u;
@@ -411,7 +260,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 #pragma unroll
   for (int s = 0; s < STAGES - 2; ++s) {
     load_stage(load_st);
-    cp_async_commit();
+    ptx::cp_async_commit();
     load_st += Cfg::kStageBytes;
   }
 
@@ -429,24 +278,24 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // (C7513).
   unsigned int read_st = pipe_base;
   auto k_block = [&](unsigned int(&af)[kTiles][4][4]) {
-    cp_async_wait<STAGES - 3>();
+    ptx::cp_async_wait<STAGES - 3>();
     __syncwarp();  // scales were copied by other lanes of this warp
     w4a16_wgmma_decode<kTiles, BLOCK_N, WEIGHT>(read_st, w_rd, s_rd, nf4_lane, af);
-    fence_proxy_async_shared();
+    ptx::fence_proxy_async_shared();
     __syncthreads();
-    wgmma_fence();
-    const unsigned long long desc0 = smem_desc_sw128(read_st);
+    ptx::wgmma_fence();
+    const unsigned long long desc0 = ptx::smem_desc_sw128(read_st);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       // +32 bytes per k16 = +2 in the start-address field (bits 0-13; no carry out of it).
       const unsigned long long desc = desc0 + 2 * j;
 #pragma unroll
-      for (int i = 0; i < kTiles; ++i) Wgmma<BLOCK_M>::template mma<kF16>(acc[i], af[i][j], desc);
+      for (int i = 0; i < kTiles; ++i) ptx::Wgmma<BLOCK_M>::template mma<kF16>(acc[i], af[i][j], desc);
     }
-    wgmma_commit();
-    wgmma_wait<INFLIGHT>();
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<INFLIGHT>();
     load_stage(load_st);
-    cp_async_commit();
+    ptx::cp_async_commit();
     load_st = load_st + Cfg::kStageBytes == pipe_end ? pipe_base : load_st + Cfg::kStageBytes;
     read_st = read_st + Cfg::kStageBytes == pipe_end ? pipe_base : read_st + Cfg::kStageBytes;
   };
@@ -461,15 +310,15 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     k_block(af_odd);
   }
   if (kb < num_k) k_block(af_even);
-  wgmma_wait<0>();
+  ptx::wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < kTiles; ++i)
 #pragma unroll
-    for (int r = 0; r < kAcc; ++r) reg_fence(acc[i][r]);
+    for (int r = 0; r < kAcc; ++r) ptx::reg_fence(acc[i][r]);
 
   // Epilogue: accumulators (rows = weight rows, columns = tokens) -> smem [BLOCK_M][BLOCK_N + 8]
   // bf16 (fp16 for the FP16 NF4 kind) -> 16-byte segments of the valid output rows.
-  cp_async_wait<0>();
+  ptx::cp_async_wait<0>();
   __syncthreads();
   constexpr int kLdc = BLOCK_N + 8;
   unsigned short* s_out = reinterpret_cast<unsigned short*>(pipe);
@@ -477,7 +326,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // g + 8 (registers v01 / v23, tokens 2t, 2t + 1). stmatrix.trans stores two chunks at once
   // as 16-byte rows [token][8 weight rows]: matrix j = lane / 8 is chunk c + j / 2, rows
   // + 8 (j % 2); lane % 8 is its token. Row stride (BLOCK_N + 8) x 2 bytes: conflict-free.
-  const unsigned int out_lane = smem_addr(s_out) +
+  const unsigned int out_lane = ptx::smem_addr(s_out) +
                                 (((lane >> 4) * 8 + (lane & 7)) * kLdc + warp * 16 + ((lane >> 3) & 1) * 8) * 2;
 #pragma unroll
   for (int i = 0; i < kTiles; ++i) {
@@ -488,12 +337,12 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
       for (int h = 0; h < 4; ++h) {
         const float* a = &acc[i][4 * (c + h / 2) + 2 * (h % 2)];
         if constexpr (kNF4) {
-          v[h] = pack_half2<kElem>(a[0], a[1]);
+          v[h] = ptx::pack_half2<kElem>(a[0], a[1]);
         } else {
-          v[h] = f32x2_to_bf16x2(a[0], a[1]);
+          v[h] = ptx::pack_bf16x2(a[0], a[1]);
         }
       }
-      stmatrix_x4_trans(out_lane + (c * 8 * kLdc + (wg * kTiles + i) * 64) * 2, v[0], v[1], v[2], v[3]);
+      ptx::stmatrix_x4_trans(out_lane + (c * 8 * kLdc + (wg * kTiles + i) * 64) * 2, v[0], v[1], v[2], v[3]);
     }
   }
   __syncthreads();
@@ -512,7 +361,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   }
 #else
   (void)args;
-  asm volatile("trap;");
+  ptx::trap();
 #endif
 }
 

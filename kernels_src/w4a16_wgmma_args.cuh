@@ -27,7 +27,7 @@ CHORD_W4A16_HD constexpr int w4a16_wgmma_pipe_bytes(int block_m, int block_n, in
              ? w4a16_wgmma_stage_bytes(block_m, block_n) * stages
              : w4a16_wgmma_epilogue_bytes(block_m, block_n);
 }
-// NF4 weights: the decode's pair table with 16 replicas (nf4_common.cuh), 16 KiB, so that the
+// NF4 weights: the decode's pair table with 16 replicas (w4a16_decode.cuh), 16 KiB, so that the
 // 4-stage BM128 BN128 tile keeps two CTAs per SM.
 constexpr int kW4A16WgmmaNF4TableBytes = 256 * 16 * 4;
 // Dynamic shared memory: 1024 bytes of alignment slack (dynamic shared memory is only

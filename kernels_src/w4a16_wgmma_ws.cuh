@@ -30,67 +30,13 @@ namespace chord {
 
 namespace w4a16_ws_detail {
 
-__device__ __forceinline__ void mbar_init(unsigned int bar, unsigned int count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned int bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
-}
-// Waits until the phase of `bar` with this parity has completed.
-__device__ __forceinline__ void mbar_wait(unsigned int bar, unsigned int parity) {
-  unsigned int done = 0;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-// Arrives on `bar` once every cp.async this thread issued before has landed (the barrier's
-// count includes this arrival: .noinc).
-__device__ __forceinline__ void cp_async_mbar_arrive(unsigned int bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-// One arrival on `bar` that also expects `bytes` more of asynchronous (TMA) writes.
-__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned int bar, unsigned int bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-// TMA: the box of `map` at (col, row) into shared memory at `dst`, completing `bytes` on `bar`.
-__device__ __forceinline__ void tma_load_2d(unsigned int dst, const W4A16TmaMap* map, int col, int row,
-                                           unsigned int bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(col), "r"(row), "r"(bar)
-      : "memory");
-}
-// TMA bulk stores (shared -> global, 16-byte aligned, a multiple of 16 bytes), in bulk groups.
-__device__ __forceinline__ void bulk_store(void* dst, unsigned int src, unsigned int bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst), "r"(src), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-// This thread's committed bulk stores have read their shared-memory source.
-__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
-// This thread's committed bulk stores are complete.
-__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-// Named barrier 2 + warpgroup among that consumer warpgroup's 128 threads (immediate ids:
-// a register id makes ptxas reserve all 16 barriers).
+// Named barrier 2 + consumer among that consumer warpgroup's 128 threads.
 __device__ __forceinline__ void consumer_sync(int consumer) {
   if (consumer == 0) {
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    ptx::bar_sync<2, 128>();
   } else {
-    asm volatile("bar.sync 3, 128;\n" ::: "memory");
+    ptx::bar_sync<3, 128>();
   }
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
-}
-template <int REGS>
-__device__ __forceinline__ void setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
 }  // namespace w4a16_ws_detail
@@ -116,7 +62,6 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   using Cfg = W4A16WgmmaWsConfig<MODE, BLOCK_N, STAGES, WEIGHT>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
-  using namespace w4a16_wgmma_detail;
   using namespace w4a16_ws_detail;
   constexpr int BM = Cfg::kBlockM;
   constexpr int kTiles = Cfg::kTiles;
@@ -142,20 +87,20 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr bool kNarrowTiles = kNF4;
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
-  const unsigned int raw_base = smem_addr(w4a16_wgmma_smem);
+  const unsigned int raw_base = ptx::smem_addr(w4a16_wgmma_smem);
   unsigned char* pipe = w4a16_wgmma_smem + ((1024u - (raw_base & 1023u)) & 1023u);
-  const unsigned int pipe_base = smem_addr(pipe);
+  const unsigned int pipe_base = ptx::smem_addr(pipe);
   constexpr int kSlots = kW4A16WgmmaWsSlots;
   // After the stages: mbarriers full[S], empty[S], slot_full[kSlots], slot_empty[kSlots]; the tile slots
   // of BM output rows + {n block, valid}; the producer's source rows; scheduler scratch;
   // per-warp epilogue staging; the NF4 pair table (w4a16_wgmma_ws_smem_bytes).
   unsigned char* extra = pipe + STAGES * Cfg::kStageBytes;
-  const unsigned int bar_full = smem_addr(extra), bar_empty = bar_full + 8 * STAGES;
+  const unsigned int bar_full = ptx::smem_addr(extra), bar_empty = bar_full + 8 * STAGES;
   const unsigned int bar_slot_full = bar_empty + 8 * STAGES, bar_slot_empty = bar_slot_full + 8 * kSlots;
   int* const slots = reinterpret_cast<int*>(extra + w4a16_wgmma_ws_barrier_bytes(STAGES));
   int* const s_src = slots + kSlots * (BM + 4);
   int* const s_misc = s_src + BM;
-  const unsigned int epi_base = smem_addr(s_misc + 64);
+  const unsigned int epi_base = ptx::smem_addr(s_misc + 64);
   // NF4 pair table: BN256 on 256-byte entries (one prmt per lookup address, the table base
   // folded into the load); BN128 on 128-byte entries (its contiguous S6 build serializes the
   // wgmma with the wider table, C7511).
@@ -170,12 +115,12 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr unsigned int kTmaBytes = (kTmaA ? Cfg::kABytes : 0) + Cfg::kWBytes + Cfg::kSBytes;
   if (tid == 0) {
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(bar_full + 8 * s, kFullArrivals);
-      mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
+      ptx::mbar_init(bar_full + 8 * s, kFullArrivals);
+      ptx::mbar_init(bar_empty + 8 * s, 8);  // one arrival per consumer warp
     }
     for (int s = 0; s < kSlots; ++s) {
-      mbar_init(bar_slot_full + 8 * s, 1);
-      mbar_init(bar_slot_empty + 8 * s, 8);
+      ptx::mbar_init(bar_slot_full + 8 * s, 1);
+      ptx::mbar_init(bar_slot_empty + 8 * s, 8);
     }
   }
   if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, Cfg::kThreads, kReplicas>(nf4_tab, tid);
@@ -186,7 +131,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 
   if (wg == 0) {
     // ---------------------------------------------------------------- producer warpgroup
-    setmaxnreg_dec<56>();
+    ptx::setmaxnreg_dec<56>();
     using Sync = W4A16NamedSync<1, kProducers>;
     const int n_blocks = N / BLOCK_N;
     const int total = (int)w4a16_grid(args, BM, BLOCK_N).x;
@@ -204,12 +149,12 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // published (-1: none). A lag of two stages measured no faster.
     int pending = -1;
     auto publish_stage = [&](int stage_done) {
-      fence_proxy_async_shared();
-      mbar_arrive(bar_full + 8 * stage_done);
+      ptx::fence_proxy_async_shared();
+      ptx::mbar_arrive(bar_full + 8 * stage_done);
     };
     for (int t = (int)blockIdx.x; t < total; t += (int)gridDim.x) {
       if (!have_slot) {
-        mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
+        ptx::mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
         have_slot = true;
       }
       // Resolve straight into the slot: source rows here, output rows where the consumers read.
@@ -235,7 +180,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       }
       if (tid == 0) {
         dst[BM + 2] = wide;
-        mbar_arrive(bar_slot_full + 8 * slot);
+        ptx::mbar_arrive(bar_slot_full + 8 * slot);
       }
       have_slot = false;
       if (++slot == kSlots) {
@@ -262,28 +207,28 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       if (kTmaA && tid != 0) continue;  // thread 0 copies the whole stage
 
       for (int kb = 0; kb < num_k; ++kb) {
-        mbar_wait(bar_empty + 8 * stage, empty_parity);
+        ptx::mbar_wait(bar_empty + 8 * stage, empty_parity);
         const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
         const unsigned int full = bar_full + 8 * stage;
         if (tid == 0) {
-          mbar_arrive_expect_tx(full, kTmaBytes);
+          ptx::mbar_arrive_expect_tx(full, kTmaBytes);
           // Rows past the tile's valid ones are loaded too (the next expert's, or zeros past the
           // end of A): their output columns are not stored.
-          if constexpr (kTmaA) tma_load_2d(st, &args.a_map, kb * kW4A16WgmmaBlockK, a_row0, full);
-          tma_load_2d(st + Cfg::kABytes, &args.w_map, kb * 128, w_row0, full);
-          tma_load_2d(st + Cfg::kABytes + Cfg::kWBytes, &args.s_map, n_block * BLOCK_N, s_row0 + kb * kScaleRows, full);
+          if constexpr (kTmaA) ptx::tma_load_2d(st, &args.a_map, kb * kW4A16WgmmaBlockK, a_row0, full);
+          ptx::tma_load_2d(st + Cfg::kABytes, &args.w_map, kb * 128, w_row0, full);
+          ptx::tma_load_2d(st + Cfg::kABytes + Cfg::kWBytes, &args.s_map, n_block * BLOCK_N, s_row0 + kb * kScaleRows, full);
         }
         if constexpr (!kTmaA) {  // the activation rows, gathered by every producer thread
           const uint4_w* a_k = static_cast<const uint4_w*>(args.a) + kb * (kW4A16WgmmaBlockK / 8);
 #pragma unroll
           for (int i = 0; i < kAPieces; ++i)
-            cp_async_16(st + a_dst + i * kProducers * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+            ptx::cp_async_16(st + a_dst + i * kProducers * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
           if constexpr (!kProducerFence) {
-            cp_async_mbar_arrive(full);  // arrives once this thread's copies landed
+            ptx::cp_async_mbar_arrive(full);  // arrives once this thread's copies landed
           } else {
-            cp_async_commit();
+            ptx::cp_async_commit();
             if (pending >= 0) {
-              cp_async_wait<1>();  // the pending stage has landed (this one may still be in flight)
+              ptx::cp_async_wait<1>();  // the pending stage has landed (this one may still be in flight)
               publish_stage(pending);
             }
             pending = stage;
@@ -298,16 +243,16 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // No more tiles. The copies still in flight land before this thread exits (without the
     // producer fence their mbarrier arrivals are still to come; with it the last stage is
     // published once they have). Then a slot without the valid mark ends the consumers' loop.
-    cp_async_wait<0>();
+    ptx::cp_async_wait<0>();
     if (kProducerFence && pending >= 0) publish_stage(pending);
-    if (!have_slot) mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
+    if (!have_slot) ptx::mbar_wait(bar_slot_empty + 8 * slot, slot_parity);
     if (tid == 0) {
       slots[slot * (BM + 4) + BM + 1] = 0;
-      mbar_arrive(bar_slot_full + 8 * slot);
+      ptx::mbar_arrive(bar_slot_full + 8 * slot);
     }
   } else {
     // ---------------------------------------------------------------- consumer warpgroups
-    setmaxnreg_inc<224>();
+    ptx::setmaxnreg_inc<224>();
     const int cw = wg - 1;  // consumer warpgroup 0 / 1
     const int g = lane >> 2;
     const int nt0 = cw * kTiles * 4 + warp;  // packed chunk of this warp's m64 tile 0; tile i: + 4 i
@@ -332,7 +277,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // wgmma). Two forms:
     //   - one wgmma group per m64 tile, one left in flight while the next decodes, each stage
     //     freed once its last group has retired (in the next block, or after the tile's
-    //     wgmma_wait<0>): BN128 (the next block decodes into the other fragment array), and
+    //     ptx::wgmma_wait<0>): BN128 (the next block decodes into the other fragment array), and
     //     NF4 BN256 full-width tiles (tile i decodes while tile 1 - i's group runs);
     //   - one group per block, retired before the next decode, its stage freed at once (the
     //     other consumer's group keeps the tensor pipe busy meanwhile): INT4 BN256 (the
@@ -340,40 +285,40 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     //     tile 1 still decodes while tile 0's wgmma run: ~1% faster) and NF4 BN256 half-width
     //     tiles (a group in flight there too makes ptxas serialize, C7511).
     auto per_tile_groups = [&](bool wide) { return kTiles == 1 || (kNF4 && wide); };
-    // `wide`: Wgmma<BM>, else Wgmma<BM / 2> on the tile's first BM / 2 tokens (the other
+    // `wide`: ptx::Wgmma<BM>, else ptx::Wgmma<BM / 2> on the tile's first BM / 2 tokens (the other
     // accumulators keep stale values; their rows are not stored). A constant at each call.
     auto mma_step = [&](int i, int j, const unsigned int(&a)[4], unsigned long long desc0, bool first, bool wide) {
       if (wide) {
-        Wgmma<BM>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
+        ptx::Wgmma<BM>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
       } else {
-        Wgmma<BM / 2>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
+        ptx::Wgmma<BM / 2>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
       }
     };
     auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first, bool wide) {
-      mbar_wait(bar_full + 8 * stage, full_parity);
+      ptx::mbar_wait(bar_full + 8 * stage, full_parity);
       if constexpr (kProducerFence || kTmaA) {
         // The reader's half of the producer's fence (TMA-only stages need none; it emits no
         // instruction, and without it ptxas serializes some NF4 builds, C7511).
-        fence_proxy_async_acquire();
+        ptx::fence_proxy_async_acquire();
       } else {
-        fence_proxy_async_shared();  // cp.async rows, published as they landed
+        ptx::fence_proxy_async_shared();  // cp.async rows, published as they landed
       }
       const unsigned int st = pipe_base + stage * Cfg::kStageBytes;
-      const unsigned long long desc0 = smem_desc_sw128(st);
+      const unsigned long long desc0 = ptx::smem_desc_sw128(st);
       const bool groups = per_tile_groups(wide);
       if (groups || !kNF4) {
         // Tile i decodes right before its wgmma, so tile 1 decodes while tile 0's run.
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
           w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, kReplicas>(st, w_rd, s_rd, nf4_lane, i, af[i], nf4_tab);
-          wgmma_fence();
+          ptx::wgmma_fence();
 #pragma unroll
           for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
           if (groups) {
-            wgmma_commit();
-            wgmma_wait<1>();
+            ptx::wgmma_commit();
+            ptx::wgmma_wait<1>();
             // After tile 0's commit the previous block's last group has retired, its stage too.
-            if (i == 0 && !first && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+            if (i == 0 && !first && lane == 0) ptx::mbar_arrive(bar_empty + 8 * prev_stage);
           }
         }
       } else {
@@ -382,19 +327,19 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
           w4a16_wgmma_decode_tile<BLOCK_N, WEIGHT, kReplicas>(st, w_rd, s_rd, nf4_lane, i, af[i], nf4_tab);
-          wgmma_fence();
+          ptx::wgmma_fence();
 #pragma unroll
           for (int j = 0; j < 4; ++j) mma_step(i, j, af[i][j], desc0, first, wide);
           if (i + 1 < kTiles) {
-            wgmma_commit();
-            wgmma_wait<0>();
+            ptx::wgmma_commit();
+            ptx::wgmma_wait<0>();
           }
         }
       }
       if (!groups) {
-        wgmma_commit();
-        wgmma_wait<0>();
-        if (lane == 0) mbar_arrive(bar_empty + 8 * stage);
+        ptx::wgmma_commit();
+        ptx::wgmma_wait<0>();
+        if (lane == 0) ptx::mbar_arrive(bar_empty + 8 * stage);
       }
       prev_stage = stage;
       if (++stage == STAGES) {
@@ -420,9 +365,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       if constexpr (!kDeferStores) {
         const float* a = &acc[i][4 * c + 2 * h];
         if constexpr (kNF4) {
-          return pack_half2<kElem>(a[0], a[1]);
+          return ptx::pack_half2<kElem>(a[0], a[1]);
         } else {
-          return f32x2_to_bf16x2(a[0], a[1]);
+          return ptx::pack_bf16x2(a[0], a[1]);
         }
       } else {
         return packed[i][c][h];
@@ -440,16 +385,16 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           // stmatrix.trans: chunks c, c + 1 as 32 16-byte rows [token][8 weight rows] (matrix
           // j = lane / 8: chunk c + j / 2, rows + 8 (j % 2)); each lane writes its row where
           // the token's output row is valid.
-          stmatrix_x4_trans(epi_lane, pair(i, c, 0), pair(i, c, 1), pair(i, c + 1, 0), pair(i, c + 1, 1));
+          ptx::stmatrix_x4_trans(epi_lane, pair(i, c, 0), pair(i, c, 1), pair(i, c + 1, 0), pair(i, c + 1, 1));
           __syncwarp();
           uint4_w row;
-          lds128(epi_lane, row.x, row.y, row.z, row.w);
+          ptx::lds128(epi_lane, row.x, row.y, row.z, row.w);
           const int dst = rows[(c + (lane >> 4)) * 8 + (lane & 7)];
           if (dst >= 0) *reinterpret_cast<uint4_w*>(out + (long long)dst * args.ldc + n_out) = row;
           __syncwarp();
         }
       }
-      if (lane == 0) mbar_arrive(bar_slot_empty + 8 * pending_slot);
+      if (lane == 0) ptx::mbar_arrive(bar_slot_empty + 8 * pending_slot);
       pending_slot = -1;
     };
 
@@ -459,7 +404,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     const unsigned int wg_staging = epi_base + (unsigned int)(cw * BM * kW4A16WsStoreRowBytes);
     auto async_store = [&]() {
       const int* rows = slots + slot * (BM + 4);
-      bulk_wait_read();   // this thread's previous copies have read the staging,
+      ptx::bulk_wait_read();   // this thread's previous copies have read the staging,
       consumer_sync(cw);  // and every thread's of this warpgroup
 #pragma unroll
       for (int i = 0; i < kTiles; ++i)
@@ -467,24 +412,24 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         for (int c = 0; c < BM / 8; c += 2) {
           const int token = (c + (lane >> 4)) * 8 + (lane & 7);
           const int col = i * 64 + warp * 16 + ((lane >> 3) & 1) * 8;
-          stmatrix_x4_trans(wg_staging + (unsigned int)(token * kW4A16WsStoreRowBytes + col * 2), pair(i, c, 0),
+          ptx::stmatrix_x4_trans(wg_staging + (unsigned int)(token * kW4A16WsStoreRowBytes + col * 2), pair(i, c, 0),
                             pair(i, c, 1), pair(i, c + 1, 0), pair(i, c + 1, 1));
         }
-      fence_proxy_async_shared();  // the generic-proxy writes, read by the bulk copies
+      ptx::fence_proxy_async_shared();  // the generic-proxy writes, read by the bulk copies
       consumer_sync(cw);
       const int t = warp * 32 + lane;
       const int dst = rows[t];
       if (dst >= 0) {
-        bulk_store(out + (long long)dst * args.ldc + rows[BM] * BLOCK_N + cw * 128,
+        ptx::bulk_store(out + (long long)dst * args.ldc + rows[BM] * BLOCK_N + cw * 128,
                    wg_staging + (unsigned int)(t * kW4A16WsStoreRowBytes), 128 * 2);
       }
-      bulk_commit();
+      ptx::bulk_commit();
       __syncwarp();
-      if (lane == 0) mbar_arrive(bar_slot_empty + 8 * slot);
+      if (lane == 0) ptx::mbar_arrive(bar_slot_empty + 8 * slot);
     };
 
     for (;;) {
-      mbar_wait(bar_slot_full + 8 * slot, slot_parity);
+      ptx::mbar_wait(bar_slot_full + 8 * slot, slot_parity);
       if (slots[slot * (BM + 4) + BM + 1] == 0) break;
       // First k block (its wgmma group stays in flight), then the previous tile's stores. The
       // wgmma width is chosen outside the k loop: a branch around the wgmma inside it makes
@@ -496,7 +441,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           k_block(af_even, false, wide);
         }
         if (kb < num_k) k_block(kTiles == 1 ? af_odd : af_even, false, wide);
-        wgmma_wait<0>();
+        ptx::wgmma_wait<0>();
       };
       const bool wide = !kNarrowTiles || slots[slot * (BM + 4) + BM + 2] != 0;
       if (wide) {
@@ -510,7 +455,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       } else {
         tile_loop(false);
       }
-      if (per_tile_groups(wide) && lane == 0) mbar_arrive(bar_empty + 8 * prev_stage);
+      if (per_tile_groups(wide) && lane == 0) ptx::mbar_arrive(bar_empty + 8 * prev_stage);
       pending_slot = slot;
       if constexpr (kDeferStores) {
 #pragma unroll
@@ -521,9 +466,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
             for (int h = 0; h < 2; ++h) {
               const float* a = &acc[i][4 * c + 2 * h];
               if constexpr (kNF4) {
-                packed[i][c][h] = pack_half2<kElem>(a[0], a[1]);
+                packed[i][c][h] = ptx::pack_half2<kElem>(a[0], a[1]);
               } else {
-                packed[i][c][h] = f32x2_to_bf16x2(a[0], a[1]);
+                packed[i][c][h] = ptx::pack_bf16x2(a[0], a[1]);
               }
             }
       } else if constexpr (kAsyncStores) {
@@ -538,11 +483,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       }
     }
     if (pending_slot >= 0) store_pending();
-    if constexpr (kAsyncStores) bulk_wait();  // the last tiles' stores land before exit
+    if constexpr (kAsyncStores) ptx::bulk_wait();  // the last tiles' stores land before exit
   }
 #else
   (void)args;
-  asm volatile("trap;");
+  ptx::trap();
 #endif
 }
 

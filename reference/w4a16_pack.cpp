@@ -7,7 +7,7 @@
 namespace chord::ref {
 namespace {
 
-// Mirrors w4a16_detail::frag_row / frag_col / scale_pos_in_16 (kernels_src/w4a16_common.cuh).
+// Mirrors w4a16_detail::frag_row / frag_col / scale_pos_in_16 (kernels_src/w4a16_layout.cuh).
 int frag_row(int lane, int slot) { return (lane >> 2) + 8 * ((slot & 3) & 1); }
 int frag_col(int lane, int slot) { return 2 * (lane & 3) + 8 * ((slot & 3) >> 1) + (slot >> 2); }
 int scale_pos_in_16(int r) { return 2 * (r & 7) + (r >> 3); }

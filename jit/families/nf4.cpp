@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "kernels_src/w4a16_args.cuh"
+#include "jit/families/w4a16.hpp"
 
 namespace chord {
 namespace {
@@ -31,18 +31,13 @@ NF4KernelConfig NF4KernelConfig::from(const KernelDescriptor& d) {
 }
 
 KernelSource NF4KernelConfig::source() const {
-  KernelSource s;
   if (dequant) {
-    s.name = fmt::format("nf4_dequant_{}", element == kNF4FP16 ? "fp16" : "bf16");
-    s.text = entry_point_source("nf4_pack.cuh", std::to_string(kW4A16PackThreads), "NF4DequantArgs",
-                                fmt::format("chord::nf4_dequant_body<{}>", static_cast<int>(element)));
-  } else {
-    s.name = fmt::format("nf4_pack_{}", absmax_form == kNF4AbsmaxNested ? "nested" : "fp32");
-    s.text = entry_point_source("nf4_pack.cuh", std::to_string(kW4A16PackThreads), "NF4PackArgs",
-                                fmt::format("chord::nf4_pack_body<{}>", static_cast<int>(absmax_form)));
+    return w4a16_pack_kernel_source(fmt::format("nf4_dequant_{}", element == kNF4FP16 ? "fp16" : "bf16"),
+                                    "NF4DequantArgs",
+                                    fmt::format("chord::nf4_dequant_body<{}>", static_cast<int>(element)));
   }
-  s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kW4A16PackThreads), 0, 1});
-  return s;
+  return w4a16_pack_kernel_source(fmt::format("nf4_pack_{}", absmax_form == kNF4AbsmaxNested ? "nested" : "fp32"),
+                                  "NF4PackArgs", fmt::format("chord::nf4_pack_body<{}>", static_cast<int>(absmax_form)));
 }
 
 }  // namespace chord

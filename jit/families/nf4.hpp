@@ -1,5 +1,5 @@
 // Kernel families of NF4 weights: pack (bitsandbytes QuantState -> packed NF4 layout) and
-// dequantize (packed -> BF16 / FP16), kernels_src/nf4_pack.cuh. The NF4 GEMM is the W4A16
+// dequantize (packed -> BF16 / FP16), kernels_src/w4a16_pack.cuh. The NF4 GEMM is the W4A16
 // family with weight format NF4 (jit/families/w4a16.hpp).
 #pragma once
 #include "jit/kernel_descriptor.hpp"

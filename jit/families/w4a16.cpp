@@ -136,19 +136,19 @@ W4A16PackConfig W4A16PackConfig::from(const KernelDescriptor& d) {
   return c;
 }
 
-KernelSource W4A16PackConfig::source() const {
+KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_type, const std::string& body) {
   KernelSource s;
-  if (unpack) {
-    s.name = "w4a16_unpack";
-    s.text = entry_point_source("w4a16_pack.cuh", std::to_string(kW4A16PackThreads), "W4A16UnpackArgs",
-                                "chord::w4a16_unpack_body");
-  } else {
-    s.name = fmt::format("w4a16_pack_{}", source_format == kW4A16SrcCodes ? "codes" : "compressed");
-    s.text = entry_point_source("w4a16_pack.cuh", std::to_string(kW4A16PackThreads), "W4A16PackArgs",
-                                fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));
-  }
+  s.name = std::move(name);
+  s.text = entry_point_source("w4a16_pack.cuh", std::to_string(kW4A16PackThreads), args_type, body);
   s.text += kernel_meta_definition(KernelMeta{static_cast<uint32_t>(kW4A16PackThreads), 0, 1});
   return s;
+}
+
+KernelSource W4A16PackConfig::source() const {
+  if (unpack) return w4a16_pack_kernel_source("w4a16_unpack", "W4A16UnpackArgs", "chord::w4a16_unpack_body");
+  return w4a16_pack_kernel_source(fmt::format("w4a16_pack_{}", source_format == kW4A16SrcCodes ? "codes" : "compressed"),
+                                  "W4A16PackArgs",
+                                  fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));
 }
 
 }  // namespace chord

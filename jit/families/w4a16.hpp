@@ -92,4 +92,8 @@ struct W4A16PackConfig {
   KernelSource source() const;
 };
 
+// A kernel of kernels_src/w4a16_pack.cuh (the pack and unpack kernels of both weight kinds):
+// `body` called with `args_type`, kW4A16PackThreads threads, no shared memory.
+KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_type, const std::string& body);
+
 }  // namespace chord

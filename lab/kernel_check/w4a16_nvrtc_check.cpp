@@ -19,7 +19,8 @@ static std::string slurp(const std::string& p) {
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "kernels_src";
-  const char* names[] = {"w4a16_args.cuh", "w4a16_common.cuh", "w4a16_gemm.cuh", "w4a16_pack.cuh"};
+  const char* names[] = {"w4a16_args.cuh", "weight_kind_args.cuh", "nf4_args.cuh", "ptx.cuh", "w4a16_layout.cuh",
+                         "w4a16_decode.cuh", "w4a16_schedule.cuh", "w4a16_gemm.cuh", "w4a16_pack.cuh"};
   std::vector<std::string> bodies;
   std::vector<const char*> hdrs, hnames;
   for (const char* n : names) bodies.push_back(slurp(dir + "/" + n));

@@ -93,12 +93,12 @@ TEST_CASE("compile: ptxas serializes no wgmma of the sm_90a kernels the tuning t
   const std::string control = R"(#include "w4a16_wgmma.cuh"
 extern "C" __global__ void __launch_bounds__(128, 1) chord_entry(float* out, const unsigned int* in, int n) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using namespace chord::w4a16_wgmma_detail;
+  using namespace chord::ptx;
   __shared__ __align__(1024) unsigned char tile[128 * 128];
   float acc[64];
   for (int r = 0; r < 64; ++r) acc[r] = 0.f;
   const unsigned int a[4] = {in[threadIdx.x], in[threadIdx.x + 128], in[threadIdx.x + 256], in[threadIdx.x + 384]};
-  const unsigned long long desc = smem_desc_sw128(chord::w4a16_detail::smem_addr(tile));
+  const unsigned long long desc = smem_desc_sw128(smem_addr(tile));
   for (int i = 0; i < n; ++i) {
     wgmma_fence();
     Wgmma<128>::mma<false>(acc, a, desc);

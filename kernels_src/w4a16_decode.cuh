@@ -1,13 +1,95 @@
-// NF4 device arithmetic shared by the dequantize kernel and the GEMM: the code table and the
-// bitsandbytes dequantization, T(table[code] * absmax) with the product rounded once to FP32
-// (mul.rn: never contracted into an fma) and once to T. Inline PTX only (NVRTC, no headers).
+// Dequantize math of the two 4-bit weight kinds, from a packed word to the bf16 / fp16
+// registers of an mma.m16n8k16 A fragment, shared by the GEMMs and the unpack / dequantize
+// kernels:
+//   INT4 (w4a16_detail): bf16((code - 8) * scale), exact code arithmetic in bf16 fmas;
+//   NF4 (nf4_detail): T(table[code] * absmax), T = BF16 or FP16, bitsandbytes' rounding
+//   (FP32 product rounded once to FP32 and once to T), and the GEMMs' shared-memory pair table.
+// The decode tiles of the mma.sync GEMM apply the scale to FP32 partial sums instead
+// (int4_group_mma, nf4_block_mma).
 #pragma once
 
-#include "bf16_math.cuh"
 #include "nf4_args.cuh"
-#include "w4a16_common.cuh"
+#include "ptx.cuh"
 
 namespace chord {
+namespace w4a16_detail {
+
+// One packed 32-bit weight word -> the four bf16x2 registers of an mma.m16n8k16 A fragment,
+// with the scales splatted: s_lo = {s[g], s[g]} for registers 0 and 2 (row g), s_hi =
+// {s[g+8], s[g+8]} for 1 and 3 (row g + 8).
+// Word layout: register p (p = 0..3) takes its low element from bits 4p..4p+3 and its high
+// element from bits 16+4p..16+4p+3, so (q >> 4p) & 0x000f000f puts both nibbles in the
+// mantissa LSBs of a bf16 pair; OR 0x4300 (128.0) gives 128 + code exactly.
+//   x = (128 + code) * 1 - 136      exact (|code - 8| <= 8 fits the 8-bit significand)
+//   w = x * scale + (-0)            one rounding of the exact product == bf16 multiply
+// fma is used for both because mul/sub.bf16x2 do not exist on sm_80; the results are the
+// same bits on every arch. Callers that decode both 16-k words of a group splat once.
+__device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
+                                                   unsigned int* a) {
+  const unsigned int kOne = 0x3f803f80u;      // {1.0, 1.0}
+  const unsigned int kM136 = 0xc308c308u;     // {-136.0, -136.0}
+  const unsigned int kNegZero = 0x80008000u;  // {-0.0, -0.0}
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const unsigned int x = ptx::nibble_pair_bf16(q >> (4 * p));
+    const unsigned int v = ptx::fma_x2<kNF4BF16>(x, kOne, kM136);
+    a[p] = ptx::fma_x2<kNF4BF16>(v, (p & 1) ? s_hi : s_lo, kNegZero);
+  }
+}
+
+// The same from the scale word s2 = {s[g], s[g+8]}.
+__device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, unsigned int* a) {
+  dequant_word_splat(q, ptx::splat_lo(s2), ptx::splat_hi(s2), a);
+}
+
+// One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
+// to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
+//   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
+// (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
+// dequant_word go away; the -136 term is the same for every weight row, so it is one MMA with
+// a constant A per token tile and k16 step, shared by the NT n tiles, and it seeds each group
+// sum. Products are exact in the fp32 MMA; the result differs from the bf16-dequantized
+// reference only by that reference's rounding of (code - 8) * scale to bf16.
+//   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
+//   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
+//   MTU: token tiles used (the first MTU of MT; the others' accumulators are left alone).
+template <int NT, int MT, int MTU = MT>
+__device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
+                                               const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
+  static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma: 1 <= MTU <= MT");
+  const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
+  const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+  float corr[MTU][4];
+#pragma unroll
+  for (int m = 0; m < MTU; ++m) {
+    ptx::mma_bf16_16816_c(corr[m], kNeg136, b[0][m][0], b[0][m][1], kZero);
+    ptx::mma_bf16_16816(corr[m], kNeg136, b[1][m][0], b[1][m][1]);
+  }
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    unsigned int a0[4], a1[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) {
+      a0[p] = ptx::nibble_pair_bf16(w[i][0] >> (4 * p));
+      a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
+    }
+    const float s_lo = __uint_as_float(s2[i] << 16);          // row g
+    const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
+#pragma unroll
+    for (int m = 0; m < MTU; ++m) {
+      float sum[4];
+      ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
+      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
+      acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
+      acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
+      acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+    }
+  }
+}
+
+}  // namespace w4a16_detail
+
 namespace nf4_detail {
 
 // The 16 FP32 NF4 values, code 0 = -1 ... code 7 = 0 ... code 15 = 1 (reference/nf4_reference.cpp).
@@ -19,16 +101,6 @@ __constant__ float kNF4Table[16] = {
 
 __device__ __forceinline__ float nf4_table(unsigned int code) { return kNF4Table[code & 15u]; }
 
-__device__ __forceinline__ float mul_rn(float a, float b) {
-  float d;
-  asm("mul.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
-__device__ __forceinline__ float add_rn(float a, float b) {
-  float d;
-  asm("add.rn.f32 %0, %1, %2;" : "=f"(d) : "f"(a), "f"(b));
-  return d;
-}
 
 // One packed word (layout v2: byte p holds fragment register p, its low element in bits
 // 8p..8p+3, its high element in bits 8p+4..8p+7; registers 0, 2 are row g, 1, 3 row g + 8)
@@ -41,24 +113,12 @@ __device__ __forceinline__ void dequant_word(unsigned int q, float a_g, float a_
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     const float s = (p & 1) ? a_g8 : a_g;
-    const float lo = mul_rn(lookup(q >> (8 * p)), s);
-    const float hi = mul_rn(lookup(q >> (8 * p + 4)), s);
-    a[p] = pack_half2<ELEM>(lo, hi);
+    const float lo = ptx::mul_rn(lookup(q >> (8 * p)), s);
+    const float hi = ptx::mul_rn(lookup(q >> (8 * p + 4)), s);
+    a[p] = ptx::pack_half2<ELEM>(lo, hi);
   }
 }
 
-// ---------------------------------------------------------------------------------------
-// GEMM decode: a shared-memory pair table instead of one warp shuffle per code.
-// Entry e (a code byte of a layout-v2 word) is the T x2 register {T(table[e & 15]),
-// T(table[e >> 4])}, i.e. an unscaled A-fragment register. The 256 entries are replicated
-// REPLICAS times, entry e of lane l at word e * REPLICAS + l % REPLICAS. 32 replicas (32 KiB,
-// kW4A16NF4TableBytes): lane l reads only bank l, a warp's lookups never conflict. 16 replicas
-// (16 KiB, the one-role WGMMA kernel's, which must keep two CTAs per SM): lanes l and l + 16 share a
-// bank, at most a two-way conflict.
-// ---------------------------------------------------------------------------------------
-__device__ __forceinline__ void sts128(unsigned int addr, unsigned int v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(v) : "memory");
-}
 
 // 64 "replicas": the 32-replica table on a 256-byte entry stride (the upper half of each entry
 // unused), so that one prmt forms a lookup's offset, (byte << 8) | lane * 4, and the table base,
@@ -79,7 +139,7 @@ __device__ __forceinline__ void nf4_fill_pair_table(unsigned int table, int tid)
 #pragma unroll 4
   for (int i = tid; i < 256 * kPieces; i += THREADS) {
     const unsigned int e = (unsigned int)i / kPieces;
-    sts128(table + i * 16, pack_half2<ELEM>(nf4_table(e), nf4_table(e >> 4)));
+    ptx::sts128_splat(table + i * 16, ptx::pack_half2<ELEM>(nf4_table(e), nf4_table(e >> 4)));
   }
 }
 
@@ -91,21 +151,21 @@ __device__ __forceinline__ unsigned int nf4_pair_lane_base(unsigned int table, i
 }
 
 // Register p of the unscaled A fragment of word q: byte p -> its table entry. lane_base from
-// nf4_pair_lane_base; `table` (256-byte aligned, warp-uniform) only with 64 replicas. Plain
-// (not volatile) so ptxas may schedule it freely; the table is read-only after the fill.
+// nf4_pair_lane_base; `table` (256-byte aligned, warp-uniform) only with 64 replicas. The load
+// is not volatile (lds32_movable) so ptxas may schedule it freely; the table is read-only
+// after the fill.
 template <int REPLICAS = 32>
 __device__ __forceinline__ unsigned int nf4_pair(unsigned int q, int p, unsigned int lane_base, unsigned int table = 0) {
   unsigned int v;
   if constexpr (REPLICAS == 64) {
-    unsigned int off;  // byte 0: lane * 4 (lane_base), byte 1: byte p of q, bytes 2-3: zero
-    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(off) : "r"(q), "r"(lane_base), "r"(0x7604u | (p << 4)));
-    asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(table + off));
+    // byte 0: lane * 4 (lane_base), byte 1: byte p of q, bytes 2-3: zero
+    const unsigned int off = ptx::prmt(q, lane_base, 0x7604u | (p << 4));
+    v = ptx::lds32_movable(table + off);
   } else {
     constexpr int kEntryShift = REPLICAS == 32 ? 7 : 6;  // log2(4 * REPLICAS)
     static_assert(4 * REPLICAS == (1 << kEntryShift), "entry stride");
-    unsigned int byte;
-    asm("prmt.b32 %0, %1, 0, %2;" : "=r"(byte) : "r"(q), "r"(0x4440u + p));
-    asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(lane_base + (byte << kEntryShift)));
+    const unsigned int byte = ptx::prmt_zero(q, 0x4440u + p);
+    v = ptx::lds32_movable(lane_base + (byte << kEntryShift));
   }
   return v;
 }
@@ -113,7 +173,7 @@ __device__ __forceinline__ unsigned int nf4_pair(unsigned int q, int p, unsigned
 // {T(a), T(a)}: an absmax splatted for the per-weight scale of nf4_scaled_word.
 template <int ELEM>
 __device__ __forceinline__ unsigned int nf4_splat(float a) {
-  return pack_half2<ELEM>(a, a);
+  return ptx::pack_half2<ELEM>(a, a);
 }
 
 // Word q -> the four T x2 registers of a scaled A fragment: table pair * absmax in T
@@ -127,33 +187,11 @@ __device__ __forceinline__ void nf4_scaled_word(unsigned int q, unsigned int s_g
   for (int p = 0; p < 4; ++p) {
     const unsigned int pair = nf4_pair<REPLICAS>(q, p, lane_base, table);
     const unsigned int s = (p & 1) ? s_g8 : s_g;
-    if constexpr (ELEM == kNF4FP16) {
-      asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(a[p]) : "r"(pair), "r"(s), "r"(0x80008000u));
-    } else {
-      asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(a[p]) : "r"(pair), "r"(s), "r"(0x80008000u));
-    }
+    a[p] = ptx::fma_x2<ELEM>(pair, s, 0x80008000u);
   }
 }
 
-// D = A (16x16 fp16, row) * B (16x8 fp16, col) + D, fp32 accumulate (the f16 twin of
-// w4a16_detail::mma_bf16_16816).
-__device__ __forceinline__ void mma_f16_16816(float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-      "{%8, %9}, {%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 
-// D = A * B + D in T (BF16 or FP16) inputs, fp32 accumulate.
-template <int ELEM>
-__device__ __forceinline__ void mma_t(float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
-  if constexpr (ELEM == kNF4FP16) {
-    mma_f16_16816(d, a, b0, b1);
-  } else {
-    w4a16_detail::mma_bf16_16816(d, a, b0, b1);
-  }
-}
 
 // One 64-k NF4 block of the decode tiles (8 tokens per warp): the absmax applied to fp32 sums
 // instead of to every weight. Per n tile, the 4 k16 steps of unscaled table pairs are summed
@@ -174,7 +212,7 @@ __device__ __forceinline__ void nf4_block_mma(float (&acc)[NT][1][4], const unsi
       unsigned int a[4];
 #pragma unroll
       for (int p = 0; p < 4; ++p) a[p] = nf4_pair(w[i][j], p, lane_base);
-      mma_t<ELEM>(sum, a, b[j][0][0], b[j][0][1]);
+      ptx::mma_t<ELEM>(sum, a, b[j][0][0], b[j][0][1]);
     }
     const float a_g = __uint_as_float(s[i][0]), a_g8 = __uint_as_float(s[i][1]);
     acc[i][0][0] = fmaf(a_g, sum[0], acc[i][0][0]);
@@ -182,14 +220,6 @@ __device__ __forceinline__ void nf4_block_mma(float (&acc)[NT][1][4], const unsi
     acc[i][0][2] = fmaf(a_g8, sum[2], acc[i][0][2]);
     acc[i][0][3] = fmaf(a_g8, sum[3], acc[i][0][3]);
   }
-}
-
-// {a[g], a[g+8]} of one 64-k chunk: 8 bytes, read-only path (four lanes share them).
-__device__ __forceinline__ void ldg_nc_v2(const void* p, unsigned int* r) {
-  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "l"(p));
-}
-__device__ __forceinline__ void lds64(unsigned int addr, unsigned int* r) {
-  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
 }
 
 }  // namespace nf4_detail
