@@ -2,6 +2,9 @@
 
 One command on a GPU machine (after scripts/install_wheel.sh: it runs through chord_kernels):
     python3 bench/bench_w4a16.py --out DIR [--quick]
+    python3 bench/bench_w4a16.py --set generalization --out DIR [--quick]
+The second runs the generalization set (other models' shapes, decode sizes) instead: each row's
+time against its read floor and the config the resolver picked, no BF16 anchor (run_generalization).
 Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
 accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor
 are reported side by side from the same routing draw, activations and weights. Writes
@@ -432,6 +435,126 @@ def run_tp8(suite, chord, quick, gen):
     torch.cuda.empty_cache()
 
 
+def generalization_weights(library, call, gen):
+    kind = NF4ExpertWeights if call["weight"] == "nf4" else ExpertWeights
+    return kind(library, call["experts"], call["n"], call["k"], gen)
+
+
+def generalization_call(library, call, w, gen):
+    """(timed function, check) of one call of bench/generalization.py on the device: the routing
+    it drew, fresh activations, an output filled with NaN (rows the call must not write stay NaN)."""
+    e, k, n = call["experts"], call["k"], call["n"]
+    identity = torch.arange(e, dtype=torch.int32, device="cuda")
+    if call["mode"] == "masked":
+        masked_m = torch.tensor(call["masked_m"], dtype=torch.int32, device="cuda")
+        max_m = call["max_m"]
+        a = torch.randn(e, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.full((e, max_m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+        valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
+        offsets = torch.cumsum(masked_m, 0).to(torch.int32)
+
+        def check():
+            err = rel_error(out[valid], grouped_mm(a[valid], w.bf16, offsets))
+            clean = bool(torch.isnan(out[~valid]).all()) if (~valid).any() else True
+            return clean and err < 1e-2 and not torch.isnan(out[valid]).any().item(), err
+
+        return (lambda: ck.masked(a, w.packed, masked_m, call["expected_m"], out, library=library)), check
+    topk_ids = torch.tensor(call["topk_ids"], dtype=torch.int32, device="cuda")
+    routes, offsets, _ = grouped_rows(topk_ids, identity, e)
+    if call["mode"] == "offsets":
+        a = torch.randn(routes.numel(), k, device="cuda", generator=gen).to(torch.bfloat16)
+        out = torch.full((routes.numel(), n), float("nan"), dtype=torch.bfloat16, device="cuda")
+        launch = ck.nf4_grouped_mm if call["weight"] == "nf4" else ck.grouped_mm
+        exact = w.dequantize_exact if call["weight"] == "nf4" else True
+
+        def check():
+            err = rel_error(out, grouped_mm(a, w.bf16, offsets))
+            return exact and err < 1e-2 and not torch.isnan(out).any().item(), err
+
+        return (lambda: launch(a, offsets, w.packed, out, library=library)), check
+    block, top_k = call["block_size"], call["kernel_top_k"]
+    sorted_ids, expert_ids, ntp = align_block_size(topk_ids, e, identity, block, extra_blocks=2)
+    routes_all = topk_ids.numel()
+    a = torch.randn(call["a_rows"], k, device="cuda", generator=gen).to(torch.bfloat16)
+    out = torch.full((routes_all, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+
+    def check():
+        ref = grouped_mm(a[routes // top_k], w.bf16, offsets)
+        got = out[routes]
+        err = rel_error(got, ref)
+        return err < 1e-2 and not torch.isnan(got).any().item(), err
+
+    return (lambda: ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, top_k, out, block_size=block,
+                               library=library)), check
+
+
+def run_generalization(args):
+    """The generalization set: every call of bench/generalization.py (its routing drawn there,
+    its config asked of the installed wheel's `chord config` before any GPU work), checked
+    against torch, then timed (median of --reps after warm-up, L2 flushed) against its read
+    floor. One split's weights are held at a time."""
+    import itertools
+    import generalization
+    chord = ck.load_library(args.library) if args.library else None
+    calls = generalization.calls(quick=args.quick, only=args.only)
+    t0 = time.perf_counter()
+    generalization.resolve_configs(calls)
+    print(f"{len(calls)} calls; configs from `chord config` in {time.perf_counter() - t0:.1f} s", flush=True)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(SEED)
+    flush = l2_flush_buffer()
+    settle_clocks()
+    rows, failures = [], 0
+    for split, group in itertools.groupby(calls, key=lambda c: c["split"]):
+        weights = {}
+        for call in group:
+            key = (call["proj"], call["weight"])
+            if key not in weights:
+                weights[key] = generalization_weights(chord, call, gen)
+            fn, check = generalization_call(chord, call, weights[key], gen)
+            t1 = time.perf_counter()
+            fn()
+            torch.cuda.synchronize()
+            first_call_ms = (time.perf_counter() - t1) * 1000.0
+            ok, err = check()
+            failures += not ok
+            us = time_us(fn, flush, reps=args.reps)
+            config = call["config"]
+            row = dict(model=call["model"], split=split, scenario=call["scenario"], mode=call["mode"],
+                       weight=call["weight"], draw=call["draw"], x=call["x"], proj=call["proj"], n=call["n"],
+                       k=call["k"], experts=call["experts"], routed_rows=call["routed_rows"],
+                       active_experts=call["active_experts"], config=generalization.config_label(config),
+                       config_source=config.get("source"), kernel=config.get("kernel"), chord_us=round(us, 2),
+                       floor_us=round(call["floor_us"], 2), floor_bytes=call["bytes"],
+                       pct_floor=round(100.0 * call["floor_us"] / us, 1), check="ok" if ok else "FAIL",
+                       rel_error=err, first_call_ms=round(first_call_ms, 1))
+            rows.append(row)
+            print(f"{row['scenario']:28s} {row['x']:>3} {row['proj']:7s} rows={row['routed_rows']:4d} "
+                  f"experts={row['active_experts']:3d} {us:8.1f}us floor={row['floor_us']:7.1f}us "
+                  f"{row['pct_floor']:5.1f}% {row['check']} {row['config']} [{row['config_source']}]", flush=True)
+        del weights, fn, check
+        torch.cuda.empty_cache()
+    return rows, failures
+
+
+def generalization_summary(rows, worst=15):
+    """Text: % of the read floor per scenario and projection (min / median / max), then the
+    worst rows."""
+    lines = ["% of the read floor (floor / time), per scenario and projection: min / median / max"]
+    keyed = {}
+    for r in rows:
+        keyed.setdefault((r["scenario"], r["proj"]), []).append(r["pct_floor"])
+    for (scenario, proj), pcts in keyed.items():
+        p = sorted(pcts)
+        lines.append(f"  {scenario:28s} {proj:7s} {p[0]:5.1f} / {p[len(p) // 2]:5.1f} / {p[-1]:5.1f}")
+    lines.append(f"worst {worst} rows:")
+    for r in sorted(rows, key=lambda r: r["pct_floor"])[:worst]:
+        lines.append(f"  {r['pct_floor']:5.1f}%  {r['scenario']} x={r['x']} {r['proj']} ({r['n']} x {r['k']}, "
+                     f"{r['routed_rows']} rows on {r['active_experts']} experts) {r['chord_us']} us vs "
+                     f"{r['floor_us']} us: {r['config']} [{r['config_source']}]")
+    return "\n".join(lines)
+
+
 def commit_label():
     """CHORD_BENCH_COMMIT if set, else the checkout's HEAD, marked "+modified" when tracked files
     differ from it: a copy of a newer tree over older git metadata (as on the device machine)
@@ -516,6 +639,8 @@ def draw(rows, path):
 def command_line(args):
     """The options that change what the rows measure, as a command (recorded in bench.json)."""
     parts = ["python3", "bench/bench_w4a16.py"]
+    if args.set != "suite":
+        parts += ["--set", args.set, "--reps", str(args.reps)]
     for flag, on in (("--quick", args.quick), ("--fixed-blocks", args.fixed_blocks), ("--interleaved", args.interleaved)):
         if on:
             parts.append(flag)
@@ -544,11 +669,29 @@ def main():
                              "call through the same chord_kernels functions (on our packed weights, checked the "
                              "same way), rep by rep with ours and the anchor (one clock); a before / after "
                              "comparison in one process")
+    parser.add_argument("--set", choices=("suite", "generalization"), default="suite",
+                        help="the section of shapes/suite.json to run: the suite (default) or the generalization "
+                             "set (decode rows of other models: time against the read floor and the chosen config; "
+                             "--only, --quick and --library apply, the other options do not)")
+    parser.add_argument("--reps", type=int, default=50, help="--set generalization: timed reps per row")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    suite = run(args)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command=command_line(args))
+    if args.set == "generalization":
+        started = time.perf_counter()
+        rows, failures = run_generalization(args)
+        summary = generalization_summary(rows)
+        meta["seconds"] = round(time.perf_counter() - started, 1)
+        with open(os.path.join(args.out, "generalization.json"), "w") as f:
+            json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        with open(os.path.join(args.out, "generalization_summary.txt"), "w") as f:
+            f.write(summary + "\n")
+        print("\n" + summary)
+        print(f"\n{len(rows)} rows, {failures} failed checks, {meta['seconds']} s; generalization.json and "
+              f"generalization_summary.txt in {args.out}")
+        return 1 if failures else 0
+    suite = run(args)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))

@@ -1,6 +1,7 @@
 """The suite's shapes, read from shapes/suite.json (shapes/README.md): the models, their splits
-(one GPU's experts and GEMM shapes) and the bench's rows. The library's parser checks the file
-strictly (the CPU tests); this module only reads it."""
+(one GPU's experts and GEMM shapes) and the bench's rows; `Section("generalization")` reads the
+generalization set the same way. The library's parser checks the file strictly (the CPU tests);
+this module only reads it."""
 import json
 import os
 
@@ -42,3 +43,21 @@ def routing(scenario):
     split = SPLITS[row["split"]]
     over = split["experts_local"] if row["routed_over"] == "local_experts" else model(row["split"])["experts"]
     return over, model(row["split"])["top_k"], row["routing_block"]
+
+
+class Section:
+    """One section of the file: models and splits by name, rows in file order."""
+
+    def __init__(self, name, path=PATH):
+        doc = load(path, name)
+        self.name = name
+        self.models = {m["name"]: m for m in doc["models"]}
+        self.splits = {s["name"]: s for s in doc["splits"]}
+        self.rows = list(doc["rows"])
+
+    def model(self, split):
+        return self.models[self.splits[split]["model"]]
+
+    def sweep(self, row, quick):
+        """The values a row runs: its sweep, or its quick subset under --quick."""
+        return list(row["quick"]) if quick else next(list(row[k]) for k in _SWEEP_KEYS if k in row)

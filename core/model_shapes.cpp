@@ -18,8 +18,9 @@ constexpr const char* kSetKeys[] = {"about", "models", "splits", "rows"};
 constexpr const char* kModelKeys[] = {"name", "title", "hidden", "moe_intermediate", "experts", "top_k"};
 constexpr const char* kSplitKeys[] = {"name", "model", "ep", "tp", "kernel_set", "experts_local", "gate_up", "down"};
 constexpr const char* kGemmKeys[] = {"n", "k"};
-constexpr const char* kRowKeys[] = {"scenario", "split",  "mode",  "weight",          "routed_over",    "routing_block",
-                                    "tokens",   "tokens_per_expert", "rows_per_expert", "quick"};
+constexpr const char* kRowKeys[] = {"scenario",          "split",           "mode",  "weight", "routed_over", "routing_block",
+                                    "draw",              "tokens",          "tokens_per_expert",
+                                    "rows_per_expert",   "quick"};
 // What a row's sweep counts, by mode (the W4A16 modes of jit/families/w4a16.hpp).
 constexpr const char* kModeSweeps[][2] = {
     {"contiguous", "rows_per_expert"}, {"masked", "tokens_per_expert"}, {"offsets", "tokens"}, {"indexed", "tokens"}};
@@ -113,6 +114,12 @@ void parse_set(ModelShapes& out, const std::string& set, const json& doc, const 
                   model->hidden);
     CHORD_REQUIRE(split.down == (GemmShape{model->hidden, intermediate}),
                   "{}: down must be N = hidden = {}, K = moe_intermediate / tp = {}", at, model->hidden, intermediate);
+    // The resolver's configs run any N % 16 == 0, K % 64 == 0 (include/chord/chord.h); a split
+    // outside that is one chord cannot serve, so it has no place in the bench.
+    for (const GemmShape& g : {split.gate_up, split.down}) {
+      CHORD_REQUIRE(g.n % 16 == 0 && g.k % 64 == 0, "{}: GEMM N {} x K {} breaks N % 16 == 0, K % 64 == 0", at, g.n,
+                    g.k);
+    }
     out.splits.push_back(split);
   }
   for (const json& r : array_field(doc, "rows", where)) {
@@ -149,6 +156,12 @@ void parse_set(ModelShapes& out, const std::string& set, const json& doc, const 
                     "{}: routed_over '{}' is not local_experts or model_experts", at, row.routed_over);
       row.routing_block = positive(r, "routing_block", at);
     }
+    // Which experts a route picks: only the modes that route tokens (indexed, offsets) draw.
+    CHORD_REQUIRE(!r.contains("draw") || indexed || row.mode == "offsets", "{}: a {} row has no routing to draw", at,
+                  row.mode);
+    row.draw = optional_json_field<std::string>(r, "draw", "mild", at);
+    CHORD_REQUIRE(row.draw == "mild" || row.draw == "uniform" || row.draw == "skewed",
+                  "{}: draw '{}' is not mild, uniform or skewed", at, row.draw);
     row.sweep = sweep(r, sweep_key, at);
     CHORD_REQUIRE(!row.sweep.empty(), "{}: '{}' is empty", at, sweep_key);
     row.quick = sweep(r, "quick", at);

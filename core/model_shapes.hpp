@@ -40,6 +40,7 @@ struct ShapeRow {
   std::string weight = "int4";  // "int4" or "nf4"
   std::string routed_over;      // indexed: "local_experts" or "model_experts"
   int routing_block = 0;        // indexed: the moe_align_block_size block of the fixed-block runs
+  std::string draw = "mild";    // indexed, offsets: how routes pick experts: mild, uniform, skewed
   std::vector<int64_t> sweep, quick;
 };
 

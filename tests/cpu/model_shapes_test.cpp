@@ -1,5 +1,6 @@
 // The shapes file (shapes/suite.json) is the one definition of the suite's shapes: it parses,
 // its derived GEMMs follow from its models, and the tuning tables and kernel sets agree with it.
+#include <algorithm>
 #include <string>
 
 #include <catch2/catch.hpp>
@@ -118,8 +119,47 @@ TEST_CASE("shapes: a malformed shapes file is rejected naming the entry", "[shap
   wrong = file();
   wrong.replace(wrong.find("\"quick\": [8]"), 12, "\"quick\": [9]");
   rejects(wrong, "quick value 9");
+  rejects(file("", R"(, "draw": "uniform")"), "a masked row has no routing to draw");
+  wrong = file("", "", kGeneralization);
+  wrong.replace(wrong.find("\"rows\": []"), 10,
+                R"("rows": [{"scenario": "g d", "split": "g1", "mode": "offsets", "draw": "zipf", "tokens": [1], "quick": []}])");
+  rejects(wrong, "draw 'zipf' is not mild, uniform or skewed");
+  // gpt-oss-120b under TP2: moe_intermediate 2880 / 2 = 1440 is not a multiple of 64.
+  rejects(file("", "", R"(, "generalization": {"about": "g",
+    "models": [{"name": "o", "title": "O", "hidden": 2880, "moe_intermediate": 2880, "experts": 128, "top_k": 4}],
+    "splits": [{"name": "o2", "model": "o", "ep": 1, "tp": 2, "experts_local": 128,
+                "gate_up": {"n": 2880, "k": 2880}, "down": {"n": 2880, "k": 1440}}], "rows": []})"),
+          "GEMM N 2880 x K 1440 breaks N % 16 == 0, K % 64 == 0");
   rejects(file("", "", R"(, "generalization": {"about": "g", "models": [], "splits": [{"name": "s8", "model": "m",
             "ep": 8, "tp": 1, "experts_local": 48, "gate_up": {"n": 4096, "k": 7168}, "down": {"n": 7168, "k": 2048}}],
             "rows": []})"),
           "defined twice");
+}
+
+TEST_CASE("shapes: the generalization set is other models' splits, untuned and no kernel set", "[shapes]") {
+  const chord::ModelShapes& shapes = chord::model_shapes();
+  std::vector<const chord::ShapeSplit*> generalization;
+  for (const auto& split : shapes.splits) {
+    if (split.set == "generalization") generalization.push_back(&split);
+  }
+  REQUIRE(generalization.size() >= 8);
+  std::vector<std::string> models;
+  for (const chord::ShapeSplit* split : generalization) {
+    INFO(split->name);
+    CHECK(!split->kernel_set);
+    CHECK(shapes.model(split->model)->set == "generalization");
+    if (std::find(models.begin(), models.end(), split->model) == models.end()) models.push_back(split->model);
+    for (const auto& table : chord::tuning_tables()) CHECK(table.split != split->name);
+    for (const chord::ShapeSplit* kernel_set : shapes.kernel_sets()) CHECK(kernel_set->name != split->name);
+  }
+  CHECK(models.size() >= 8);  // issue 29: at least 8 public models besides the suite's
+  int rows = 0;
+  for (const auto& row : shapes.rows) {
+    if (row.set != "generalization") continue;
+    ++rows;
+    INFO(row.scenario);
+    CHECK(shapes.split(row.split)->set == "generalization");
+    if (row.mode == "indexed") CHECK(row.draw != "mild");  // uniform or skewed, named
+  }
+  CHECK(rows > 0);
 }
