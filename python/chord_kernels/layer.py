@@ -1,4 +1,5 @@
 """IndexedW4A16Layer: the experts of one MoE projection, packed for chord's indexed GEMM."""
+import warnings
 from typing import Optional
 
 import torch
@@ -8,29 +9,36 @@ from .routing import block_size_for_rows, moe_align_block_size
 
 
 class IndexedW4A16Layer(torch.nn.Module):
-    """num_experts x [n, k] INT4 group-32 weights, run on moe_align_block_size routing.
+    """num_experts x [n, k] INT4 weights, run on moe_align_block_size routing.
 
-    profile: "auto" picks the routing block per batch from the mean routed rows per expert;
-    "decode" / "prefill" fix it (16 / 64 rows). The packed buffers are registered as
-    buffers, so .to() / state_dict() carry them; the tag is plain Python ints.
+    block_policy: "auto" picks the routing block per batch from the mean routed rows per
+    expert; "decode" / "prefill" fix it (16 / 64 rows). `profile=` is its deprecated name.
+    The packed buffers are registered as buffers, so .to() / state_dict() carry them; the
+    tag is plain Python ints.
     """
 
-    def __init__(self, num_experts: int, n: int, k: int, profile: str = "auto",
-                 device: Optional[torch.device] = None):
+    def __init__(self, num_experts: int, n: int, k: int, block_policy: str = "auto",
+                 device: Optional[torch.device] = None, *, profile: Optional[str] = None):
         super().__init__()
+        if profile is not None:
+            warnings.warn("IndexedW4A16Layer(profile=...) is deprecated: use block_policy=", DeprecationWarning,
+                          stacklevel=2)
+            block_policy = profile
         if n % _ops.PACK_N or k % _ops.PACK_K or num_experts < 1:
             raise ValueError(f"chord_kernels: IndexedW4A16Layer needs E >= 1, N % {_ops.PACK_N} == 0 and "
                              f"K % {_ops.PACK_K} == 0, got E={num_experts} N={n} K={k}")
-        block_size_for_rows(1.0, profile)  # rejects an unknown profile now, not at forward
-        self.num_experts, self.n, self.k, self.profile = int(num_experts), int(n), int(k), profile
+        block_size_for_rows(1.0, block_policy)  # rejects an unknown policy now, not at forward
+        self.num_experts, self.n, self.k = int(num_experts), int(n), int(k)
+        self.block_policy = block_policy
         device = torch.device(device) if device is not None else None
         self.register_buffer("packed_weight", torch.empty(0, dtype=torch.uint8, device=device))
         self.register_buffer("packed_scales", torch.empty(0, dtype=torch.uint8, device=device))
         self.tag = None
 
-    def load_weight(self, weight: torch.Tensor, scale: torch.Tensor) -> None:
+    def load_weight(self, weight: torch.Tensor, scale: torch.Tensor, group_size: int = _ops.GROUP_SIZE) -> None:
         """weight: codes [E, N, K] (uint8/int32) or the checkpoint's compressed-tensors int32
-        [E, N, K/8] (inferred from the last dimension); scale [E, N, K/32]."""
+        [E, N, K/8] (inferred from the last dimension); scale [E, N, K/group_size]
+        (pack_w4a16's group sizes)."""
         expected_last = (self.k, self.k // 8)
         if weight.dim() != 3 or tuple(weight.shape[:2]) != (self.num_experts, self.n) \
                 or weight.shape[2] not in expected_last:
@@ -40,7 +48,7 @@ class IndexedW4A16Layer(torch.nn.Module):
         if device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())
         with torch.cuda.device(device):
-            packed = _ops.pack_w4a16(weight.to(device), scale.to(device))
+            packed = _ops.pack_w4a16(weight.to(device), scale.to(device), group_size)
         self.packed_weight = packed.weight
         self.packed_scales = packed.scales
         self.tag = packed.tag
@@ -52,7 +60,7 @@ class IndexedW4A16Layer(torch.nn.Module):
         return _ops.W4A16Weight(self.packed_weight, self.packed_scales, self.tag)
 
     def block_size(self, num_routes: int) -> int:
-        return block_size_for_rows(num_routes / self.num_experts, self.profile)
+        return block_size_for_rows(num_routes / self.num_experts, self.block_policy)
 
     def align(self, topk_ids: torch.Tensor, expert_map: Optional[torch.Tensor] = None):
         """Routing for forward(): (sorted_ids, expert_ids, num_tokens_padded, block_size)."""

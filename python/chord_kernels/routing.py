@@ -60,20 +60,23 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
     return sorted_ids, expert_ids, num_tokens_padded
 
 
-def block_size_for_rows(rows_per_expert: float, profile: str = "auto") -> int:
+BLOCK_POLICIES = ("auto", "decode", "prefill")
+
+
+def block_size_for_rows(rows_per_expert: float, block_policy: str = "auto") -> int:
     """The routing block (and so the largest GEMM M tile) for a mean of rows_per_expert
     routed rows per local expert. chord's resolver sizes its M tile for 1.5x the mean and
     needs the tile to divide the block; blocks above 64 rows pad too many rows at MoE
     batch sizes, so 64 is the largest.
 
-    profile: "auto" (from the rows), "decode" (16) or "prefill" (64).
+    block_policy: "auto" (from the rows), "decode" (16) or "prefill" (64).
     """
-    if profile == "decode":
+    if block_policy == "decode":
         return 16
-    if profile == "prefill":
+    if block_policy == "prefill":
         return 64
-    if profile != "auto":
-        raise ValueError(f"chord_kernels: unknown profile '{profile}'; use 'auto', 'decode' or 'prefill'")
+    if block_policy != "auto":
+        raise ValueError(f"chord_kernels: unknown block_policy '{block_policy}'; use 'auto', 'decode' or 'prefill'")
     rows = rows_per_expert * 1.5
     for block in (16, 32):
         if rows <= block:

@@ -210,7 +210,11 @@ def test_pack_argument_checks():
         ck.pack_w4a16_grouped(torch.zeros(2, 64, 128, dtype=torch.uint8), scale, mode="ragged")
     with pytest.raises(ValueError, match="scale"):
         ck.pack_w4a16(torch.zeros(2, 64, 128, dtype=torch.uint8), torch.ones(2, 32, 4))
-    with pytest.raises(ValueError, match="profile"):
+    with pytest.raises(ValueError, match="block_policy 'fast'"):
+        ck.IndexedW4A16Layer(4, 64, 128, block_policy="fast")
+    with pytest.warns(DeprecationWarning, match="block_policy"):
+        assert ck.IndexedW4A16Layer(4, 64, 128, profile="decode").block_size(10 ** 6) == 16
+    with pytest.raises(ValueError, match="block_policy 'fast'"), pytest.warns(DeprecationWarning):
         ck.IndexedW4A16Layer(4, 64, 128, profile="fast")
 
 
