@@ -2,7 +2,9 @@
 
     from chord_kernels import pack_w4a16, indexed, contiguous, masked, grouped_mm, dequantize
 
-Weights are INT4 group-32 (W = bf16((code - 8) * scale)), activations and outputs BF16;
+Weights are INT4, symmetric (W = bf16((code - 8) * scale), a scale per group of 32 or a
+multiple of 32 along K; from_gptq / from_compressed_tensors pack checkpoint tensors as
+stored), activations and outputs BF16;
 or NF4 in the bitsandbytes format (NF4Weights, nf4_grouped_mm), activations BF16 or FP16.
 Every operator is a torch library op in the ``chord`` namespace (torch.ops.chord.*) with a
 fake implementation; none synchronizes the host. docs/python.md has the details.
@@ -35,6 +37,7 @@ from ._ops import (
     pack_w4a16_grouped,
     tuning_table_json,
 )
+from .checkpoint import from_awq, from_compressed_tensors, from_gptq
 from .layer import IndexedW4A16Layer
 from .nf4 import (
     FORMAT_NF4,
@@ -52,6 +55,7 @@ __version__ = _lib.version()
 __all__ = [
     "Library", "load_library",
     "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
+    "from_awq", "from_compressed_tensors", "from_gptq",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
     "routing_capacity", "tuning_table_json", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",

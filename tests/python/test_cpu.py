@@ -479,3 +479,56 @@ def test_wheel_kernel_layer_gives_first_call_hits(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "(0 compiled," in proc.stdout, proc.stdout
     assert os.environ.get("CHORD_CACHE_READONLY_DIRS") == _native.KERNEL_LAYER
+
+
+# -- checkpoint readers (chord_kernels.checkpoint) ------------------------------------------
+
+def gptq_tensors(e=2, n=64, k=256, group=128, seed=0):
+    """A symmetric GPTQ layer as the checkpoint stores it: qweight int32 [E, K/8, N] packed
+    along K, scales fp16 [E, K/G, N], qzeros int32 [E, K/G, N/8] of 0x77777777, g_idx [E, K]."""
+    gen = torch.Generator().manual_seed(seed)
+    codes = torch.randint(0, 16, (e, k, n), generator=gen, dtype=torch.int64)
+    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))
+    qweight = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+    scales = (torch.rand(e, k // group, n, generator=gen) * 0.01 + 0.001).to(torch.float16)
+    qzeros = torch.full((e, k // group, n // 8), 0x77777777, dtype=torch.int32)
+    g_idx = (torch.arange(k, dtype=torch.int32) // group).expand(e, k).contiguous()
+    return codes, qweight, scales, qzeros, g_idx
+
+
+def test_gptq_qweight_transposed_is_the_compressed_tensors_form():
+    """The claim from_gptq rests on: GPTQ's qweight (vLLM's own gptq_pack) transposed is
+    the compressed-tensors word layout of the same codes, which chord's packer reads."""
+    pytest.importorskip("vllm", reason="vLLM's GPTQ packer is the independent reference")
+    from vllm.model_executor.layers.quantization.utils.quant_utils import gptq_pack
+    codes, qweight, _, _, _ = gptq_tensors(e=1, n=64, k=256)
+    assert torch.equal(gptq_pack(codes[0].to(torch.int32), 4, 256, 64), qweight[0])
+    assert torch.equal(qweight[0].T.contiguous(), pack_int4(codes[0].T))
+
+
+def test_checkpoint_readers_refuse_what_they_cannot_serve():
+    _, qweight, scales, qzeros, g_idx = gptq_tensors()
+    with pytest.raises(NotImplementedError, match="symmetric zero"):
+        ck.from_gptq(qweight, scales, qzeros ^ 1, g_idx)
+    shuffled = g_idx[:, torch.randperm(256, generator=torch.Generator().manual_seed(1))]
+    with pytest.raises(NotImplementedError, match="act-order"):
+        ck.from_gptq(qweight, scales, qzeros, shuffled)
+    with pytest.raises(ValueError, match="'qweight' must be torch.int32"):
+        ck.from_gptq(qweight.to(torch.int64), scales, qzeros, g_idx)
+    with pytest.raises(ValueError, match="'scales' must be"):
+        ck.from_gptq(qweight, scales[:, :, :32], qzeros, g_idx)
+    with pytest.raises(ValueError, match="'qzeros' must be"):
+        ck.from_gptq(qweight, scales, qzeros[:, :, :4], g_idx)
+    with pytest.raises(ValueError, match="3 scale groups do not divide K = 256"):
+        ck.from_gptq(qweight, scales[:, :1].expand(-1, 3, -1), None, None)
+    with pytest.raises(NotImplementedError, match="zero points"):
+        ck.from_awq(qweight, qzeros, scales)
+    packed = torch.zeros(2, 64, 32, dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="weight_zero_point"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 8, 2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="weight_shape"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), weight_shape=torch.tensor([[64, 128]] * 2))
+    with pytest.raises(ValueError, match="group size 48"):
+        ck.from_compressed_tensors(torch.zeros(2, 64, 24, dtype=torch.int32), torch.ones(2, 64, 4))
+    with pytest.raises(ValueError, match="'weight_scale' must be"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 32, 2))

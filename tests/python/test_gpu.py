@@ -75,6 +75,37 @@ def test_pack_coarser_groups_exact(group_size):
     assert rel_err(out, expect) < REL_TOL
 
 
+def test_gptq_g128_checkpoint_layout():
+    """A symmetric GPTQ group-128 layer under the names and dtypes GPTQ saves (qweight
+    int32 [E, K/8, N] packed along K, scales fp16 [E, K/128, N], qzeros of 0x77777777, g_idx)
+    through from_gptq: dequantizes to bf16((code - 8) * bf16(scale)) bit for bit, and the
+    offsets GEMM on it matches torch."""
+    e, n, k, group = 4, 256, 512, 128
+    gen = torch.Generator(device="cuda").manual_seed(26)
+    codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
+    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))
+    tensors = {
+        "qweight": torch.where(words >= 2**31, words - 2**32, words).to(torch.int32),
+        "scales": (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16),
+        "qzeros": torch.full((e, k // group, n // 8), 0x77777777, dtype=torch.int32, device="cuda"),
+        "g_idx": (torch.arange(k, dtype=torch.int32, device="cuda") // group).expand(e, k).contiguous(),
+    }
+    packed = ck.from_gptq(**tensors)
+    scale = tensors["scales"].to(torch.bfloat16).float().repeat_interleave(group, 1)  # [E, K, N]
+    ref = ((codes.float() - 8) * scale).to(torch.bfloat16).transpose(1, 2)  # [E, N, K]
+    assert torch.equal(ck.dequantize(packed), ref)
+    counts = torch.tensor([3, 0, 1, 9], device="cuda")
+    a = torch.randn(int(counts.sum()), k, device="cuda", generator=gen).to(torch.bfloat16)
+    out = ck.grouped_mm(a, counts.cumsum(0).to(torch.int32), packed)
+    expert = torch.repeat_interleave(torch.arange(e, device="cuda"), counts)
+    assert rel_err(out, torch.einsum("mk,mnk->mn", a.float(), ref[expert].float())) < REL_TOL
+    # The same codes as a compressed-tensors group-128 layer: the same packed bytes.
+    ct = ck.from_compressed_tensors(tensors["qweight"].transpose(1, 2).contiguous(),
+                                    tensors["scales"].transpose(1, 2).to(torch.bfloat16),
+                                    weight_shape=torch.tensor([n, k], device="cuda").expand(e, 2))
+    assert torch.equal(ct.weight, packed.weight) and torch.equal(ct.scales, packed.scales)
+
+
 def ragged_counts(e, mean, gen):
     counts = torch.randint(0, 2 * mean + 1, (e,), generator=gen, device="cuda")
     counts[1] = 0  # an empty expert
