@@ -496,16 +496,6 @@ def gptq_tensors(e=2, n=64, k=256, group=128, seed=0):
     return codes, qweight, scales, qzeros, g_idx
 
 
-def test_gptq_qweight_transposed_is_the_compressed_tensors_form():
-    """The claim from_gptq rests on: GPTQ's qweight (vLLM's own gptq_pack) transposed is
-    the compressed-tensors word layout of the same codes, which chord's packer reads."""
-    pytest.importorskip("vllm", reason="vLLM's GPTQ packer is the independent reference")
-    from vllm.model_executor.layers.quantization.utils.quant_utils import gptq_pack
-    codes, qweight, _, _, _ = gptq_tensors(e=1, n=64, k=256)
-    assert torch.equal(gptq_pack(codes[0].to(torch.int32), 4, 256, 64), qweight[0])
-    assert torch.equal(qweight[0].T.contiguous(), pack_int4(codes[0].T))
-
-
 def test_checkpoint_readers_refuse_what_they_cannot_serve():
     _, qweight, scales, qzeros, g_idx = gptq_tensors()
     with pytest.raises(NotImplementedError, match="symmetric zero"):

@@ -238,3 +238,16 @@ def test_tuning_rows_are_what_vllm_looks_up():
 def test_unsupported_formats_are_refused_by_name(make):
     with pytest.raises(NotImplementedError, match="chord serves INT4 W4A16"):
         make()
+
+
+def test_gptq_qweight_transposed_is_the_compressed_tensors_form():
+    """The claim from_gptq rests on: GPTQ's qweight (vLLM's own gptq_pack) transposed is
+    the compressed-tensors word layout of the same codes, which chord's packer reads."""
+    from humming.utils.weight import pack_int4
+    from vllm.model_executor.layers.quantization.utils.quant_utils import gptq_pack
+    gen = torch.Generator().manual_seed(0)
+    codes = torch.randint(0, 16, (1, 256, 64), generator=gen, dtype=torch.int64)
+    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))  # from_gptq's test layout
+    qweight = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+    assert torch.equal(gptq_pack(codes[0].to(torch.int32), 4, 256, 64), qweight[0])
+    assert torch.equal(qweight[0].T.contiguous(), pack_int4(codes[0].T))
