@@ -139,15 +139,19 @@ __device__ __forceinline__ unsigned int fma_x2(unsigned int a, unsigned int b, u
   }
   return d;
 }
-// (x & 0x000f000f) | 0x43004300 in one lop3: the two nibbles at bits 0 and 16 become the
-// mantissa LSBs of the bf16 pair {128 + lo, 128 + hi}. Written as PTX because from C the
-// compiler emits an AND and an OR (SASS LOP3 takes one immediate); ptxas keeps one constant in
-// a register instead.
-__device__ __forceinline__ unsigned int nibble_pair_bf16(unsigned int x) {
+// (x & 0x000f000f) | magic in one lop3: the two nibbles at bits 0 and 16 become the mantissa
+// LSBs of the ELEM pair {M + lo, M + hi}, M = 128 (bf16 0x4300) or 1024 (fp16 0x6400), where
+// the ulp is 1. Written as PTX because from C the compiler emits an AND and an OR (SASS LOP3
+// takes one immediate); ptxas keeps one constant in a register instead.
+template <int ELEM>
+__device__ __forceinline__ unsigned int nibble_pair(unsigned int x) {
   unsigned int d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(x), "n"(0x000f000f), "n"(0x43004300));
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n"
+      : "=r"(d)
+      : "r"(x), "n"(0x000f000f), "n"(ELEM == 1 ? 0x64006400 : 0x43004300));
   return d;
 }
+__device__ __forceinline__ unsigned int nibble_pair_bf16(unsigned int x) { return nibble_pair<0>(x); }
 __device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, unsigned int sel) {
   unsigned int d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));

@@ -1,7 +1,8 @@
 // Dequantize math of the two 4-bit weight kinds, from a packed word to the bf16 / fp16
 // registers of an mma.m16n8k16 A fragment, shared by the GEMMs and the unpack / dequantize
 // kernels:
-//   INT4 (w4a16_detail): bf16((code - 8) * scale), exact code arithmetic in bf16 fmas;
+//   INT4 (w4a16_detail): T((code - 8) * scale), T = BF16 or FP16 (the scale's type), exact
+//   code arithmetic in T fmas;
 //   NF4 (nf4_detail): T(table[code] * absmax), T = BF16 or FP16, bitsandbytes' rounding
 //   (FP32 product rounded once to FP32 and once to T), and the GEMMs' shared-memory pair table.
 // The decode tiles of the mma.sync GEMM apply the scale to FP32 partial sums instead
@@ -14,39 +15,44 @@
 namespace chord {
 namespace w4a16_detail {
 
-// One packed 32-bit weight word -> the four bf16x2 registers of an mma.m16n8k16 A fragment,
+// One packed 32-bit weight word -> the four ELEM x2 registers of an mma.m16n8k16 A fragment,
 // with the scales splatted: s_lo = {s[g], s[g]} for registers 0 and 2 (row g), s_hi =
-// {s[g+8], s[g+8]} for 1 and 3 (row g + 8).
+// {s[g+8], s[g+8]} for 1 and 3 (row g + 8). ELEM: bf16 (the INT4 kind) or fp16 (INT4 FP16:
+// fp16 scales and activations).
 // Word layout: register p (p = 0..3) takes its low element from bits 4p..4p+3 and its high
 // element from bits 16+4p..16+4p+3, so (q >> 4p) & 0x000f000f puts both nibbles in the
-// mantissa LSBs of a bf16 pair; OR 0x4300 (128.0) gives 128 + code exactly.
-//   x = (128 + code) * 1 - 136      exact (|code - 8| <= 8 fits the 8-bit significand)
-//   w = x * scale + (-0)            one rounding of the exact product == bf16 multiply
+// mantissa LSBs of a 16-bit pair; OR the magic M (bf16 128.0, fp16 1024.0: ulp 1) gives
+// M + code exactly.
+//   x = (M + code) * 1 - (M + 8)    exact (code - 8 fits either significand)
+//   w = x * scale + (-0)            one rounding of the exact product == ELEM((code - 8) * scale)
 // fma is used for both because mul/sub.bf16x2 do not exist on sm_80; the results are the
 // same bits on every arch. Callers that decode both 16-k words of a group splat once.
+template <int ELEM = kNF4BF16>
 __device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
                                                    unsigned int* a) {
-  const unsigned int kOne = 0x3f803f80u;      // {1.0, 1.0}
-  const unsigned int kM136 = 0xc308c308u;     // {-136.0, -136.0}
+  constexpr unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;    // {1.0, 1.0}
+  constexpr unsigned int kMinusM8 = ELEM == kNF4FP16 ? 0xe408e408u : 0xc308c308u;  // {-(M + 8)} x2
   const unsigned int kNegZero = 0x80008000u;  // {-0.0, -0.0}
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const unsigned int x = ptx::nibble_pair_bf16(q >> (4 * p));
-    const unsigned int v = ptx::fma_x2<kNF4BF16>(x, kOne, kM136);
-    a[p] = ptx::fma_x2<kNF4BF16>(v, (p & 1) ? s_hi : s_lo, kNegZero);
+    const unsigned int x = ptx::nibble_pair<ELEM>(q >> (4 * p));
+    const unsigned int v = ptx::fma_x2<ELEM>(x, kOne, kMinusM8);
+    a[p] = ptx::fma_x2<ELEM>(v, (p & 1) ? s_hi : s_lo, kNegZero);
   }
 }
 
 // The same from the scale word s2 = {s[g], s[g+8]}.
+template <int ELEM = kNF4BF16>
 __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, unsigned int* a) {
-  dequant_word_splat(q, ptx::splat_lo(s2), ptx::splat_hi(s2), a);
+  dequant_word_splat<ELEM>(q, ptx::splat_lo(s2), ptx::splat_hi(s2), a);
 }
 
 // One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
 // to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
 //   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
 // (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
-// dequant_word go away; the -136 term is the same for every weight row, so it is one MMA with
+// dequant_word go away (BF16 only: in FP16 the offset is 1024, whose cancellation in the fp32
+// sums would cost about as much as the FP16 output's rounding, so FP16 tiles dequantize); the -136 term is the same for every weight row, so it is one MMA with
 // a constant A per token tile and k16 step, shared by the NT n tiles, and it seeds each group
 // sum. Products are exact in the fp32 MMA; the result differs from the bf16-dequantized
 // reference only by that reference's rounding of (code - 8) * scale to bf16.

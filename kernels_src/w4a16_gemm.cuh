@@ -1,5 +1,6 @@
 // W4A16 grouped MoE GEMM, mma.sync path (sm_80+): out[row][n] = sum_k A[row][k] * W[e][n][k],
-// W = bf16((code - 8) * scale), fp32 accumulation, bf16 output.
+// W = T((code - 8) * scale), fp32 accumulation, T output (T = BF16, or FP16 for the INT4 FP16
+// weight kind; NF4: WEIGHT below).
 //
 // Orientation (the decode target): the dequantized weight is the MMA "A" operand (16 n-rows
 // x 16 k per fragment, straight from the packed words) and the tokens are the narrow "B"
@@ -90,15 +91,15 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // fp32 partials from their shared memory (DSMEM) in rank order, so the result does not
   // depend on timing, and writes the tile. For decode grids too small to fill the GPU
   // (few active experts): more CTAs keep more weight bytes in flight.
-  // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with one FP32 absmax per
-  // 64 k (docs/packed_layout.md, "NF4"; same word order, so every address below is shared) and
-  // BF16 or FP16 activations. The scale tile of a stage has the same bytes either way; NF4 adds
-  // the decode's pair table after the pipeline (w4a16_decode.cuh).
-  static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
-                "unknown W4A16 weight kind");
+  // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 or FP16 scales (activations and output
+  // of the scale's type), or NF4 with one FP32 absmax per 64 k (docs/packed_layout.md, "NF4";
+  // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
+  // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
+  // pipeline (w4a16_decode.cuh).
+  static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
   static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
-  constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
+  constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr int kGroup = kNF4 ? kNF4BlockSize : kW4A16GroupSize;  // k per scale
   constexpr int kSB = kNF4 ? 4 : 2;                                // bytes per scale
@@ -111,11 +112,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // token tiles amortize the per-weight decode over more MMAs and keep the bf16-dequantized
   // weights (dequant_word), bit-identical to the reference (measured on the H200: at 16 tokens
   // per warp the group sums were slower, 253.7 vs 241.6 us on masked EP8 12 tok/expert gate_up).
-  constexpr bool kScaleInAcc = !kNF4 && kMT == 1;
+  // BF16 only (int4_group_mma): FP16 INT4 dequantizes on every tile.
+  constexpr bool kInt4Sums = !kNF4 && kElem == kNF4BF16;
+  constexpr bool kScaleInAcc = kInt4Sums && kMT == 1;
   // INT4 staged tiles of 16 tokens (one warp along M) whose tile holds <= 8 rows take the group
   // sums on the first token tile only: the second one is all zero-filled rows (ragged decode:
   // an expert below the tile's 8-row midpoint). CTA-uniform branch, decided once per tile.
-  constexpr bool kNarrowPath = !kNF4 && kMT == 2 && WARPS_M == 1 && PATH == kW4A16PathStaged;
+  constexpr bool kNarrowPath = kInt4Sums && kMT == 2 && WARPS_M == 1 && PATH == kW4A16PathStaged;
   // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
   // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
   constexpr bool kNF4Sum = kNF4 && kMT == 1;
@@ -416,9 +419,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 for (int jj = 0; jj < 2; ++jj) {
                   const int j = 2 * h + jj;
                   unsigned int af[4];
-                  dequant_word_splat(cw[i][j], s_lo, s_hi, af);
+                  dequant_word_splat<kElem>(cw[i][j], s_lo, s_hi, af);
 #pragma unroll
-                  for (int m = 0; m < kMT; ++m) ptx::mma_bf16_16816(acc[i][m], af, b[j][m][0], b[j][m][1]);
+                  for (int m = 0; m < kMT; ++m) ptx::mma_t<kElem>(acc[i][m], af, b[j][m][0], b[j][m][1]);
                 }
               }
             }
@@ -522,7 +525,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
             if constexpr (kNF4) {
               nf4_detail::nf4_scaled_word<kElem>(wq[i][j], sp[i][0], sp[i][1], nf4_lane, af);
             } else {
-              dequant_word(wq[i][j], sc[i][j >> 1], af);
+              dequant_word<kElem>(wq[i][j], sc[i][j >> 1], af);
             }
 #pragma unroll
             for (int m = 0; m < kMT; ++m) ptx::mma_t<kElem>(acc[i][m], af, b[m][0], b[m][1]);

@@ -10,7 +10,7 @@
 // (layout v2): the same words, slot s at nibble nf4_slot_nibble(s), so that byte p holds
 // fragment register p; the FP32 absmax is resolved here, once, with bitsandbytes' arithmetic.
 // Packed scales: [E, K/GROUP, N], column n = nt*16 + scale_pos_in_16(r) holds row nt*16 + r
-// (INT4: bf16 per 32 k; NF4: FP32 absmax per 64 k).
+// (INT4: bf16 or fp16 per 32 k; NF4: FP32 absmax per 64 k).
 // Launch (every kernel here): grid = w4a16_pack_grid(E, N, K), block = kW4A16PackThreads, no
 // shared memory.
 #pragma once
@@ -81,7 +81,8 @@ __device__ __forceinline__ void unpack_loop(int num_experts, int N, int K, unsig
 }  // namespace w4a16_detail
 
 // ---------------------------------------------------------------------------------------
-// INT4: checkpoint codes or compressed words + bf16 scales per 32 -> layout v1.
+// INT4: checkpoint codes or compressed words + 16-bit scales per 32 (BF16 or FP16, copied as
+// bits) -> layout v1.
 // ---------------------------------------------------------------------------------------
 template <int SRC_FORMAT>
 __device__ __forceinline__ unsigned int w4a16_src_code(const W4A16PackArgs& args, long long row, int k) {
@@ -103,7 +104,9 @@ __device__ __forceinline__ void w4a16_pack_body(const W4A16PackArgs& args) {
       [&](long long i, long long src) { ds[i] = ss[src]; });
 }
 
-// Packed -> bf16 [E, N, K] with exactly the GEMM's dequantization arithmetic.
+// Packed -> T [E, N, K] with exactly the GEMM's dequantization arithmetic (T: the scales' type,
+// BF16 or FP16).
+template <int ELEM = kNF4BF16>
 __device__ __forceinline__ void w4a16_unpack_body(const W4A16UnpackArgs& args) {
   using namespace w4a16_detail;
   const int N = args.n, K = args.k;
@@ -114,7 +117,7 @@ __device__ __forceinline__ void w4a16_unpack_body(const W4A16UnpackArgs& args) {
                 const int grp = k0 / 32;
                 const unsigned int s2 = *reinterpret_cast<const unsigned int*>(
                     sc + (at.e * (K / 32) + grp) * N + at.nt * 16 + scale_pos_in_16(g));  // {s[g], s[g+8]}
-                dequant_word(src[w], s2, a);
+                dequant_word<ELEM>(src[w], s2, a);
               });
 }
 

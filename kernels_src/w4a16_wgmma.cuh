@@ -62,7 +62,7 @@ struct W4A16WgmmaConfig {
 // One k block of m64 tile i of a warp's weight fragments from the stage at `stage` (tile i's
 // packed chunk at w_rd + 2048 i, its scales / absmax at s_rd + 128 i / 256 i; BLOCK_N: the
 // stage's weight rows, which place the second INT4 scale group row) -> af[k16 step][4].
-// INT4: (code - 8) * scale in BF16; NF4: a pair-table lookup (nf4_lane: this lane's replica)
+// INT4: (code - 8) * scale in T (the scale's type: BF16, or FP16 for the FP16 kind); NF4: a pair-table lookup (nf4_lane: this lane's replica)
 // scaled by the absmax in T, from a table of REPLICAS replicas.
 template <int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
@@ -72,7 +72,7 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
   constexpr int kElem = w4a16_element(WEIGHT);
   unsigned int q[4];
   ptx::lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
-  if constexpr (WEIGHT != kW4A16WeightInt4) {
+  if constexpr (w4a16_is_nf4(WEIGHT)) {
     unsigned int a2[2];  // {absmax[g], absmax[g + 8]} as FP32
     ptx::lds64(stage + s_rd + i * 256, a2);
     const unsigned int s_g = nf4_detail::nf4_splat<kElem>(__uint_as_float(a2[0]));
@@ -86,10 +86,10 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
     const unsigned int s1 = ptx::lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
     const unsigned int s0_lo = ptx::splat_lo(s0), s0_hi = ptx::splat_hi(s0);
     const unsigned int s1_lo = ptx::splat_lo(s1), s1_hi = ptx::splat_hi(s1);
-    dequant_word_splat(q[0], s0_lo, s0_hi, af[0]);
-    dequant_word_splat(q[1], s0_lo, s0_hi, af[1]);
-    dequant_word_splat(q[2], s1_lo, s1_hi, af[2]);
-    dequant_word_splat(q[3], s1_lo, s1_hi, af[3]);
+    dequant_word_splat<kElem>(q[0], s0_lo, s0_hi, af[0]);
+    dequant_word_splat<kElem>(q[1], s0_lo, s0_hi, af[1]);
+    dequant_word_splat<kElem>(q[2], s1_lo, s1_hi, af[2]);
+    dequant_word_splat<kElem>(q[3], s1_lo, s1_hi, af[3]);
   }
 }
 
@@ -111,21 +111,20 @@ __device__ __forceinline__ void w4a16_wgmma_decode(unsigned int stage, unsigned 
 //
 // INFLIGHT = 1 keeps one wgmma group in flight while the next k block is decoded; INFLIGHT = 0
 // retires every group before the next block (no register-operand overlap; slower).
-// WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 scales, or NF4 with BF16 or FP16
-// activations (the FP16 kind runs the f16 wgmma and writes FP16).
+// WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 or FP16 scales, or NF4 with BF16 or FP16
+// activations (the FP16 kinds run the f16 wgmma and write FP16).
 template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int INFLIGHT = 1,
           int WEIGHT = kW4A16WeightInt4>
 __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
-  static_assert(WEIGHT == kW4A16WeightInt4 || WEIGHT == kW4A16WeightNF4 || WEIGHT == kW4A16WeightNF4Fp16,
-                "unknown W4A16 weight kind");
-  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, WEIGHT != kW4A16WeightInt4>;
+  static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
+  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, w4a16_is_nf4(WEIGHT)>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
-  constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
+  constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
 
@@ -317,7 +316,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     for (int r = 0; r < kAcc; ++r) ptx::reg_fence(acc[i][r]);
 
   // Epilogue: accumulators (rows = weight rows, columns = tokens) -> smem [BLOCK_M][BLOCK_N + 8]
-  // bf16 (fp16 for the FP16 NF4 kind) -> 16-byte segments of the valid output rows.
+  // T (bf16, fp16 for the FP16 kinds) -> 16-byte segments of the valid output rows.
   ptx::cp_async_wait<0>();
   __syncthreads();
   constexpr int kLdc = BLOCK_N + 8;
@@ -336,11 +335,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 #pragma unroll
       for (int h = 0; h < 4; ++h) {
         const float* a = &acc[i][4 * (c + h / 2) + 2 * (h % 2)];
-        if constexpr (kNF4) {
-          v[h] = ptx::pack_half2<kElem>(a[0], a[1]);
-        } else {
-          v[h] = ptx::pack_bf16x2(a[0], a[1]);
-        }
+        v[h] = ptx::pack_half2<kElem>(a[0], a[1]);
       }
       ptx::stmatrix_x4_trans(out_lane + (c * 8 * kLdc + (wg * kTiles + i) * 64) * 2, v[0], v[1], v[2], v[3]);
     }

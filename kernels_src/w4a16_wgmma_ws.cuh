@@ -48,10 +48,10 @@ struct W4A16WgmmaWsConfig {
   static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N);
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
-  static constexpr int kSBytes = BLOCK_N * 4;  // INT4: two BF16 group rows; NF4: one FP32 absmax row
+  static constexpr int kSBytes = BLOCK_N * 4;  // INT4: two 16-bit group rows; NF4: one FP32 absmax row
   static constexpr int kTiles = BLOCK_N / 128;  // m64 tiles per consumer warpgroup
   static constexpr int kAcc = kBlockM / 2;
-  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, WEIGHT != kW4A16WeightInt4) == nullptr,
+  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT)) == nullptr,
                 "invalid W4A16 warp-specialized WGMMA config (see w4a16_wgmma_ws_config_error)");
 };
 
@@ -66,7 +66,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   constexpr int BM = Cfg::kBlockM;
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
-  constexpr bool kNF4 = WEIGHT != kW4A16WeightInt4;
+  constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
   constexpr int kProducers = 128;
@@ -364,11 +364,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     auto pair = [&](int i, int c, int h) {
       if constexpr (!kDeferStores) {
         const float* a = &acc[i][4 * c + 2 * h];
-        if constexpr (kNF4) {
-          return ptx::pack_half2<kElem>(a[0], a[1]);
-        } else {
-          return ptx::pack_bf16x2(a[0], a[1]);
-        }
+        return ptx::pack_half2<kElem>(a[0], a[1]);
       } else {
         return packed[i][c][h];
       }
@@ -465,11 +461,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const float* a = &acc[i][4 * c + 2 * h];
-              if constexpr (kNF4) {
-                packed[i][c][h] = ptx::pack_half2<kElem>(a[0], a[1]);
-              } else {
-                packed[i][c][h] = ptx::pack_bf16x2(a[0], a[1]);
-              }
+              packed[i][c][h] = ptx::pack_half2<kElem>(a[0], a[1]);
             }
       } else if constexpr (kAsyncStores) {
         async_store();

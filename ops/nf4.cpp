@@ -77,7 +77,9 @@ void nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out, CU
 
 void nf4_offsets(const void* x, int dtype, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
                  void* out, CUstream stream) {
-  w4a16_offsets_format(x, s_rows, weight, CHORD_FORMAT_NF4, element_of(dtype, "dtype"), offsets, out, stream);
+  require_w4a16_weight(weight, CHORD_FORMAT_NF4);
+  const W4A16WeightKind kind = element_of(dtype, "dtype") == kNF4FP16 ? kW4A16WeightNF4Fp16 : kW4A16WeightNF4;
+  w4a16_offsets_kind(x, s_rows, weight, kind, offsets, out, stream);
 }
 
 }  // namespace chord

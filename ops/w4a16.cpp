@@ -29,7 +29,16 @@ void require_weight_shape(int64_t experts, int64_t n, int64_t k) {
 }
 
 const char* format_name(uint32_t format) {
-  return format == CHORD_FORMAT_INT4_G32 ? "INT4 group-32" : format == CHORD_FORMAT_NF4 ? "NF4" : "unknown";
+  switch (format) {
+    case CHORD_FORMAT_INT4_G32: return "INT4 group-32";
+    case CHORD_FORMAT_INT4_G32_FP16: return "INT4 group-32 FP16";
+    case CHORD_FORMAT_NF4: return "NF4";
+  }
+  return "unknown";
+}
+
+bool is_int4_format(uint32_t format) {
+  return format == CHORD_FORMAT_INT4_G32 || format == CHORD_FORMAT_INT4_G32_FP16;
 }
 
 }  // namespace
@@ -41,7 +50,7 @@ void require_w4a16_weight(const chord_w4a16_weight_t* w, uint32_t format) {
                 w->magic);
   CHORD_REQUIRE(w->format == format, "argument 'weight' has format {} ({}); this operator needs {} ({})", w->format,
                 format_name(w->format), format_name(format), format);
-  const uint32_t version = format == CHORD_FORMAT_NF4 ? kNF4LayoutVersion : kW4A16LayoutVersion;
+  const uint32_t version = format == CHORD_FORMAT_NF4 ? kNF4LayoutVersion : kW4A16LayoutVersion;  // INT4: both scale types
   const uint32_t group = format == CHORD_FORMAT_NF4 ? kNF4BlockSize : kW4A16GroupSize;
   CHORD_REQUIRE(w->layout_version == version,
                 "argument 'weight' has packed layout version {}; this library reads version {} (re-pack the weights)",
@@ -56,9 +65,21 @@ void require_w4a16_weight(const chord_w4a16_weight_t* w, uint32_t format) {
   require_pointer(w->scales_dev, "weight.scales_dev", 16);
 }
 
-namespace {
+W4A16WeightKind require_int4_weight(const chord_w4a16_weight_t* w) {
+  CHORD_REQUIRE(w != nullptr, "argument 'weight' is a null pointer");
+  // The format names the activation / output type the call must be given (the C API takes no
+  // dtype for INT4: the pointers are untyped), so a mismatch can only be caught where the
+  // dtype is known (the Python layer checks it against the tag).
+  CHORD_REQUIRE(w->magic != CHORD_W4A16_MAGIC || is_int4_format(w->format),
+                "argument 'weight' has format {} ({}); this operator needs {} ({}: BF16 activations) or {} ({}: "
+                "FP16 activations)",
+                w->format, format_name(w->format), format_name(CHORD_FORMAT_INT4_G32), CHORD_FORMAT_INT4_G32,
+                format_name(CHORD_FORMAT_INT4_G32_FP16), CHORD_FORMAT_INT4_G32_FP16);
+  require_w4a16_weight(w, w->format == CHORD_FORMAT_INT4_G32_FP16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32);
+  return w->format == CHORD_FORMAT_INT4_G32_FP16 ? kW4A16WeightInt4Fp16 : kW4A16WeightInt4;
+}
 
-void require_weight(const chord_w4a16_weight_t* w) { require_w4a16_weight(w, CHORD_FORMAT_INT4_G32); }
+namespace {
 
 struct Launch {
   DeviceContext device;
@@ -67,7 +88,7 @@ struct Launch {
 };
 
 Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_weight_t* w, CUstream stream,
-               W4A16WeightKind weight = kW4A16WeightInt4) {
+               W4A16WeightKind weight) {
   Launch l;
   problem.a_rows = args.a_rows;
   problem.num_groups = args.num_groups;
@@ -155,10 +176,14 @@ int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k) {
                        [&] { return experts * n * (k / kW4A16GroupSize) * 2; });
 }
 
-void w4a16_pack(const void* src, int src_format, const void* scales, int64_t experts, int64_t n, int64_t k,
+void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64_t experts, int64_t n, int64_t k,
                 void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream) {
+  const bool fp16 = (src_format_flags & CHORD_W4A16_SRC_SCALES_FP16) != 0;
+  const int src_format = src_format_flags & ~CHORD_W4A16_SRC_SCALES_FP16;
   CHORD_REQUIRE(src_format == kW4A16SrcCodes || src_format == kW4A16SrcCompressed,
-                "argument 'src_format' = {} is invalid: 0 (uint8 codes) or 1 (compressed-tensors int32)", src_format);
+                "argument 'src_format' = {} is invalid: 0 (uint8 codes) or 1 (compressed-tensors int32), optionally "
+                "OR CHORD_W4A16_SRC_SCALES_FP16 ({})",
+                src_format_flags, CHORD_W4A16_SRC_SCALES_FP16);
   require_weight_shape(experts, n, k);
   require_pointer(src, "src", src_format == kW4A16SrcCodes ? 1 : 4);
   require_pointer(scales, "scales", 2);
@@ -170,15 +195,18 @@ void w4a16_pack(const void* src, int src_format, const void* scales, int64_t exp
   W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
                      static_cast<int>(k), 0};
   launch_pack_grid(config, args, stream);
-  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, kW4A16LayoutVersion,
+  // The scales are copied as 16-bit patterns: the format records which type they hold.
+  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32,
+                                 kW4A16LayoutVersion,
                                  static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
 }
 
 void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream stream) {
-  require_weight(weight);
+  const W4A16WeightKind kind = require_int4_weight(weight);
   require_pointer(out, "out", 16);
   W4A16PackConfig config;
   config.unpack = true;
+  config.element = static_cast<NF4Element>(w4a16_element(kind));
   W4A16UnpackArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),
                        static_cast<int>(weight->n), static_cast<int>(weight->k), 0};
   launch_pack_grid(config, args, stream);
@@ -186,7 +214,7 @@ void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream st
 
 void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* m_indices,
                       void* out, CUstream stream) {
-  require_weight(weight);
+  const W4A16WeightKind kind = require_int4_weight(weight);
   require_range(m, "m", 0, kMaxRows);
   if (m == 0) return;
   require_pointer(a, "a", 16);
@@ -198,12 +226,12 @@ void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weig
   W4A16Args args = base_args(a, weight, out, kW4A16Contiguous);
   args.m_indices = m_indices;
   args.a_rows = static_cast<int>(m);
-  launch(prepare(problem, args, weight, stream), args, stream);
+  launch(prepare(problem, args, weight, stream, kind), args, stream);
 }
 
 void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a16_weight_t* weight,
                   const int32_t* masked_m, int64_t expected_m, void* out, CUstream stream) {
-  require_weight(weight);
+  const W4A16WeightKind kind = require_int4_weight(weight);
   require_range(groups, "G", 0, weight->experts);
   require_range(max_m, "max_m", 0, kMaxRows);
   CHORD_REQUIRE(groups * max_m <= kMaxRows, "G*max_m = {} exceeds {}", groups * max_m, kMaxRows);
@@ -218,19 +246,16 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
   args.masked_m = masked_m;
   args.num_groups = static_cast<int>(groups);
   args.max_m = static_cast<int>(max_m);
-  launch(prepare(problem, args, weight, stream), args, stream);
+  launch(prepare(problem, args, weight, stream, kind), args, stream);
 }
 
 void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
                    void* out, CUstream stream) {
-  w4a16_offsets_format(a, s_rows, weight, CHORD_FORMAT_INT4_G32, kNF4BF16, offsets, out, stream);
+  w4a16_offsets_kind(a, s_rows, weight, require_int4_weight(weight), offsets, out, stream);
 }
 
-void w4a16_offsets_format(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, uint32_t format,
-                          int element, const int32_t* offsets, void* out, CUstream stream) {
-  require_w4a16_weight(weight, format);
-  CHORD_REQUIRE(element == kNF4BF16 || format == CHORD_FORMAT_NF4,
-                "FP16 activations need NF4 weights; INT4 group-32 weights take BF16 activations");
+void w4a16_offsets_kind(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, W4A16WeightKind kind,
+                        const int32_t* offsets, void* out, CUstream stream) {
   require_range(s_rows, "S", 0, kMaxRows);
   if (s_rows == 0) return;
   require_pointer(a, "a", 16);
@@ -239,9 +264,6 @@ void w4a16_offsets_format(const void* a, int64_t s_rows, const chord_w4a16_weigh
   W4A16Problem problem;
   problem.mode = kW4A16Offsets;
   problem.rows_per_expert = std::max<int64_t>(1, s_rows / weight->experts);
-  const W4A16WeightKind kind = format != CHORD_FORMAT_NF4 ? kW4A16WeightInt4
-                               : element == kNF4FP16      ? kW4A16WeightNF4Fp16
-                                                          : kW4A16WeightNF4;
   W4A16Args args = base_args(a, weight, out, kW4A16Offsets);
   args.offsets = offsets;
   args.a_rows = static_cast<int>(s_rows);
@@ -251,7 +273,7 @@ void w4a16_offsets_format(const void* a, int64_t s_rows, const chord_w4a16_weigh
 void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* sorted_ids,
                    int64_t capacity, const int32_t* expert_ids, const int32_t* num_tokens_padded, int64_t top_k,
                    int64_t block_size, void* out, CUstream stream) {
-  require_weight(weight);
+  const W4A16WeightKind kind = require_int4_weight(weight);
   require_range(top_k, "top_k", 1, 1024);
   require_range(m, "M", 0, kMaxRows / top_k);
   require_range(capacity, "capacity", 0, kMaxRows);
@@ -276,7 +298,7 @@ void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight,
   args.top_k = static_cast<int>(top_k);
   args.block_size = static_cast<int>(block_size);
   args.capacity = static_cast<int>(capacity);
-  launch(prepare(problem, args, weight, stream), args, stream);
+  launch(prepare(problem, args, weight, stream, kind), args, stream);
 }
 
 }  // namespace chord

@@ -5,11 +5,14 @@
 #include <cuda.h>
 
 #include "chord/chord.h"
+#include "kernels_src/weight_kind_args.cuh"
 
 namespace chord {
 
 // The packed-weight tag check: magic, format, layout version, group size, shape, pointers.
 void require_w4a16_weight(const chord_w4a16_weight_t* weight, uint32_t format);
+// The same for either INT4 format; returns the weight kind the format runs as.
+W4A16WeightKind require_int4_weight(const chord_w4a16_weight_t* weight);
 
 int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k);
 int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k);
@@ -24,10 +27,10 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
                   const int32_t* masked_m, int64_t expected_m, void* out, CUstream stream);
 void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, const int32_t* offsets,
                    void* out, CUstream stream);
-// Offsets mode for a weight of `format` (CHORD_FORMAT_INT4_G32 or CHORD_FORMAT_NF4) with
-// activations / output of `element` (NF4Element; INT4 takes BF16 only).
-void w4a16_offsets_format(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, uint32_t format,
-                          int element, const int32_t* offsets, void* out, CUstream stream);
+// Offsets mode for a weight whose tag the caller checked, run as `kind` (which also names the
+// activation / output type).
+void w4a16_offsets_kind(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, W4A16WeightKind kind,
+                        const int32_t* offsets, void* out, CUstream stream);
 void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* sorted_ids,
                    int64_t capacity, const int32_t* expert_ids, const int32_t* num_tokens_padded, int64_t top_k,
                    int64_t block_size, void* out, CUstream stream);

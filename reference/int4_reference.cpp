@@ -1,6 +1,7 @@
 #include "reference/int4_reference.hpp"
 
 #include "reference/bf16.hpp"
+#include "reference/nf4_reference.hpp"
 
 namespace chord::ref {
 
@@ -23,13 +24,15 @@ std::vector<int32_t> codes_to_compressed(const std::vector<uint8_t>& codes, int6
 }
 
 std::vector<uint16_t> dequantize_codes(const std::vector<uint8_t>& codes, const std::vector<uint16_t>& scales,
-                                       int64_t rows, int64_t k) {
+                                       int64_t rows, int64_t k, bool fp16) {
   std::vector<uint16_t> out(static_cast<size_t>(rows * k));
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < k; ++c) {
       float value = static_cast<float>(static_cast<int>(codes[static_cast<size_t>(r * k + c)] & 0xf) - 8);
-      float scale = bf16_to_float(scales[static_cast<size_t>(r * (k / 32) + c / 32)]);
-      out[static_cast<size_t>(r * k + c)] = float_to_bf16(value * scale);
+      const uint16_t s = scales[static_cast<size_t>(r * (k / 32) + c / 32)];
+      // The product is exact in fp32 (4 + 11 significant bits at most): one rounding, to T.
+      out[static_cast<size_t>(r * k + c)] =
+          fp16 ? float_to_fp16(value * fp16_to_float(s)) : float_to_bf16(value * bf16_to_float(s));
     }
   }
   return out;

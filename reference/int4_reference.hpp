@@ -12,8 +12,9 @@ std::vector<uint8_t> compressed_to_codes(const std::vector<int32_t>& packed, int
 // codes [rows, K] -> compressed-tensors int32 [rows, K/8]
 std::vector<int32_t> codes_to_compressed(const std::vector<uint8_t>& codes, int64_t rows, int64_t k);
 
-// out[r][k] = bf16((code - 8) * scale[r][k/32]); scales are BF16 bits [rows, K/32].
+// out[r][k] = T((code - 8) * scale[r][k/32]), one rounding; scales are T bits [rows, K/32];
+// T = bf16, or fp16 with `fp16`.
 std::vector<uint16_t> dequantize_codes(const std::vector<uint8_t>& codes, const std::vector<uint16_t>& scales,
-                                       int64_t rows, int64_t k);
+                                       int64_t rows, int64_t k, bool fp16 = false);
 
 }  // namespace chord::ref

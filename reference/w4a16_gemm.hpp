@@ -1,8 +1,9 @@
 // CPU reference of the W4A16 grouped MoE GEMM, one function per mode. Weights are the logical
-// bf16 [E, N, K] (dequantize_codes / dequantize_packed), so the rounding of (code - 8) * scale
-// to bf16 happens once, as on the GPU; products accumulate in fp32; outputs round to bf16.
+// T [E, N, K] (dequantize_codes / dequantize_packed), so the rounding of (code - 8) * scale
+// to T happens once, as on the GPU; products accumulate in fp32; outputs round to T.
 // Every function writes only the rows its routing marks valid (others are left as they are).
-// Activations and outputs are bf16 row-major with row strides K and N.
+// Activations and outputs are T row-major with row strides K and N. T = bf16, or fp16 with
+// `fp16` (the INT4 FP16 format).
 #pragma once
 #include <cstdint>
 
@@ -10,24 +11,25 @@ namespace chord::ref {
 
 // A [m, K], m_indices [m] (expert per row, -1 = padding) -> out [m, N].
 void w4a16_gemm_contiguous(const uint16_t* a, int m, const int32_t* m_indices, const uint16_t* w, int num_experts,
-                           int n, int k, uint16_t* out);
+                           int n, int k, uint16_t* out, bool fp16 = false);
 
 // A [G, max_m, K], masked_m [G] -> out [G, max_m, N]; group g uses expert g.
 void w4a16_gemm_masked(const uint16_t* a, int num_groups, int max_m, const int32_t* masked_m, const uint16_t* w,
-                       int n, int k, uint16_t* out);
+                       int n, int k, uint16_t* out, bool fp16 = false);
 
 // A [S, K] sorted by expert, offsets [E] cumulative end rows -> out [S, N].
 void w4a16_gemm_offsets(const uint16_t* a, int s_rows, const int32_t* offsets, const uint16_t* w, int num_experts,
-                        int n, int k, uint16_t* out);
+                        int n, int k, uint16_t* out, bool fp16 = false);
 
 // vLLM moe_align_block_size routing: A [M, K]; sorted_ids [capacity]; expert_ids per
 // block_size ids (-1 = not local); num_tokens_padded valid prefix. out [M * top_k, N];
 // route id -> input row id / top_k, output row id; ids >= M * top_k are skipped.
 void w4a16_gemm_indexed(const uint16_t* a, int num_tokens, int top_k, const int32_t* sorted_ids, int capacity,
                         const int32_t* expert_ids, int block_size, int num_tokens_padded, const uint16_t* w,
-                        int num_experts, int n, int k, uint16_t* out);
+                        int num_experts, int n, int k, uint16_t* out, bool fp16 = false);
 
-// One output row: out_row[n] = bf16(sum_k a_row[k] * w[expert][n][k]).
-void w4a16_gemm_row(const uint16_t* a_row, const uint16_t* w, int expert, int n, int k, uint16_t* out_row);
+// One output row: out_row[n] = T(sum_k a_row[k] * w[expert][n][k]).
+void w4a16_gemm_row(const uint16_t* a_row, const uint16_t* w, int expert, int n, int k, uint16_t* out_row,
+                    bool fp16 = false);
 
 }  // namespace chord::ref

@@ -107,7 +107,7 @@ constexpr int64_t kWsMinInt4RowsIndexed = 2048;
 
 bool ws_promotes(const W4A16Problem& p) {
   const int64_t min_rows = p.mode == kW4A16Indexed ? kWsMinInt4RowsIndexed : kWsMinInt4Rows;
-  return p.weight != kW4A16WeightInt4 || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows);
+  return w4a16_is_nf4(p.weight) || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows);
 }
 
 bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
@@ -133,7 +133,7 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
                 kW4A16PackN);
   CHORD_REQUIRE(p.k > 0 && p.k % kW4A16PackK == 0, "K = {} is unsupported: K must be a positive multiple of {}", p.k,
                 kW4A16PackK);
-  const bool nf4 = p.weight != kW4A16WeightInt4;
+  const bool nf4 = w4a16_is_nf4(p.weight);
   // The table: that of CHORD_W4A16_PROFILE's split, else of the split whose GEMMs hold (N, K).
   const std::string split = e.w4a16_table.value_or(detect_split(p.arch, p.n, p.k));
   const TuningTable* table = split.empty() || split == "heuristic" ? nullptr : find_tuning_table(p.arch, split);
@@ -195,7 +195,7 @@ W4A16GemmConfig engine_defaults(const W4A16Problem& p, W4A16Engine engine) {
          p.arch.name());
   }
   const W4A16GemmConfig c = wgmma_defaults(p);
-  return engine == W4A16Engine::kWgmmaWs ? warp_specialized_tile(c, p.weight != kW4A16WeightInt4) : c;
+  return engine == W4A16Engine::kWgmmaWs ? warp_specialized_tile(c, w4a16_is_nf4(p.weight)) : c;
 }
 
 void apply_override(int* field, const std::optional<int>& value) {

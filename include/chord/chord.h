@@ -1,4 +1,4 @@
-/* chord: mixture-of-experts GEMM kernels with 4-bit weights and BF16 activations.
+/* chord: mixture-of-experts GEMM kernels with 4-bit weights and BF16 or FP16 activations.
  * C API. All pointers named *_dev are device pointers; `stream` is a CUstream (or
  * cudaStream_t; NULL = the legacy default stream) of the current CUDA context.
  * No entry point synchronizes the host, allocates device memory or reads device memory
@@ -60,17 +60,26 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
 
 
 /* ---------------------------------------------------------------------------------------
- * W4A16 grouped GEMM: INT4 group-32 weights (packed once, on the GPU) x BF16 activations.
- * One packed layout serves every mode. docs/packed_layout.md describes it.
+ * W4A16 grouped GEMM: INT4 group-32 weights (packed once, on the GPU) x BF16 or FP16
+ * activations, FP32 accumulation. One packed layout serves every mode.
+ * docs/packed_layout.md describes it.
+ * The weight's format names the 16-bit type of its scales, which is also the type of the
+ * activations and outputs every INT4 operator below reads and writes:
+ *   CHORD_FORMAT_INT4_G32       BF16 scales, BF16 activations / outputs
+ *   CHORD_FORMAT_INT4_G32_FP16  FP16 scales, FP16 activations / outputs (GPTQ / AWQ
+ *                               checkpoints keep their FP16 scales unrounded)
+ * The activation pointers are untyped: passing FP16 data with a BF16 weight (or the reverse)
+ * cannot be detected here and gives wrong numbers (the Python layer checks the pairing).
  * ------------------------------------------------------------------------------------- */
 
 #define CHORD_W4A16_MAGIC 0x43573441u /* "CW4A" */
 #define CHORD_FORMAT_INT4_G32 1
+#define CHORD_FORMAT_INT4_G32_FP16 3
 
 /* A packed weight: device buffers plus the tag every operator checks before launching. */
 typedef struct chord_w4a16_weight {
   uint32_t magic;          /* CHORD_W4A16_MAGIC */
-  uint32_t format;         /* CHORD_FORMAT_INT4_G32 */
+  uint32_t format;         /* CHORD_FORMAT_INT4_G32, CHORD_FORMAT_INT4_G32_FP16 or CHORD_FORMAT_NF4 */
   uint32_t layout_version; /* chord_w4a16_layout_version() */
   uint32_t group_size;     /* 32 */
   int64_t experts, n, k;   /* logical weight [E, N, K] */
@@ -86,21 +95,29 @@ CHORD_EXPORT int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K);
 /* Rows each expert's segment is padded to in the contiguous mode. */
 CHORD_EXPORT int64_t chord_w4a16_contiguous_alignment(void);
 
-/* Packs checkpoint weights. src_format: 0 = uint8 codes [E,N,K] (one code per byte),
- * 1 = compressed-tensors int32 [E,N,K/8]. scales_dev: bf16 [E,N,K/32]. The caller
- * allocates weight_out_dev / scales_out_dev (sizes above); *weight is filled in.
+/* Packs checkpoint weights. src_format: CHORD_W4A16_SRC_CODES (0) = uint8 codes [E,N,K]
+ * (one code per byte), CHORD_W4A16_SRC_COMPRESSED (1) = compressed-tensors int32 [E,N,K/8];
+ * either OR CHORD_W4A16_SRC_SCALES_FP16 when scales_dev is FP16. scales_dev: bf16 (fp16 with
+ * the flag) [E,N,K/32], stored unchanged. *weight gets format CHORD_FORMAT_INT4_G32
+ * (CHORD_FORMAT_INT4_G32_FP16 with the flag). The caller allocates weight_out_dev /
+ * scales_out_dev (sizes above: the same for both scale types); *weight is filled in.
  * Needs N % 16 == 0 and K % 64 == 0. */
+#define CHORD_W4A16_SRC_CODES 0
+#define CHORD_W4A16_SRC_COMPRESSED 1
+#define CHORD_W4A16_SRC_SCALES_FP16 0x10
 CHORD_EXPORT chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void* scales_dev, int64_t E,
                                              int64_t N, int64_t K, void* weight_out_dev, void* scales_out_dev,
                                              chord_w4a16_weight_t* weight, chord_stream_t stream);
 
-/* The logical weight, bf16 [E, N, K] = bf16((code - 8) * scale). */
+/* The logical weight T [E, N, K] = T((code - 8) * scale), one rounding; T = bf16 for
+ * CHORD_FORMAT_INT4_G32, fp16 for CHORD_FORMAT_INT4_G32_FP16. */
 CHORD_EXPORT chord_status_t chord_w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out_dev,
                                                    chord_stream_t stream);
 
-/* Contiguous: a [m, K] bf16, m_indices [m] int32 (expert per row, -1 = padding row; each
+/* In the four modes below a and out are T, the weight format's type (see above).
+ * Contiguous: a [m, K], m_indices [m] int32 (expert per row, -1 = padding row; each
  * expert's segment starts at a multiple of chord_w4a16_contiguous_alignment()).
- * out [m, N] bf16; padding rows are left untouched. */
+ * out [m, N]; padding rows are left untouched. */
 CHORD_EXPORT chord_status_t chord_w4a16_contiguous(const void* a_dev, int64_t m, const chord_w4a16_weight_t* weight,
                                                    const int32_t* m_indices_dev, void* out_dev, chord_stream_t stream);
 
@@ -133,7 +150,7 @@ CHORD_EXPORT chord_status_t chord_w4a16_indexed(const void* a_dev, int64_t M, co
  * absmax FP32 or double-quantized). Packed once on the GPU into a chord_w4a16_weight_t with
  * format CHORD_FORMAT_NF4 (docs/packed_layout.md, "NF4"): the same fragment order as INT4
  * with the absmax resolved to FP32 at pack time. INT4 operators reject NF4 weights and the
- * NF4 operators reject INT4 weights.
+ * NF4 operators reject INT4 weights (either scale type).
  * ------------------------------------------------------------------------------------- */
 
 #define CHORD_FORMAT_NF4 2

@@ -13,6 +13,16 @@ const bool kRegistered = register_source_generator(KernelFamily::kW4A16Gemm, gen
                          register_source_generator(KernelFamily::kW4A16Unpack, generate_pack);
 }  // namespace
 
+const char* w4a16_weight_suffix(W4A16WeightKind weight) {
+  switch (weight) {
+    case kW4A16WeightInt4: return "";
+    case kW4A16WeightNF4: return "_nf4";
+    case kW4A16WeightNF4Fp16: return "_nf4f16";
+    case kW4A16WeightInt4Fp16: return "_f16";
+  }
+  return "_unknown";
+}
+
 const char* w4a16_mode_name(W4A16Mode mode) {
   switch (mode) {
     case kW4A16Contiguous: return "contiguous";
@@ -63,7 +73,7 @@ KernelSource W4A16GemmConfig::source() const {
     // One CTA per SM: 384 threads share 168 registers each (setmaxnreg moves them to the
     // consumers); docs/kernels.md, "WGMMA prefill, warp-specialized".
     s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", w4a16_mode_name(mode), block_n, stages);
-    if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+    s.name += w4a16_weight_suffix(weight);
     s.text = entry_point_source("w4a16_wgmma_ws.cuh", fmt::format("{}, {}", threads(), launch_min_blocks()),
                                 "W4A16Args",
                                 fmt::format("chord::w4a16_wgmma_ws_body<{}, {}, {}, {}>", static_cast<int>(mode),
@@ -74,8 +84,8 @@ KernelSource W4A16GemmConfig::source() const {
   }
   if (wgmma()) {
     s.name = fmt::format("w4a16_wgmma_{}_m{}n{}wg{}s{}", w4a16_mode_name(mode), block_m, block_n, warpgroups, stages);
-    // As for mma.sync: INT4 keeps its original text, NF4 names the weight kind after the
-    // defaulted INFLIGHT.
+    // As for mma.sync: INT4 (BF16) keeps its original text, the other kinds name the weight
+    // kind after the defaulted INFLIGHT.
     // Two m64 weight tiles per warpgroup (BLOCK_N 256 on 2 warpgroups) retire each k block's
     // wgmma group before the next decode: with one group in flight (two fragment arrays)
     // NVRTC's ptxas serializes their wgmma at 128 registers (C7511); with none it does not.
@@ -83,7 +93,7 @@ KernelSource W4A16GemmConfig::source() const {
     std::string weight_args = inflight == 1 ? "" : ", 0";
     if (inflight == 0) s.name += "_infl0";
     if (weight != kW4A16WeightInt4) {
-      s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+      s.name += w4a16_weight_suffix(weight);
       weight_args = fmt::format(", {}, {}", inflight, static_cast<int>(weight));
     }
     const int min_blocks = launch_min_blocks();
@@ -96,11 +106,11 @@ KernelSource W4A16GemmConfig::source() const {
   }
   s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", w4a16_mode_name(mode), block_m, block_n, block_k, stages, warps_m,
                        warps_n);
-  // INT4 instantiations keep their original text (and so their cache entries); NF4 ones name
-  // the weight kind after the defaulted main-loop path.
+  // INT4 (BF16) instantiations keep their original text (and so their cache entries); the other
+  // kinds name the weight kind after the defaulted main-loop path.
   std::string weight_args;
   if (weight != kW4A16WeightInt4 || split_k > 1) {
-    if (weight != kW4A16WeightInt4) s.name += weight == kW4A16WeightNF4Fp16 ? "_nf4f16" : "_nf4";
+    s.name += w4a16_weight_suffix(weight);
     weight_args = fmt::format(", chord::w4a16_default_path({}, {}, {}), {}", block_m, warps_m, stages,
                               static_cast<int>(weight));
   }
@@ -126,6 +136,7 @@ KernelDescriptor W4A16PackConfig::descriptor(const Arch& arch) const {
   d.family = unpack ? KernelFamily::kW4A16Unpack : KernelFamily::kW4A16Pack;
   d.arch = arch;
   d.params[0] = unpack ? 0 : source_format;
+  d.params[1] = unpack ? element : 0;  // 0 (BF16) leaves the existing descriptors unchanged
   return d;
 }
 
@@ -133,6 +144,7 @@ W4A16PackConfig W4A16PackConfig::from(const KernelDescriptor& d) {
   W4A16PackConfig c;
   c.unpack = d.family == KernelFamily::kW4A16Unpack;
   c.source_format = static_cast<W4A16PackSource>(d.params[0]);
+  c.element = static_cast<NF4Element>(d.params[1]);
   return c;
 }
 
@@ -145,7 +157,12 @@ KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_
 }
 
 KernelSource W4A16PackConfig::source() const {
-  if (unpack) return w4a16_pack_kernel_source("w4a16_unpack", "W4A16UnpackArgs", "chord::w4a16_unpack_body");
+  if (unpack) {
+    // The BF16 kernel keeps its original text; FP16 names its element type.
+    return element == kNF4FP16
+               ? w4a16_pack_kernel_source("w4a16_unpack_fp16", "W4A16UnpackArgs", "chord::w4a16_unpack_body<1>")
+               : w4a16_pack_kernel_source("w4a16_unpack", "W4A16UnpackArgs", "chord::w4a16_unpack_body");
+  }
   return w4a16_pack_kernel_source(fmt::format("w4a16_pack_{}", source_format == kW4A16SrcCodes ? "codes" : "compressed"),
                                   "W4A16PackArgs",
                                   fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));

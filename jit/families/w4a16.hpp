@@ -12,6 +12,8 @@ namespace chord {
 
 // The mode's name in kernel names and the CLI: contiguous, masked, offsets, indexed.
 const char* w4a16_mode_name(W4A16Mode mode);
+// The weight kind's kernel-name suffix: "" (INT4 BF16), "_nf4", "_nf4f16", "_f16" (INT4 FP16).
+const char* w4a16_weight_suffix(W4A16WeightKind weight);
 
 struct W4A16GemmConfig {
   W4A16Engine engine = W4A16Engine::kMmaSync;
@@ -23,12 +25,12 @@ struct W4A16GemmConfig {
   int warps_m = 1;
   int warps_n = 4;
   int warpgroups = 2;  // kWgmma only (kWgmmaWs: one producer and two consumer warpgroups)
-  W4A16WeightKind weight = kW4A16WeightInt4;  // kMmaSync: NF4 weights (BF16 or FP16 activations)
+  W4A16WeightKind weight = kW4A16WeightInt4;  // INT4 or NF4, BF16 or FP16 activations
   int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
 
   bool wgmma() const { return engine != W4A16Engine::kMmaSync; }  // either WGMMA kernel
   bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
-  bool nf4() const { return weight != kW4A16WeightInt4; }  // adds the pair table
+  bool nf4() const { return w4a16_is_nf4(weight); }  // adds the pair table
   int threads() const {
     return warp_specialized() ? kW4A16WgmmaWsThreads
            : wgmma()          ? w4a16_wgmma_threads(warpgroups)
@@ -84,8 +86,9 @@ inline W4A16GemmConfig warp_specialized_tile(W4A16GemmConfig c, bool nf4, int in
 }
 
 struct W4A16PackConfig {
-  bool unpack = false;                         // packed -> bf16 instead of checkpoint -> packed
+  bool unpack = false;                         // packed -> T instead of checkpoint -> packed
   W4A16PackSource source_format = kW4A16SrcCompressed;
+  NF4Element element = kNF4BF16;               // unpack: T (the packed scales' type)
 
   KernelDescriptor descriptor(const Arch& arch) const;
   static W4A16PackConfig from(const KernelDescriptor& descriptor);

@@ -2,9 +2,10 @@
 
     from chord_kernels import pack_w4a16, indexed, contiguous, masked, grouped_mm, dequantize
 
-Weights are INT4, symmetric (W = bf16((code - 8) * scale), a scale per group of 32 or a
+Weights are INT4, symmetric (W = T((code - 8) * scale), a scale per group of 32 or a
 multiple of 32 along K; from_gptq / from_compressed_tensors pack checkpoint tensors as
-stored), activations and outputs BF16;
+stored), activations and outputs T = BF16, or FP16 for weights packed with
+pack_w4a16(..., dtype=torch.float16) (fp16 scales kept as they are);
 or NF4 in the bitsandbytes format (NF4Weights, nf4_grouped_mm), activations BF16 or FP16.
 Every operator is a torch library op in the ``chord`` namespace (torch.ops.chord.*) with a
 fake implementation; none synchronizes the host. docs/python.md has the details.
@@ -17,6 +18,7 @@ from ._native import lib as _lib
 from .activation import moe_activation
 from ._ops import (
     FORMAT_INT4_G32,
+    FORMAT_INT4_G32_FP16,
     GROUP_SIZE,
     LAYOUT_VERSION,
     MAGIC,
@@ -54,7 +56,7 @@ __version__ = _lib.version()
 
 __all__ = [
     "Library", "load_library",
-    "FORMAT_INT4_G32", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
+    "FORMAT_INT4_G32", "FORMAT_INT4_G32_FP16", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
     "from_awq", "from_compressed_tensors", "from_gptq",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",

@@ -20,21 +20,28 @@ from ._native import lib as _C
 from ._native import native as _native
 
 MAGIC = int(_C.W4A16_MAGIC)
-FORMAT_INT4_G32 = int(_C.FORMAT_INT4_G32)
+FORMAT_INT4_G32 = int(_C.FORMAT_INT4_G32)  # bf16 scales, activations and outputs
+FORMAT_INT4_G32_FP16 = int(_C.FORMAT_INT4_G32_FP16)  # fp16 scales, activations and outputs
 GROUP_SIZE = 32
 LAYOUT_VERSION = int(_C.layout_version())
 PACK_N = 16  # N must be a multiple of this (docs/packed_layout.md)
 PACK_K = 64  # K must be a multiple of this
 SRC_CODES = 0  # chord_w4a16_pack src_format: uint8 codes [E, N, K]
 SRC_COMPRESSED = 1  # compressed-tensors int32 [E, N, K/8]
+SRC_SCALES_FP16 = int(_C.W4A16_SRC_SCALES_FP16)  # OR-ed into src_format: the scales are fp16
 
 # Every mode reads the one packed layout; `mode` is accepted and checked for callers that
 # pack per mode (pack_w4a16_grouped).
 MODES = ("indexed", "contiguous", "masked", "offsets", "grouped_mm")
 
 _BF16 = torch.bfloat16
+_F16 = torch.float16
 _I32 = torch.int32
 _U8 = torch.uint8
+
+# The activation / output dtype of each INT4 format: the type its scales are stored in.
+FORMAT_DTYPES = {FORMAT_INT4_G32: _BF16, FORMAT_INT4_G32_FP16: _F16}
+_DTYPE_FORMATS = {dtype: fmt for fmt, dtype in FORMAT_DTYPES.items()}
 
 try:
     _raw_stream = torch._C._cuda_getCurrentRawStream  # one C call, no Stream object
@@ -48,7 +55,9 @@ class W4A16Weight:
     """A packed INT4 group-32 weight: the two device buffers and the tag that names them.
 
     tag = (magic, format, layout_version, group_size, E, N, K); every operator checks it
-    (here, and again in the library) before it launches.
+    (here, and again in the library) before it launches. The format (FORMAT_INT4_G32 or
+    FORMAT_INT4_G32_FP16) names the scales' dtype, which is the dtype of the activations and
+    outputs of every operator on this weight (`dtype`).
     """
 
     weight: torch.Tensor  # uint8 [chord weight_bytes(E, N, K)]
@@ -72,12 +81,26 @@ class W4A16Weight:
         return self.tag[2]
 
     @property
+    def dtype(self) -> torch.dtype:
+        """Activation / output dtype: bfloat16 (FORMAT_INT4_G32) or float16 (FORMAT_INT4_G32_FP16)."""
+        return FORMAT_DTYPES.get(self.tag[1], _BF16)
+
+    @property
     def device(self) -> torch.device:
         return self.weight.device
 
 
-def expected_tag(experts: int, n: int, k: int) -> Tuple[int, int, int, int, int, int, int]:
-    return (MAGIC, FORMAT_INT4_G32, LAYOUT_VERSION, GROUP_SIZE, int(experts), int(n), int(k))
+def _format_of(dtype):
+    fmt = _DTYPE_FORMATS.get(dtype)
+    if fmt is None:
+        _fail(f"'dtype' must be torch.bfloat16 or torch.float16 (the activation and scale dtype), got {dtype}")
+    return fmt
+
+
+def expected_tag(experts: int, n: int, k: int,
+                 dtype: torch.dtype = torch.bfloat16) -> Tuple[int, int, int, int, int, int, int]:
+    """The tag pack_w4a16(..., dtype=dtype) gives an [E, N, K] weight."""
+    return (MAGIC, _format_of(dtype), LAYOUT_VERSION, GROUP_SIZE, int(experts), int(n), int(k))
 
 
 # -- checks (metadata only) ---------------------------------------------------------------
@@ -151,17 +174,27 @@ def _check_buffer(t, what, nbytes, e, n, k):
               f"with {t.numel()} elements")
 
 
-_INT4_G32 = _PackedFormat(
-    label="packed weight", group_field="group_size", format=FORMAT_INT4_G32,
-    format_message="packed weight format {fmt} is not INT4 group-32 (" + str(FORMAT_INT4_G32) + ")",
-    version=LAYOUT_VERSION, group=GROUP_SIZE,
-    buffer_bytes=lambda e, n, k: (checked_bytes(_C.weight_bytes, e, n, k), checked_bytes(_C.scale_bytes, e, n, k)),
-    weight_what="packed weight", second_what="packed scales")
+def _int4_format(fmt):
+    """The INT4 packed format `fmt` (both scale dtypes have the same layout and sizes)."""
+    return _PackedFormat(
+        label="packed weight", group_field="group_size", format=fmt,
+        format_message=(f"packed weight format {{fmt}} is not INT4 group-32 ({FORMAT_INT4_G32}: bfloat16, "
+                        f"{FORMAT_INT4_G32_FP16}: float16)"),
+        version=LAYOUT_VERSION, group=GROUP_SIZE,
+        buffer_bytes=lambda e, n, k: (checked_bytes(_C.weight_bytes, e, n, k), checked_bytes(_C.scale_bytes, e, n, k)),
+        weight_what="packed weight", second_what="packed scales")
+
+
+_INT4_FORMATS = {fmt: _int4_format(fmt) for fmt in FORMAT_DTYPES}
 
 
 def _check_tag(tag, weight, scales):
-    """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K)."""
-    return _check_packed(_INT4_G32, tag, weight, scales)
+    """Tag fields against this library, buffers against the tag. Returns (tag, E, N, K,
+    dtype), dtype the activation / output dtype the tag's format names."""
+    fmt = tag[1] if len(tag) > 1 else None
+    spec = _INT4_FORMATS.get(fmt, _INT4_FORMATS[FORMAT_INT4_G32])  # an unknown format fails in the check
+    tag, e, n, k = _check_packed(spec, tag, weight, scales)
+    return tag, e, n, k, FORMAT_DTYPES[spec.format]
 
 
 def _check_tensor(t, name, dtype, dim):
@@ -173,9 +206,17 @@ def _check_tensor(t, name, dtype, dim):
         _fail(f"'{name}' must be contiguous (row-major), got strides {t.stride()}")
 
 
-def _check_out(out, shape, name="out"):
-    if out.dtype != _BF16:
-        _fail(f"'{name}' must be bfloat16, got {out.dtype}")
+def _check_act(t, name, dtype, dim):
+    """An activation tensor of a call on a weight whose format names `dtype`."""
+    if t.dtype != dtype and t.dtype in _DTYPE_FORMATS:
+        _fail(f"'{name}' is {t.dtype} but the packed weight's format ({_DTYPE_FORMATS[dtype]}) takes {dtype} "
+              f"activations: pack with pack_w4a16(..., dtype={t.dtype}) for {t.dtype}")
+    _check_tensor(t, name, dtype, dim)
+
+
+def _check_out(out, shape, name="out", dtype=_BF16):
+    if out.dtype != dtype:
+        _fail(f"'{name}' must be {dtype} (the packed weight's dtype), got {out.dtype}")
     if out.shape != shape:  # torch.Size is a tuple
         _fail(f"'{name}' must have shape {shape}, got {tuple(out.shape)}")
     if not out.is_contiguous():
@@ -207,20 +248,20 @@ def _check_current(index):
 
 
 def _check_contiguous_args(a, weight, scales, tag, m_indices, out):
-    tag, e, n, k = _check_tag(tag, weight, scales)
-    _check_tensor(a, "a", _BF16, 2)
+    tag, e, n, k, dtype = _check_tag(tag, weight, scales)
+    _check_act(a, "a", dtype, 2)
     if a.shape[1] != k:
         _fail(f"'a' has K = {a.shape[1]}, the packed weight has K = {k}")
     _check_tensor(m_indices, "m_indices", _I32, 1)
     if m_indices.shape[0] != a.shape[0]:
         _fail(f"'m_indices' has {m_indices.shape[0]} rows, 'a' has {a.shape[0]}")
-    _check_out(out, (a.shape[0], n))
+    _check_out(out, (a.shape[0], n), dtype=dtype)
     return tag
 
 
 def _check_masked_args(a, weight, scales, tag, masked_m, out):
-    tag, e, n, k = _check_tag(tag, weight, scales)
-    _check_tensor(a, "a", _BF16, 3)
+    tag, e, n, k, dtype = _check_tag(tag, weight, scales)
+    _check_act(a, "a", dtype, 3)
     if a.shape[2] != k:
         _fail(f"'a' has K = {a.shape[2]}, the packed weight has K = {k}")
     if a.shape[0] > e:
@@ -228,25 +269,25 @@ def _check_masked_args(a, weight, scales, tag, masked_m, out):
     _check_tensor(masked_m, "masked_m", _I32, 1)
     if masked_m.shape[0] != a.shape[0]:
         _fail(f"'masked_m' has {masked_m.shape[0]} entries, 'a' has {a.shape[0]} groups")
-    _check_out(out, (a.shape[0], a.shape[1], n))
+    _check_out(out, (a.shape[0], a.shape[1], n), dtype=dtype)
     return tag
 
 
 def _check_offsets_args(a, weight, scales, tag, offsets, out):
-    tag, e, n, k = _check_tag(tag, weight, scales)
-    _check_tensor(a, "x", _BF16, 2)
+    tag, e, n, k, dtype = _check_tag(tag, weight, scales)
+    _check_act(a, "x", dtype, 2)
     if a.shape[1] != k:
         _fail(f"'x' has K = {a.shape[1]}, the packed weight has K = {k}")
     _check_tensor(offsets, "offsets", _I32, 1)
     if offsets.shape[0] != e:
         _fail(f"'offsets' has {offsets.shape[0]} entries, the packed weight has {e} experts")
-    _check_out(out, (a.shape[0], n))
+    _check_out(out, (a.shape[0], n), dtype=dtype)
     return tag
 
 
 def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
-    tag, e, n, k = _check_tag(tag, weight, scales)
-    _check_tensor(a, "inputs", _BF16, 2)
+    tag, e, n, k, dtype = _check_tag(tag, weight, scales)
+    _check_act(a, "inputs", dtype, 2)
     if a.shape[1] != k:
         _fail(f"'inputs' has K = {a.shape[1]}, the packed weight has K = {k}")
     if top_k < 1:
@@ -262,7 +303,7 @@ def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_toke
               f"{block_size} need {blocks}")
     if num_tokens_padded.shape[0] < 1:
         _fail("'num_tokens_padded' is empty")
-    _check_out(out, (a.shape[0] * top_k, n), "outputs")
+    _check_out(out, (a.shape[0] * top_k, n), "outputs", dtype)
     return tag
 
 
@@ -304,8 +345,8 @@ def _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_p
 
 
 def _launch_dequantize(weight, scales, tag, out, native=_C):
-    tag, e, n, k = _check_tag(tag, weight, scales)
-    _check_out(out, (e, n, k))
+    tag, e, n, k, dtype = _check_tag(tag, weight, scales)
+    _check_out(out, (e, n, k), dtype=dtype)
     dev = _check_device(weight, scales, out)
     _check_current(dev)
     native.dequantize(tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
@@ -318,8 +359,9 @@ def _launch_pack(src, src_format, scales, weight_out, scales_out, native=_C):
     _check_current(dev)
     tag = native.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
                   scales_out.data_ptr(), _raw_stream(dev))
-    if tuple(tag) != expected_tag(e, n, k):
-        raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {expected_tag(e, n, k)}")
+    want = expected_tag(e, n, k, scales.dtype)
+    if tuple(tag) != want:
+        raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {want}")
 
 
 # -- torch ops ----------------------------------------------------------------------------
@@ -359,8 +401,8 @@ _define_op("w4a16_indexed(Tensor a, Tensor weight, Tensor scales, SymInt[] tag, 
 
 
 def _fake_dequantize(weight, scales, tag, out):
-    _, e, n, k = _check_tag(tag, weight, scales)
-    _check_out(out, (e, n, k))
+    _, e, n, k, dtype = _check_tag(tag, weight, scales)
+    _check_out(out, (e, n, k), dtype=dtype)
 
 
 _define_op("w4a16_dequantize(Tensor weight, Tensor scales, SymInt[] tag, Tensor(a!) out) -> ()",
@@ -382,7 +424,7 @@ def _compiling(library=None):
 
 # -- public API ---------------------------------------------------------------------------
 
-def _as_group32_bf16_scales(scale, e, n, k, group_size):
+def _as_group32_scales(scale, e, n, k, group_size, dtype):
     if scale.dim() == 2:
         scale = scale.unsqueeze(0)
     if tuple(scale.shape) != (e, n, k // group_size):
@@ -390,10 +432,10 @@ def _as_group32_bf16_scales(scale, e, n, k, group_size):
               f"got {tuple(scale.shape)}")
     if not scale.is_floating_point():
         _fail(f"'scale' must be floating point, got {scale.dtype}")
-    # Scales other than bf16 are rounded to bf16 once here: the layout stores bf16.
-    scale = scale.to(_BF16)
+    # Scales of another dtype are rounded to `dtype` once here: the layout stores that type.
+    scale = scale.to(dtype)
     # The layout holds one scale per 32 weights. A coarser group repeats its scale over its
-    # 32-wide slices, which gives exactly the same W = bf16((code - 8) * scale).
+    # 32-wide slices (a copy, no rounding), which gives exactly the same W = dtype((code - 8) * scale).
     if group_size != GROUP_SIZE:
         scale = scale.repeat_interleave(group_size // GROUP_SIZE, dim=-1)
     return scale.contiguous()
@@ -408,22 +450,28 @@ def _check_group_size(group_size):
 
 
 def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROUP_SIZE, *,
-               library=None) -> W4A16Weight:
+               dtype: torch.dtype = torch.bfloat16, library=None) -> W4A16Weight:
     """Packs symmetric INT4 weights into chord's layout (docs/packed_layout.md), on the GPU.
 
     weight: codes 0..15 as uint8 (or int32) [E, N, K] / [N, K], or the compressed-tensors
     pack-quantized int32 [E, N, K/8] / [N, K/8] (8 codes per word, least significant
     first). Which one is inferred from the last dimension against K = group_size *
     scale.shape[-1].
-    scale: [E, N, K/group_size] / [N, K/group_size] (rounded to bf16 if not bf16).
+    scale: [E, N, K/group_size] / [N, K/group_size] (rounded to `dtype` if not `dtype`).
     group_size: weights per scale along K: 32, or any multiple of 32 that divides K (64 and
     128 as GPTQ and compressed-tensors store them; K itself for one scale per row). A group
     coarser than 32 is stored as 32-wide groups of the same scale, so the result is exact.
-    The logical weight is W = bf16((code - 8) * scale).
+    dtype: torch.bfloat16 (default) or torch.float16: the dtype the scales are stored in and
+    the dtype of the activations and outputs of every operator on the result (the format in
+    its tag). Never inferred from `scale`: GPTQ / AWQ checkpoints keep fp16 scales, and
+    dtype=torch.float16 serves them without rounding a scale (rounding them to bf16 changes
+    about a fifth of the weights).
+    The logical weight is W = dtype((code - 8) * scale), rounded once.
     library: another build's libchord.so from load_library to pack with (eager calls only;
     every operator takes it).
     """
     native = _native(library)
+    fmt_flag = SRC_SCALES_FP16 if _format_of(dtype) == FORMAT_INT4_G32_FP16 else 0
     if weight.dim() == 2:
         weight = weight.unsqueeze(0)
     if weight.dim() != 3:
@@ -446,7 +494,8 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
               f"(int32 pack-quantized), with K = {group_size} * scale.shape[-1]")
     if n % PACK_N or k % PACK_K or k == 0:
         _fail(f"N = {n} must be a multiple of {PACK_N} and K = {k} a positive multiple of {PACK_K}")
-    scales = _as_group32_bf16_scales(scale, e, n, k, group_size)
+    scales = _as_group32_scales(scale, e, n, k, group_size, dtype)
+    src_format |= fmt_flag
     if scales.device != src.device:
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
     weight_out = torch.empty(checked_bytes(native.weight_bytes, e, n, k), dtype=_U8, device=src.device)
@@ -455,17 +504,18 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
         torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
     else:
         _launch_pack(src, src_format, scales, weight_out, scales_out, native)
-    return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k))
+    return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k, dtype))
 
 
 def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed",
-                       group_size: int = GROUP_SIZE, *, library=None) -> W4A16Weight:
+                       group_size: int = GROUP_SIZE, *, dtype: torch.dtype = torch.bfloat16,
+                       library=None) -> W4A16Weight:
     """pack_w4a16 for a grouped GEMM mode. One layout serves every mode, so the result is
     the same for each; `mode` is checked so that a caller asking for an unknown mode learns
     it here rather than at the first GEMM."""
     if mode not in MODES:
         _fail(f"unknown mode '{mode}'; chord's packed layout serves {', '.join(MODES)}")
-    return pack_w4a16(weight, scale, group_size, library=library)
+    return pack_w4a16(weight, scale, group_size, dtype=dtype, library=library)
 
 
 def _packed(packed):
@@ -475,9 +525,10 @@ def _packed(packed):
 
 
 def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
-    """The logical weight bf16 [E, N, K] = bf16((code - 8) * scale) of a packed weight."""
+    """The logical weight T [E, N, K] = T((code - 8) * scale) of a packed weight, T = packed.dtype
+    (bfloat16, or float16 for a weight packed with dtype=torch.float16)."""
     p = _packed(packed)
-    out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=_BF16, device=p.weight.device)
+    out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=p.dtype, device=p.weight.device)
     if _compiling(library):
         torch.ops.chord.w4a16_dequantize(p.weight, p.scales, p.tag, out)
     else:
@@ -487,12 +538,13 @@ def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
 
 def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
                outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
-    """Grouped GEMM, contiguous layout: a bf16 [m, K]; m_indices int32 [m] (expert of each
-    row, -1 = padding row; each expert's segment starts at a multiple of
-    contiguous_alignment()). Returns bf16 [m, N]; padding rows are left untouched."""
+    """Grouped GEMM, contiguous layout: a [m, K] in packed.dtype (bfloat16, or float16 for a
+    weight packed with dtype=torch.float16; so are the outputs of every mode); m_indices int32
+    [m] (expert of each row, -1 = padding row; each expert's segment starts at a multiple of
+    contiguous_alignment()). Returns [m, N]; padding rows are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((a.shape[0], p.tag[5]), dtype=_BF16, device=a.device)
+        outputs = torch.empty((a.shape[0], p.tag[5]), dtype=p.dtype, device=a.device)
     if _compiling(library):
         torch.ops.chord.w4a16_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
     else:
@@ -502,12 +554,12 @@ def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
 
 def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expected_m: int,
            outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
-    """Grouped GEMM, masked layout: a bf16 [G, max_m, K]; masked_m int32 [G] (valid rows of
+    """Grouped GEMM, masked layout: a [G, max_m, K] (packed.dtype); masked_m int32 [G] (valid rows of
     group g, which uses expert g); expected_m: host hint of rows per group (picks the
-    config only). Returns bf16 [G, max_m, N]; rows past masked_m[g] are left untouched."""
+    config only). Returns [G, max_m, N]; rows past masked_m[g] are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((a.shape[0], a.shape[1], p.tag[5]), dtype=_BF16, device=a.device)
+        outputs = torch.empty((a.shape[0], a.shape[1], p.tag[5]), dtype=p.dtype, device=a.device)
     expected_m = int(expected_m)
     if _compiling(library):
         torch.ops.chord.w4a16_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
@@ -518,12 +570,12 @@ def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expecte
 
 def offsets(x: torch.Tensor, packed: W4A16Weight, offs: torch.Tensor,
             outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
-    """Grouped GEMM, torch._grouped_mm convention: x bf16 [S, K] sorted by expert; offs
-    int32 [E] cumulative end rows (offs[E-1] <= S). Returns bf16 [S, N]; rows past
+    """Grouped GEMM, torch._grouped_mm convention: x [S, K] (packed.dtype) sorted by expert;
+    offs int32 [E] cumulative end rows (offs[E-1] <= S). Returns [S, N]; rows past
     offs[E-1] are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((x.shape[0], p.tag[5]), dtype=_BF16, device=x.device)
+        outputs = torch.empty((x.shape[0], p.tag[5]), dtype=p.dtype, device=x.device)
     if _compiling(library):
         torch.ops.chord.w4a16_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
     else:
@@ -543,18 +595,18 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
             block_size: int, library=None) -> torch.Tensor:
     """Grouped GEMM on vLLM's moe_align_block_size routing.
 
-    inputs bf16 [M, K]; sorted_ids int32 [capacity] route ids (token * top_k + k; ids >=
+    inputs [M, K] (packed.dtype); sorted_ids int32 [capacity] route ids (token * top_k + k; ids >=
     M * top_k are padding); expert_ids int32 [>= ceil(capacity / block_size)] (-1 = expert
     not on this rank); num_tokens_padded int32 [1]; block_size: the alignment the routing
     was built with. Row id of a route reads inputs[id // top_k] (down projection: top_k = 1
-    with inputs [M * top_k, K]). Returns bf16 [M * top_k, N]; only valid routes' rows are
+    with inputs [M * top_k, K]). Returns [M * top_k, N]; only valid routes' rows are
     written.
     """
     p = _packed(packed)
     top_k = int(top_k)
     block_size = int(block_size)
     if outputs is None:
-        outputs = torch.empty((inputs.shape[0] * top_k, p.tag[5]), dtype=_BF16, device=inputs.device)
+        outputs = torch.empty((inputs.shape[0] * top_k, p.tag[5]), dtype=p.dtype, device=inputs.device)
     if _compiling(library):
         torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,
                                       top_k, block_size, outputs)

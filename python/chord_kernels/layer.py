@@ -35,10 +35,12 @@ class IndexedW4A16Layer(torch.nn.Module):
         self.register_buffer("packed_scales", torch.empty(0, dtype=torch.uint8, device=device))
         self.tag = None
 
-    def load_weight(self, weight: torch.Tensor, scale: torch.Tensor, group_size: int = _ops.GROUP_SIZE) -> None:
+    def load_weight(self, weight: torch.Tensor, scale: torch.Tensor, group_size: int = _ops.GROUP_SIZE, *,
+                    dtype: torch.dtype = torch.bfloat16) -> None:
         """weight: codes [E, N, K] (uint8/int32) or the checkpoint's compressed-tensors int32
         [E, N, K/8] (inferred from the last dimension); scale [E, N, K/group_size]
-        (pack_w4a16's group sizes)."""
+        (pack_w4a16's group sizes); dtype: the scales' and the activations' dtype
+        (pack_w4a16's)."""
         expected_last = (self.k, self.k // 8)
         if weight.dim() != 3 or tuple(weight.shape[:2]) != (self.num_experts, self.n) \
                 or weight.shape[2] not in expected_last:
@@ -48,7 +50,7 @@ class IndexedW4A16Layer(torch.nn.Module):
         if device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())
         with torch.cuda.device(device):
-            packed = _ops.pack_w4a16(weight.to(device), scale.to(device), group_size)
+            packed = _ops.pack_w4a16(weight.to(device), scale.to(device), group_size, dtype=dtype)
         self.packed_weight = packed.weight
         self.packed_scales = packed.scales
         self.tag = packed.tag

@@ -478,7 +478,7 @@ def nf4_grouped_mm(x: torch.Tensor, offsets: torch.Tensor, w: NF4Weights,
     float16, rows sorted by expert; offsets int32 [E] cumulative end rows (offsets[E-1] <= S).
     Returns out [S, N] in x's dtype with out[rows of e] = x[rows of e] @ W[e].T (W the
     dequantized weight, FP32 accumulation); rows past offsets[E-1] are left untouched.
-    An INT4 W4A16Weight is served by the INT4 grouped GEMM (bfloat16 activations)."""
+    An INT4 W4A16Weight is served by the INT4 grouped GEMM (activations of its dtype)."""
     if isinstance(w, _ops.W4A16Weight):
         return _ops.grouped_mm(x, offsets, w, out, library=library)
     if not isinstance(w, NF4Weights):

@@ -103,3 +103,53 @@ TEST_CASE("c api: size helpers answer -1 for negative, invalid or overflowing sh
   CHECK(chord_w4a16_weight_bytes(2, 16, 64) == 2 * 16 * 64 / 2);
   CHECK(chord_w4a16_scale_bytes(2, 16, 64) == 2 * 16 * 64 / 32 * 2);
 }
+
+TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everywhere a format is", "[capi]") {
+  void* p = fake();
+  const int32_t* routing = static_cast<const int32_t*>(fake());
+  chord_w4a16_weight_t tag{};
+  // Flags other than CHORD_W4A16_SRC_SCALES_FP16, or a bad layout under it, are refused.
+  expect_invalid(chord_w4a16_pack(p, CHORD_W4A16_SRC_CODES | 0x20, p, 1, 16, 64, p, p, &tag, nullptr), "src_format");
+  expect_invalid(chord_w4a16_pack(p, 2 | CHORD_W4A16_SRC_SCALES_FP16, p, 1, 16, 64, p, p, &tag, nullptr),
+                 "src_format");
+  // A valid FP16 pack gets as far as the driver (none here) and never misreads the flag.
+  const chord_status_t packed =
+      chord_w4a16_pack(p, CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_SCALES_FP16, p, 1, 16, 64, p, p, &tag, nullptr);
+  CHECK((packed == CHORD_ERROR_NO_DRIVER || packed == CHORD_ERROR_CUDA));
+
+  // Both INT4 formats pass every INT4 operator's tag check (the next check is the output's).
+  for (uint32_t format : {uint32_t{CHORD_FORMAT_INT4_G32}, uint32_t{CHORD_FORMAT_INT4_G32_FP16}}) {
+    chord_w4a16_weight_t w{CHORD_W4A16_MAGIC, format, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
+    expect_invalid(chord_w4a16_dequantize(&w, nullptr, nullptr), "'out' is a null pointer");
+    expect_invalid(chord_w4a16_offsets(p, 8, &w, routing, nullptr, nullptr), "'out' is a null pointer");
+    expect_invalid(chord_w4a16_contiguous(p, 8, &w, routing, nullptr, nullptr), "'out' is a null pointer");
+    expect_invalid(chord_w4a16_masked(p, 2, 4, &w, routing, 0, nullptr, nullptr), "'out' is a null pointer");
+    expect_invalid(chord_w4a16_indexed(p, 4, &w, routing, 16, routing, routing, 1, 16, nullptr, nullptr),
+                   "'out' is a null pointer");
+    // The NF4 operators refuse either INT4 format, in either dtype.
+    for (int dtype : {CHORD_DTYPE_BF16, CHORD_DTYPE_FP16}) {
+      expect_invalid(chord_nf4_offsets(p, dtype, 8, &w, routing, p, nullptr), "this operator needs NF4");
+      expect_invalid(chord_nf4_dequantize(&w, dtype, p, nullptr), "this operator needs NF4");
+    }
+    // The FP16 format has INT4's layout version and group size: anything else is refused.
+    chord_w4a16_weight_t bad = w;
+    bad.group_size = 64;
+    expect_invalid(chord_w4a16_offsets(p, 8, &bad, routing, p, nullptr), "group size 64; supported: 32");
+    bad = w;
+    bad.layout_version = 2;
+    expect_invalid(chord_w4a16_dequantize(&bad, p, nullptr), "layout version");
+  }
+  CHECK(chord_w4a16_weight_bytes(2, 64, 128) == 2 * 64 * 128 / 2);
+  CHECK(chord_w4a16_scale_bytes(2, 64, 128) == 2 * 64 * 4 * 2);  // 16-bit scales either way
+
+  // NF4 and unknown formats are refused by every INT4 operator, naming both INT4 formats.
+  chord_w4a16_weight_t nf4{CHORD_W4A16_MAGIC, CHORD_FORMAT_NF4, 2, 64, 2, 64, 128, p, p};
+  expect_invalid(chord_w4a16_offsets(p, 8, &nf4, routing, p, nullptr),
+                 "format 2 (NF4); this operator needs INT4 group-32 (1: BF16 activations) or INT4 group-32 FP16 "
+                 "(3: FP16 activations)");
+  expect_invalid(chord_w4a16_masked(p, 2, 4, &nf4, routing, 0, p, nullptr), "format 2 (NF4)");
+  chord_w4a16_weight_t unknown{CHORD_W4A16_MAGIC, 4, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
+  expect_invalid(chord_w4a16_dequantize(&unknown, p, nullptr), "format 4 (unknown)");
+  expect_invalid(chord_w4a16_indexed(p, 4, &unknown, routing, 16, routing, routing, 1, 16, p, nullptr),
+                 "format 4 (unknown)");
+}

@@ -124,7 +124,8 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
   // code moves have serialized some (weight, mode, BLOCK_N, stages) builds and not others
   // (C7511). The tables run only a few of them; kernel_check and forced configs reach the rest.
   int checked = 0;
-  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16}) {
+  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16,
+                      chord::kW4A16WeightInt4Fp16}) {
     for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
       for (int block_n : {128, 256}) {
         for (int stages : {5, 6}) {
@@ -144,7 +145,67 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
       }
     }
   }
-  CHECK(checked == 48);
+  CHECK(checked == 64);
+}
+
+TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every engine and mode on every arch",
+          "[compile]") {
+  // The kernel sets hold no INT4 FP16 kernels: this is their compile matrix. Per arch, every mode
+  // on the 8-token decode tile (where BF16 takes the fp32 group sums and FP16 dequantizes), and in
+  // offsets mode the direct path, the 16-token tile, a prefill tile, split-K (sm_90+), the
+  // one-role WGMMA tile (it traps off sm_90a but compiles) and the unpack kernel. The
+  // warp-specialized builds are in the test above.
+  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    std::vector<chord::W4A16GemmConfig> configs;
+    auto mma = [](chord::W4A16Mode mode, int bm, int bn, int bk, int stages, int wm, int wn, int split_k = 1) {
+      chord::W4A16GemmConfig c;
+      c.mode = mode;
+      c.block_m = bm;
+      c.block_n = bn;
+      c.block_k = bk;
+      c.stages = stages;
+      c.warps_m = wm;
+      c.warps_n = wn;
+      c.split_k = split_k;
+      c.weight = chord::kW4A16WeightInt4Fp16;
+      return c;
+    };
+    for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+      configs.push_back(mma(mode, 8, 64, 256, 4, 1, 4));
+    }
+    configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 2, 1, 4));    // direct path
+    configs.push_back(mma(chord::kW4A16Offsets, 16, 128, 128, 4, 1, 4));  // 16 tokens, one warp along M
+    configs.push_back(mma(chord::kW4A16Offsets, 64, 128, 64, 4, 2, 4));   // prefill
+    if (arch.sm() >= 90) configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 4, 1, 4, 4));
+    chord::W4A16GemmConfig w = mma(chord::kW4A16Indexed, 128, 128, chord::kW4A16WgmmaBlockK, 5, 1, 4);
+    w.engine = chord::W4A16Engine::kWgmma;
+    w.warpgroups = 2;
+    configs.push_back(w);
+    for (const chord::W4A16GemmConfig& c : configs) {
+      REQUIRE(c.error() == nullptr);
+      CHECK(c.smem_bytes() == [&] {  // no pair table: INT4's shared memory
+        chord::W4A16GemmConfig bf16 = c;
+        bf16.weight = chord::kW4A16WeightInt4;
+        return bf16.smem_bytes();
+      }());
+      const chord::KernelDescriptor d = c.descriptor(arch);
+      CHECK(chord::W4A16GemmConfig::from(d).weight == chord::kW4A16WeightInt4Fp16);
+      const chord::KernelSource source = c.source();
+      INFO(source.name);
+      CHECK(source.name.find("_f16") != std::string::npos);
+      auto kernel = chord::JitRuntime::global().compile(d);
+      CHECK(kernel->info.arch == arch_name);
+      if (kernel->info.meta.threads == 256 && c.launch_min_blocks() == 2) CHECK(kernel->info.registers <= 128);
+    }
+    chord::W4A16PackConfig unpack;
+    unpack.unpack = true;
+    unpack.element = chord::kNF4FP16;
+    const chord::KernelDescriptor d = unpack.descriptor(arch);
+    CHECK(chord::W4A16PackConfig::from(d).element == chord::kNF4FP16);
+    CHECK(unpack.source().name == "w4a16_unpack_fp16");
+    CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
+  }
 }
 
 TEST_CASE("compile: the warp-specialized WGMMA body builds its BN128 tiles for sm_90a", "[compile]") {

@@ -567,3 +567,34 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   CHECK(holds(ep8, 7168, 2048, 48, 128, 64));   // the block fallback tile
   CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
 }
+
+TEST_CASE("tuning: INT4 FP16 takes INT4's config (same bytes, no pair table) for every table and the heuristic",
+          "[tuning]") {
+  // Shapes of each sm90a table's split, one the heuristic serves, and sm_80 (mma.sync only).
+  int checked = 0;
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    for (auto [n, k] : {std::pair{4096, 7168}, std::pair{7168, 2048}, std::pair{512, 7168}, std::pair{7168, 256},
+                        std::pair{3072, 4096}, std::pair{1536, 2048}}) {
+      for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+        for (int64_t rows : {int64_t{1}, int64_t{8}, int64_t{16}, int64_t{48}, int64_t{170}, int64_t{700},
+                             int64_t{4096}}) {
+          chord::W4A16Problem p = problem(n, k, rows, mode);
+          p.arch = chord::parse_arch(arch);
+          p.block_size = rows >= 128 ? 128 : 64;
+          p.sm_count = 132;
+          p.a_rows = static_cast<int>(rows * 8);
+          chord::W4A16GemmConfig int4 = chord::resolve_w4a16_config(p);
+          p.weight = chord::kW4A16WeightInt4Fp16;
+          const chord::W4A16GemmConfig fp16 = chord::resolve_w4a16_config(p);
+          INFO(arch << " N=" << n << " K=" << k << " mode " << mode << " rows " << rows);
+          CHECK(fp16.weight == chord::kW4A16WeightInt4Fp16);
+          CHECK(!fp16.nf4());
+          int4.weight = chord::kW4A16WeightInt4Fp16;
+          CHECK(fp16.descriptor(p.arch) == int4.descriptor(p.arch));
+          ++checked;
+        }
+      }
+    }
+  }
+  CHECK(checked == 2 * 6 * 4 * 7);
+}

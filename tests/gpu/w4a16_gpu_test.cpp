@@ -1,7 +1,8 @@
 // The W4A16 operators through the C API on random inputs against the CPU reference:
 // pack (both checkpoint forms), dequantize, and the four GEMM modes with ragged routing,
 // empty experts, single rows, partial tiles, -1 experts and over-allocated buffers, and large
-// prefill on the warp-specialized WGMMA kernel (sm_90a).
+// prefill on the warp-specialized WGMMA kernel (sm_90a); the same with FP16 scales, activations
+// and outputs (CHORD_FORMAT_INT4_G32_FP16).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "launcher/device_context.hpp"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
+#include "reference/nf4_reference.hpp"
 #include "reference/w4a16_gemm.hpp"
 #include "reference/w4a16_pack.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
@@ -23,27 +25,54 @@ using chord::ref::bf16_to_float;
 
 namespace {
 
-constexpr uint16_t kPoison = 0x7fc1;  // a NaN no kernel produces
+constexpr uint16_t kPoison = 0x7fc1;  // a NaN (BF16 and FP16) no kernel produces
+
+// The 16-bit type of a weight's scales, activations and outputs.
+bool g_fp16 = false;  // set by Fp16Scope: the test cases run once in BF16 and once in FP16
+
+float to_float(uint16_t v) { return g_fp16 ? chord::ref::fp16_to_float(v) : bf16_to_float(v); }
+uint16_t from_float(float v) { return g_fp16 ? chord::ref::float_to_fp16(v) : chord::ref::float_to_bf16(v); }
+
+// Runs the helpers below in FP16 (CHORD_FORMAT_INT4_G32_FP16) while it lives.
+struct Fp16Scope {
+  explicit Fp16Scope(bool fp16) { g_fp16 = fp16; }
+  ~Fp16Scope() { g_fp16 = false; }
+  Fp16Scope(const Fp16Scope&) = delete;
+  Fp16Scope& operator=(const Fp16Scope&) = delete;
+};
 
 struct PackedWeight {
   int e, n, k;
   std::vector<uint8_t> codes;
   std::vector<uint16_t> scales;
-  std::vector<uint16_t> logical;  // bf16 [E, N, K]
+  std::vector<uint16_t> logical;  // T [E, N, K]
   std::unique_ptr<DeviceBuffer> weight_dev, scales_dev;
   chord_w4a16_weight_t tag{};
 };
 
+// Scales in T. FP16 ones use the full 10-bit fraction (most are not BF16 values), as GPTQ / AWQ
+// checkpoints store them, so a scale rounded to BF16 anywhere would show.
+std::vector<uint16_t> random_scales_t(size_t count, std::mt19937& rng) {
+  std::vector<uint16_t> s = random_scales(count, rng);
+  if (!g_fp16) return s;
+  std::uniform_real_distribution<float> jitter(1.0f, 1.0078125f);
+  for (auto& v : s) v = chord::ref::float_to_fp16(bf16_to_float(v) * jitter(rng));
+  return s;
+}
+
+int pack_flags() { return g_fp16 ? CHORD_W4A16_SRC_SCALES_FP16 : 0; }
+
 PackedWeight make_weight(int e, int n, int k, std::mt19937& rng, const Stream& stream) {
   PackedWeight w{e, n, k, {}, {}, {}, nullptr, nullptr, {}};
   w.codes = random_codes(static_cast<size_t>(e) * n * k, rng);
-  w.scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
-  w.logical = chord::ref::dequantize_codes(w.codes, w.scales, static_cast<int64_t>(e) * n, k);
+  w.scales = random_scales_t(static_cast<size_t>(e) * n * (k / 32), rng);
+  w.logical = chord::ref::dequantize_codes(w.codes, w.scales, static_cast<int64_t>(e) * n, k, g_fp16);
   DeviceBuffer codes(w.codes), scales(w.scales);
   w.weight_dev = std::make_unique<DeviceBuffer>(chord_w4a16_weight_bytes(e, n, k));
   w.scales_dev = std::make_unique<DeviceBuffer>(chord_w4a16_scale_bytes(e, n, k));
-  REQUIRE(chord_w4a16_pack(codes.get(), 0, scales.get(), e, n, k, w.weight_dev->get(), w.scales_dev->get(), &w.tag,
-                           stream.get()) == CHORD_SUCCESS);
+  REQUIRE(chord_w4a16_pack(codes.get(), CHORD_W4A16_SRC_CODES | pack_flags(), scales.get(), e, n, k,
+                           w.weight_dev->get(), w.scales_dev->get(), &w.tag, stream.get()) == CHORD_SUCCESS);
+  CHECK(w.tag.format == (g_fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32));
   stream.sync();
   return w;
 }
@@ -51,7 +80,7 @@ PackedWeight make_weight(int e, int n, int k, std::mt19937& rng, const Stream& s
 std::vector<uint16_t> random_activations(size_t count, std::mt19937& rng) {
   std::normal_distribution<float> dist(0.0f, 1.0f);
   std::vector<uint16_t> a(count);
-  for (auto& v : a) v = chord::ref::float_to_bf16(dist(rng));
+  for (auto& v : a) v = from_float(dist(rng));
   return a;
 }
 
@@ -62,7 +91,7 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
   size_t valid = 0;
   for (uint16_t v : want) {
     if (v != kPoison) {
-      sum_sq += double(bf16_to_float(v)) * bf16_to_float(v);
+      sum_sq += double(to_float(v)) * to_float(v);
       ++valid;
     }
   }
@@ -74,7 +103,7 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
       untouched_violations += got[i] != kPoison;
       continue;
     }
-    double g = bf16_to_float(got[i]), r = bf16_to_float(want[i]);
+    double g = to_float(got[i]), r = to_float(want[i]);
     err_sq += (g - r) * (g - r);
     if (!(std::fabs(g - r) <= 0.02 * std::max(std::fabs(r), rms))) ++bad;
   }
@@ -149,7 +178,8 @@ int check_contiguous(const PackedWeight& w, const std::vector<int>& rows, std::m
   const int m = static_cast<int>(m_indices.size());
   auto a = random_activations(static_cast<size_t>(m) * w.k, rng);
   std::vector<uint16_t> want(static_cast<size_t>(m) * w.n, kPoison);
-  chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), w.e, w.n, w.k, want.data());
+  chord::ref::w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.logical.data(), w.e, w.n, w.k, want.data(),
+                                    g_fp16);
   DeviceBuffer d_a(a), d_idx(m_indices), out(want.size() * 2);
   run_and_check(want, out, stream, [&] {
     return chord_w4a16_contiguous(d_a.get(), m, &w.tag, static_cast<const int32_t*>(d_idx.get()), out.get(),
@@ -162,7 +192,8 @@ void check_masked(const PackedWeight& w, const std::vector<int32_t>& masked_m, i
                   std::mt19937& rng, const Stream& stream) {
   auto a = random_activations(static_cast<size_t>(w.e) * max_m * w.k, rng);
   std::vector<uint16_t> want(static_cast<size_t>(w.e) * max_m * w.n, kPoison);
-  chord::ref::w4a16_gemm_masked(a.data(), w.e, max_m, masked_m.data(), w.logical.data(), w.n, w.k, want.data());
+  chord::ref::w4a16_gemm_masked(a.data(), w.e, max_m, masked_m.data(), w.logical.data(), w.n, w.k, want.data(),
+                                g_fp16);
   DeviceBuffer d_a(a), d_mask(masked_m), out(want.size() * 2);
   run_and_check(want, out, stream, [&] {
     return chord_w4a16_masked(d_a.get(), w.e, max_m, &w.tag, static_cast<const int32_t*>(d_mask.get()), expected_m,
@@ -177,7 +208,8 @@ int check_offsets(const PackedWeight& w, const std::vector<int>& counts, std::mt
   const int s_rows = offsets.back();
   auto a = random_activations(static_cast<size_t>(s_rows) * w.k, rng);
   std::vector<uint16_t> want(static_cast<size_t>(s_rows) * w.n, kPoison);
-  chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), w.e, w.n, w.k, want.data());
+  chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), w.e, w.n, w.k, want.data(),
+                                 g_fp16);
   DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
   run_and_check(want, out, stream, [&] {
     return chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
@@ -194,7 +226,8 @@ void check_indexed(const PackedWeight& w, const Routing& r, int a_rows, int kern
   auto a = random_activations(static_cast<size_t>(a_rows) * w.k, rng);
   std::vector<uint16_t> want(static_cast<size_t>(a_rows) * kernel_top_k * w.n, kPoison);
   chord::ref::w4a16_gemm_indexed(a.data(), a_rows, kernel_top_k, r.sorted_ids.data(), r.capacity, r.expert_ids.data(),
-                                 block_size, r.num_tokens_padded[0], w.logical.data(), w.e, w.n, w.k, want.data());
+                                 block_size, r.num_tokens_padded[0], w.logical.data(), w.e, w.n, w.k, want.data(),
+                                 g_fp16);
   DeviceBuffer d_a(a), d_ids(r.sorted_ids), d_exp(r.expert_ids), d_ntp(r.num_tokens_padded), out(want.size() * 2);
   run_and_check(want, out, stream, [&] {
     return chord_w4a16_indexed(d_a.get(), a_rows, &w.tag, static_cast<const int32_t*>(d_ids.get()), r.capacity,
@@ -207,32 +240,46 @@ void check_indexed(const PackedWeight& w, const Routing& r, int a_rows, int kern
 
 
 TEST_CASE("gpu w4a16: pack matches the reference packer, dequantize matches the logical weight", "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(11);
   Stream stream;
   for (auto [e, n, k] : {std::tuple{1, 16, 64}, std::tuple{3, 48, 192}, std::tuple{4, 512, 2048}}) {
     auto codes = random_codes(static_cast<size_t>(e) * n * k, rng);
-    auto scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
+    auto scales = random_scales_t(static_cast<size_t>(e) * n * (k / 32), rng);
+    // The packer copies 16-bit scales as they are: the same bytes for BF16 and FP16.
     auto expected = chord::ref::pack_w4a16(codes.data(), scales.data(), e, n, k);
+    const auto logical = chord::ref::dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k, g_fp16);
+    if (g_fp16) {
+      // The FP16 scales reach the weights unrounded: with each scale rounded to BF16 first, some
+      // weights differ (about a fifth of them for real checkpoints).
+      std::vector<uint16_t> via_bf16(scales.size());
+      for (size_t i = 0; i < scales.size(); ++i) {
+        via_bf16[i] = chord::ref::float_to_fp16(bf16_to_float(chord::ref::float_to_bf16(chord::ref::fp16_to_float(scales[i]))));
+      }
+      CHECK(chord::ref::dequantize_codes(codes, via_bf16, static_cast<int64_t>(e) * n, k, true) != logical);
+    }
     auto compressed = chord::ref::codes_to_compressed(codes, static_cast<int64_t>(e) * n, k);
     DeviceBuffer d_codes(codes), d_compressed(compressed), d_scales(scales);
     for (int format : {0, 1}) {
       DeviceBuffer w(chord_w4a16_weight_bytes(e, n, k)), s(chord_w4a16_scale_bytes(e, n, k));
       chord_w4a16_weight_t tag{};
-      REQUIRE(chord_w4a16_pack(format == 0 ? d_codes.get() : d_compressed.get(), format, d_scales.get(), e, n, k,
-                               w.get(), s.get(), &tag, stream.get()) == CHORD_SUCCESS);
+      REQUIRE(chord_w4a16_pack(format == 0 ? d_codes.get() : d_compressed.get(), format | pack_flags(), d_scales.get(),
+                               e, n, k, w.get(), s.get(), &tag, stream.get()) == CHORD_SUCCESS);
       stream.sync();
+      CHECK(tag.format == (g_fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32));
       CHECK(w.download<uint32_t>() == expected.weight);
       CHECK(s.download<uint16_t>() == expected.scales);
       DeviceBuffer out(static_cast<size_t>(e) * n * k * 2);
       out.fill(0xff);
       REQUIRE(chord_w4a16_dequantize(&tag, out.get(), stream.get()) == CHORD_SUCCESS);
       stream.sync();
-      CHECK(out.download<uint16_t>() == chord::ref::dequantize_codes(codes, scales, static_cast<int64_t>(e) * n, k));
+      CHECK(out.download<uint16_t>() == logical);  // bit-exact: T((code - 8) * scale), one rounding
     }
   }
 }
 
 TEST_CASE("gpu w4a16: contiguous mode with empty experts and padding rows", "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(21);
   Stream stream;
   for (auto [e, n, k] : {std::tuple{6, 256, 512}, std::tuple{3, 64, 128}}) {
@@ -245,6 +292,7 @@ TEST_CASE("gpu w4a16: contiguous mode with empty experts and padding rows", "[gp
 }
 
 TEST_CASE("gpu w4a16: every mode at the smallest supported N and K (16, 64)", "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(23);
   Stream stream;
   const int e = 3, n = 16, k = 64;
@@ -258,6 +306,7 @@ TEST_CASE("gpu w4a16: every mode at the smallest supported N and K (16, 64)", "[
 }
 
 TEST_CASE("gpu w4a16: masked mode with zero, full and partial groups", "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(31);
   Stream stream;
   const int e = 5, n = 128, k = 256;
@@ -272,6 +321,7 @@ TEST_CASE("gpu w4a16: masked mode with zero, full and partial groups", "[gpu][w4
 }
 
 TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(41);
   Stream stream;
   const int e = 7, n = 192, k = 384;
@@ -284,6 +334,7 @@ TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]
 
 TEST_CASE("gpu w4a16: indexed mode (vLLM routing) for gate_up and down, EP subsets, M = 1, one expert holding all rows",
           "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(51);
   Stream stream;
   const int e = 16, n = 256, k = 512;
@@ -313,6 +364,7 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
   // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
   // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty.
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(61);
   Stream stream;
   const int e = 8, n = 256, k = 768;
@@ -324,6 +376,7 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     if (device.arch.sm() != 90 || chord::env().w4a16_engine.candidates == chord::W4A16EngineKnob::kPortable) return;
     chord::W4A16Problem p;
     p.mode = mode;
+    p.weight = g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4;
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
     p.n = shape_n ? shape_n : n;
@@ -357,6 +410,7 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
 
 TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, eager and replayed",
           "[gpu][w4a16][graph]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(83);
   Stream stream;
   const int e = 16, n = 256, k = 2048;
@@ -372,6 +426,7 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   if (device.arch.sm() >= 90) {
     chord::W4A16Problem p;
     p.mode = chord::kW4A16Offsets;
+    p.weight = g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4;
     p.rows_per_expert = 1;
     p.n = n;
     p.k = k;
@@ -383,7 +438,7 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   }
   auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
   std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
-  chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data());
+  chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data(), g_fp16);
   DeviceBuffer d_a(a), d_off(offsets), out(want.size() * 2);
   auto call = [&] {
     REQUIRE(chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
@@ -399,7 +454,9 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   CHECK(out.download<uint16_t>() == eager);  // rank 0 adds the partials in rank order
 }
 
-TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch", "[gpu][w4a16]") {
+TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch, zero rows launch nothing",
+          "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(71);
   Stream stream;
   PackedWeight w = make_weight(2, 64, 128, rng, stream);
@@ -416,6 +473,16 @@ TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch", "[gpu]
   bad.k = 100;
   CHECK(chord_w4a16_offsets(out.get(), 8, &bad, no_routing, out.get(), stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(chord_last_error()).find("'K'") != std::string::npos);
+  // The NF4 operator takes neither INT4 format; the INT4 operators take both.
+  CHECK(chord_nf4_offsets(out.get(), g_fp16 ? CHORD_DTYPE_FP16 : CHORD_DTYPE_BF16, 8, &w.tag, no_routing, out.get(),
+                          stream.get()) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("this operator needs NF4") != std::string::npos);
+  // No rows: nothing launched, nothing read (null pointers are fine), in every mode.
+  CHECK(chord_w4a16_contiguous(nullptr, 0, &w.tag, nullptr, nullptr, stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_w4a16_masked(nullptr, 0, 4, &w.tag, nullptr, 0, nullptr, stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_w4a16_offsets(nullptr, 0, &w.tag, nullptr, nullptr, stream.get()) == CHORD_SUCCESS);
+  CHECK(chord_w4a16_indexed(nullptr, 0, &w.tag, nullptr, 16, nullptr, nullptr, 1, 16, nullptr, stream.get()) ==
+        CHORD_SUCCESS);
 }
 
 TEST_CASE("gpu w4a16: routing validation reports bad device routing without a host sync", "[gpu][w4a16][routing]") {

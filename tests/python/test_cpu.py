@@ -138,11 +138,11 @@ def test_library_checks_tag_and_pointers():
         _ops._C.dequantize((-1, 1, 1, 32, 1, 64, 64), 16, 16, 16, 0)
 
 
-def fake_packed(e=4, n=64, k=128):
+def fake_packed(e=4, n=64, k=128, dtype=torch.bfloat16):
     """A packed weight's metadata on the CPU: enough for every check before the launch."""
     w = torch.zeros(_ops._C.weight_bytes(e, n, k), dtype=torch.uint8)
     s = torch.zeros(_ops._C.scale_bytes(e, n, k), dtype=torch.uint8)
-    return ck.W4A16Weight(w, s, ck.expected_tag(e, n, k))
+    return ck.W4A16Weight(w, s, ck.expected_tag(e, n, k, dtype))
 
 
 def test_python_checks_answer_before_launch():
@@ -230,18 +230,87 @@ def test_pack_group_size_checks():
         ck.pack_w4a16(codes, torch.ones(2, 32, 2), group_size=128)
 
 
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("group_size", [32, 64, 128, 256])
-def test_coarser_group_scales_expand_exactly(group_size):
+def test_coarser_group_scales_expand_exactly(group_size, dtype):
     """The layout's 32-wide groups repeat a coarser group's scale: each weight's scale is the
-    one of its own group, so bf16((code - 8) * scale) is unchanged."""
+    one of its own group, so dtype((code - 8) * scale) is unchanged. Scales already in dtype
+    (fp16 GPTQ / AWQ scales with dtype=float16) are copied bit for bit."""
     from chord_kernels import _ops
     e, n, k = 2, 16, 256
     gen = torch.Generator().manual_seed(group_size)
     scale = torch.rand(e, n, k // group_size, generator=gen, dtype=torch.float32) + 0.5
-    got = _ops._as_group32_bf16_scales(scale, e, n, k, group_size)
-    assert got.dtype == torch.bfloat16 and tuple(got.shape) == (e, n, k // 32)
+    got = _ops._as_group32_scales(scale, e, n, k, group_size, dtype)
+    assert got.dtype == dtype and tuple(got.shape) == (e, n, k // 32)
     for kk in range(0, k, 32):
-        assert torch.equal(got[..., kk // 32], scale[..., kk // group_size].to(torch.bfloat16))
+        assert torch.equal(got[..., kk // 32], scale[..., kk // group_size].to(dtype))
+    same = scale.to(dtype)
+    got = _ops._as_group32_scales(same, e, n, k, group_size, dtype)
+    for kk in range(0, k, 32):
+        assert torch.equal(got[..., kk // 32].view(torch.int16), same[..., kk // group_size].view(torch.int16))
+
+
+def test_fp16_format_tag_and_dtype():
+    p16, p = fake_packed(dtype=torch.float16), fake_packed()
+    assert p16.tag[1] == ck.FORMAT_INT4_G32_FP16 != ck.FORMAT_INT4_G32 == p.tag[1]
+    assert p16.dtype == torch.float16 and p.dtype == torch.bfloat16
+    assert ck.expected_tag(1, 16, 64) == ck.expected_tag(1, 16, 64, torch.bfloat16)
+    for bad in (torch.float32, torch.int8, "float16"):
+        with pytest.raises(ValueError, match="'dtype' must be torch.bfloat16 or torch.float16"):
+            ck.expected_tag(1, 16, 64, bad)
+        with pytest.raises(ValueError, match="'dtype'"):
+            ck.pack_w4a16(torch.zeros(1, 16, 64, dtype=torch.uint8), torch.ones(1, 16, 2), dtype=bad)
+
+
+@pytest.mark.parametrize("weight_dtype", [torch.bfloat16, torch.float16])
+def test_activation_dtype_must_match_the_weight_format(weight_dtype):
+    """A bf16 weight with fp16 activations (or the reverse) is an error naming the fix, in every
+    mode, never a launch; the matching dtype reaches the last check before the launch."""
+    other = torch.float16 if weight_dtype == torch.bfloat16 else torch.bfloat16
+    p = fake_packed(dtype=weight_dtype)
+    idx = torch.zeros(8, dtype=torch.int32)
+    ids, ntp = torch.zeros(64, dtype=torch.int32), torch.zeros(1, dtype=torch.int32)
+    calls = {
+        "contiguous": lambda dt, out=None: ck.contiguous(torch.zeros(8, 128, dtype=dt), p, idx, out),
+        "masked": lambda dt, out=None: ck.masked(torch.zeros(4, 2, 128, dtype=dt), p, torch.zeros(4, dtype=torch.int32),
+                                                 2, out),
+        "offsets": lambda dt, out=None: ck.offsets(torch.zeros(8, 128, dtype=dt), p, torch.zeros(4, dtype=torch.int32),
+                                                   out),
+        "grouped_mm": lambda dt, out=None: ck.grouped_mm(torch.zeros(8, 128, dtype=dt),
+                                                         torch.zeros(4, dtype=torch.int32), p, out),
+        "indexed": lambda dt, out=None: ck.indexed(torch.zeros(8, 128, dtype=dt), p, ids,
+                                                   torch.zeros(4, dtype=torch.int32), ntp, 2, out, block_size=16),
+    }
+    out_shapes = {"contiguous": (8, 64), "masked": (4, 2, 64), "offsets": (8, 64), "grouped_mm": (8, 64),
+                  "indexed": (16, 64)}
+    for name, call in calls.items():
+        with pytest.raises(ValueError, match=rf"is {other} but the packed weight's format .* takes {weight_dtype}"):
+            call(other)
+        with pytest.raises(ValueError, match=rf"must be {weight_dtype}"):
+            call(weight_dtype, torch.zeros(out_shapes[name], dtype=other))
+        with pytest.raises(ValueError, match="CUDA device"):
+            call(weight_dtype)
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.dequantize(p)
+
+
+def test_fake_impls_follow_the_weight_format():
+    """torch.compile traces the ops through their fake implementations: with an fp16 weight
+    they take fp16 activations and outputs, and refuse bf16 ones."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    p16 = fake_packed(dtype=torch.float16)
+    tag = list(p16.tag)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        x = torch.empty(8, 128, dtype=torch.float16)
+        offs = torch.empty(4, dtype=torch.int32)
+        torch.ops.chord.w4a16_offsets(x, p16.weight, p16.scales, tag, offs, torch.empty(8, 64, dtype=torch.float16))
+        torch.ops.chord.w4a16_dequantize(p16.weight, p16.scales, tag, torch.empty(4, 64, 128, dtype=torch.float16))
+        with pytest.raises(ValueError, match="must be torch.float16"):
+            torch.ops.chord.w4a16_offsets(x, p16.weight, p16.scales, tag, offs,
+                                          torch.empty(8, 64, dtype=torch.bfloat16))
+        with pytest.raises(ValueError, match="torch.bfloat16 but the packed weight's format"):
+            torch.ops.chord.w4a16_offsets(x.to(torch.bfloat16), p16.weight, p16.scales, tag, offs,
+                                          torch.empty(8, 64, dtype=torch.float16))
 
 
 def reference_alignment(topk_ids, block, num_experts, expert_map):

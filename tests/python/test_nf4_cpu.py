@@ -309,8 +309,12 @@ def test_nf4_int4_weights_take_the_int4_path():
     from test_cpu import fake_packed  # noqa: E402  (the INT4 metadata helper of the CPU suite)
 
     p = fake_packed()
-    with pytest.raises(ValueError, match="'x' must be torch.bfloat16"):
+    with pytest.raises(ValueError, match="'x' is torch.float16 but the packed weight's format .* takes torch.bfloat16"):
         ck.nf4_grouped_mm(torch.zeros(8, 128, dtype=torch.float16), torch.zeros(4, dtype=torch.int32), p)
+    # An fp16 INT4 weight takes fp16 x there too (the last check before the launch is reached).
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.nf4_grouped_mm(torch.zeros(8, 128, dtype=torch.float16), torch.zeros(4, dtype=torch.int32),
+                          fake_packed(dtype=torch.float16))
 
 
 def test_library_rejects_nf4_arguments():
