@@ -13,8 +13,9 @@ Formats (N = output features, K = input features, G = group size):
 - GPTQ, symmetric (uint4b8): qweight int32 [K/8, N] (packed along K, same nibble order),
   scales [K/G, N], qzeros int32 [K/G, N/8] holding 7 per nibble (the zero 8 stored minus
   one; checkpoints saved in GPTQModel's v2 form hold 8), g_idx int32 [K] (optional).
-Both decode to W = (code - 8) * scale, which is chord's INT4 form; scales are rounded to
-bf16 once when packed, like every INT4 scale chord stores.
+Both decode to W = (code - 8) * scale, which is chord's INT4 form, in the activations'
+type: bf16 (scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16
+(scales kept as stored).
 """
 from typing import Optional
 
@@ -52,9 +53,11 @@ def _group_size(groups, k, what):
 
 def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Tensor,
                             weight_zero_point: Optional[torch.Tensor] = None,
-                            weight_shape: Optional[torch.Tensor] = None) -> W4A16Weight:
+                            weight_shape: Optional[torch.Tensor] = None,
+                            dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
     """Packs a compressed-tensors pack-quantized INT4 layer (symmetric; group or channel
-    strategy). weight_zero_point must be absent: asymmetric layers are refused."""
+    strategy). weight_zero_point must be absent: asymmetric layers are refused. dtype: the
+    activations' (and scales') type, as pack_w4a16 takes it."""
     if weight_zero_point is not None:
         raise NotImplementedError("chord_kernels: compressed-tensors weight_zero_point (asymmetric INT4) is "
                                   "unsupported: chord serves symmetric INT4")
@@ -70,14 +73,16 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
         if not bool((shape == torch.tensor([n, k], device=shape.device, dtype=shape.dtype)).all()):
             _fail(f"'weight_shape' says {shape[0].tolist()}, weight_packed holds [{n}, {k}]")
     group = _group_size(scale.shape[2], k, "weight_scale")
-    return pack_w4a16(weight, scale, group_size=group)
+    return pack_w4a16(weight, scale, group_size=group, dtype=dtype)
 
 
 def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torch.Tensor] = None,
-              g_idx: Optional[torch.Tensor] = None) -> W4A16Weight:
+              g_idx: Optional[torch.Tensor] = None, dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
     """Packs a symmetric 4-bit GPTQ layer. qzeros, when given, must hold the symmetric zero
     (0x77777777 per word, or 0x88888888 in the v2 form); g_idx, when given, must be
-    k // group_size (act-order checkpoints are refused)."""
+    k // group_size (act-order checkpoints are refused). dtype=torch.float16 keeps GPTQ's
+    float16 scales as they are (activations and outputs float16): the checkpoint's weights
+    bit for bit."""
     q = _check(qweight, "qweight", torch.int32)
     s = _check(scales, "scales")
     e, k8, n = q.shape
@@ -103,7 +108,7 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
                                       "is unsupported")
     # qweight packs 8 consecutive k of one column per word: transposed, it is the
     # compressed-tensors form [N, K/8], and the uint4b8 codes are chord's.
-    return pack_w4a16(q.transpose(1, 2).contiguous(), s.transpose(1, 2), group_size=group)
+    return pack_w4a16(q.transpose(1, 2).contiguous(), s.transpose(1, 2), group_size=group, dtype=dtype)
 
 
 def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor) -> W4A16Weight:

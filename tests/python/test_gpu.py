@@ -113,6 +113,13 @@ def test_gptq_g128_checkpoint_layout():
     out = ck.grouped_mm(a, counts.cumsum(0).to(torch.int32), packed)
     expert = torch.repeat_interleave(torch.arange(e, device="cuda"), counts)
     assert rel_err(out, torch.einsum("mk,mnk->mn", a.float(), ref[expert].float())) < REL_TOL
+    # float16, as GPTQ models usually run: the scales stay as stored, W is the checkpoint's.
+    half = ck.from_gptq(**tensors, dtype=torch.float16)
+    ref16 = ((codes.float() - 8) * tensors["scales"].float().repeat_interleave(group, 1)).to(torch.float16)
+    assert torch.equal(ck.dequantize(half), ref16.transpose(1, 2))
+    out16 = ck.grouped_mm(a.to(torch.float16), counts.cumsum(0).to(torch.int32), half)
+    assert out16.dtype == torch.float16
+    assert rel_err(out16, torch.einsum("mk,mnk->mn", a.float(), ref16.transpose(1, 2)[expert].float())) < REL_TOL
     # The same codes as a compressed-tensors group-128 layer: the same packed bytes.
     ct = ck.from_compressed_tensors(tensors["qweight"].transpose(1, 2).contiguous(),
                                     tensors["scales"].transpose(1, 2).to(torch.bfloat16),
