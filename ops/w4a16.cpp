@@ -196,8 +196,8 @@ void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64
                      static_cast<int>(k), 0};
   launch_pack_grid(config, args, stream);
   // The scales are copied as 16-bit patterns: the format records which type they hold.
-  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32,
-                                 kW4A16LayoutVersion,
+  const uint32_t format = fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32;
+  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion,
                                  static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
 }
 
