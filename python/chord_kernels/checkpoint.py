@@ -3,8 +3,8 @@
 Each reader takes the tensors under the names and dtypes its format saves them, checks
 them, and packs them with pack_w4a16. Experts come first ([E, ...]) or are absent (one
 matrix). What chord cannot compute exactly is refused here with the reason, at load time:
-zero points (AWQ, asymmetric GPTQ / compressed-tensors) and GPTQ act-order (a g_idx that is
-not k // group_size).
+zero points other than 8 (AWQ, asymmetric GPTQ / compressed-tensors) and GPTQ act-order (a
+g_idx that is not k // group_size).
 
 Formats (N = output features, K = input features, G = group size):
 - compressed-tensors pack-quantized, symmetric: weight_packed int32 [N, K/8] (8 codes along
@@ -13,7 +13,10 @@ Formats (N = output features, K = input features, G = group size):
 - GPTQ, symmetric (uint4b8): qweight int32 [K/8, N] (packed along K, same nibble order),
   scales [K/G, N], qzeros int32 [K/G, N/8] holding 7 per nibble (the zero 8 stored minus
   one; checkpoints saved in GPTQModel's v2 form hold 8), g_idx int32 [K] (optional).
-Both decode to W = (code - 8) * scale, which is chord's INT4 form, in the activations'
+- AWQ (GEMM layout): qweight int32 [K, N/8] (packed along N in the order 0, 2, 4, 6, 1, 3,
+  5, 7), qzeros int32 [K/G, N/8] (same order, the zero point as is), scales [K/G, N]:
+  W = (code - zero) * scale; served when every zero point is 8.
+All decode to W = (code - 8) * scale, which is chord's INT4 form, in the activations'
 type: bf16 (scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16
 (scales kept as stored).
 """
@@ -111,9 +114,42 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
     return pack_w4a16(q.transpose(1, 2).contiguous(), s.transpose(1, 2), group_size=group, dtype=dtype)
 
 
-def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor) -> W4A16Weight:
-    """AWQ stores asymmetric weights (a zero point per group): refused until chord serves
-    zero points."""
-    del qweight, qzeros, scales
-    raise NotImplementedError("chord_kernels: AWQ weights carry zero points (asymmetric INT4), which chord does "
-                              "not serve yet; it serves symmetric INT4 (compressed-tensors, GPTQ sym)")
+# Nibble i of an AWQ word holds column 8 * word + _AWQ_ORDER[i] (AutoAWQ's GEMM packing).
+_AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)
+
+
+def _unpack_awq_words(words: torch.Tensor) -> torch.Tensor:
+    """int32 [E, R, N/8] in AWQ's interleaved order -> uint8 [E, R, N] values 0..15."""
+    e, r, n8 = words.shape
+    out = torch.empty(e, r, n8, 8, dtype=torch.uint8, device=words.device)
+    for nibble, column in enumerate(_AWQ_ORDER):
+        out[..., column] = ((words >> (4 * nibble)) & 0xF).to(torch.uint8)
+    return out.reshape(e, r, n8 * 8)
+
+
+def unpack_awq(qweight: torch.Tensor, qzeros: torch.Tensor):
+    """AWQ's qweight int32 [E, K, N/8] and qzeros int32 [E, K/G, N/8] -> codes uint8
+    [E, N, K] and zero points uint8 [E, N, K/G] (W = (code - zero) * scale), N first as
+    chord holds weights."""
+    q = _check(qweight, "qweight", torch.int32)
+    z = _check(qzeros, "qzeros", torch.int32)
+    if z.shape[0] != q.shape[0] or z.shape[2] != q.shape[2] or z.shape[1] <= 0 or q.shape[1] % z.shape[1]:
+        _fail(f"'qzeros' must be [{q.shape[0]}, K/G, {q.shape[2]}] with K/G dividing K = {q.shape[1]}, "
+              f"got {tuple(z.shape)}")
+    return _unpack_awq_words(q).transpose(1, 2), _unpack_awq_words(z).transpose(1, 2)
+
+
+def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor,
+             dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
+    """Packs an AWQ (GEMM layout) layer whose zero points are all 8, i.e. symmetric weights.
+    Any other zero point is refused: chord does not serve asymmetric INT4 yet."""
+    codes, zeros = unpack_awq(qweight, qzeros)
+    s = _check(scales, "scales")
+    e, n, k = codes.shape
+    if tuple(s.shape) != (e, zeros.shape[2], n):
+        _fail(f"'scales' must be [{e}, {zeros.shape[2]}, {n}] to match qweight / qzeros, got {tuple(s.shape)}")
+    if not bool((zeros == 8).all()):
+        raise NotImplementedError("chord_kernels: AWQ zero points other than 8 (asymmetric INT4) are unsupported: "
+                                  "chord serves symmetric INT4 (compressed-tensors, GPTQ sym)")
+    group = _group_size(zeros.shape[2], k, "scales")
+    return pack_w4a16(codes.contiguous(), s.transpose(1, 2), group_size=group, dtype=dtype)

@@ -565,6 +565,18 @@ def gptq_tensors(e=2, n=64, k=256, group=128, seed=0):
     return codes, qweight, scales, qzeros, g_idx
 
 
+def test_unpack_awq_column_order():
+    """Nibble i of an AWQ word holds column 8 * word + (0, 2, 4, 6, 1, 3, 5, 7)[i]; codes and
+    zero points come back N first."""
+    from chord_kernels.checkpoint import unpack_awq
+    word = sum(v << (4 * i) for i, v in enumerate([0, 2, 4, 6, 1, 3, 5, 7]))  # column c holds value c
+    qweight = torch.tensor([[[word, word + 0x88888888 - 2**32]]], dtype=torch.int32).expand(1, 4, 2)
+    codes, zeros = unpack_awq(qweight, qweight[:, :1])
+    assert codes.shape == (1, 16, 4) and zeros.shape == (1, 16, 1)
+    assert codes[0, :, 0].tolist() == list(range(8)) + list(range(8, 16))
+    assert torch.equal(zeros[..., 0], codes[..., 0])
+
+
 def test_checkpoint_readers_refuse_what_they_cannot_serve():
     _, qweight, scales, qzeros, g_idx = gptq_tensors()
     with pytest.raises(NotImplementedError, match="symmetric zero"):
@@ -580,8 +592,16 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_gptq(qweight, scales, qzeros[:, :, :4], g_idx)
     with pytest.raises(ValueError, match="3 scale groups do not divide K = 256"):
         ck.from_gptq(qweight, scales[:, :1].expand(-1, 3, -1), None, None)
-    with pytest.raises(NotImplementedError, match="zero points"):
-        ck.from_awq(qweight, qzeros, scales)
+    # AWQ: qweight [E, K, N/8], qzeros [E, K/G, N/8] in the interleaved column order.
+    awq_q = torch.zeros(2, 256, 8, dtype=torch.int32)
+    awq_s = torch.ones(2, 2, 64, dtype=torch.float16)
+    eights = torch.full((2, 2, 8), 0x88888888 - 2**32, dtype=torch.int32)
+    with pytest.raises(NotImplementedError, match="zero points other than 8"):
+        ck.from_awq(awq_q, eights ^ 0x10, awq_s)  # one column's zero point is 9
+    with pytest.raises(ValueError, match="'qzeros' must be"):
+        ck.from_awq(awq_q, eights[:, :, :4], awq_s)
+    with pytest.raises(ValueError, match="'scales' must be"):
+        ck.from_awq(awq_q, eights, awq_s[:, :, :32])
     packed = torch.zeros(2, 64, 32, dtype=torch.int32)
     with pytest.raises(NotImplementedError, match="weight_zero_point"):
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 8, 2, dtype=torch.int32))

@@ -127,6 +127,27 @@ def test_gptq_g128_checkpoint_layout():
     assert torch.equal(ct.weight, packed.weight) and torch.equal(ct.scales, packed.scales)
 
 
+def test_awq_symmetric_checkpoint_layout():
+    """An AWQ group-128 layer whose zero points are all 8, under AWQ's names and dtypes
+    (qweight int32 [E, K, N/8] in the interleaved column order, qzeros, scales fp16
+    [E, K/128, N]), through from_awq: the checkpoint's weights bit for bit in fp16."""
+    e, n, k, group = 2, 128, 256, 128
+    gen = torch.Generator(device="cuda").manual_seed(27)
+    codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
+    order = (0, 2, 4, 6, 1, 3, 5, 7)
+
+    def awq_words(values):  # [E, R, N] -> int32 [E, R, N/8], nibble i = column 8c + order[i]
+        v = values.reshape(*values.shape[:2], -1, 8)
+        words = sum(v[..., column] << (4 * i) for i, column in enumerate(order))
+        return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+    scales = (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16)
+    qzeros = awq_words(torch.full((e, k // group, n), 8, dtype=torch.int64, device="cuda"))
+    packed = ck.from_awq(awq_words(codes), qzeros, scales, dtype=torch.float16)
+    ref = ((codes.float() - 8) * scales.float().repeat_interleave(group, 1)).to(torch.float16)
+    assert torch.equal(ck.dequantize(packed), ref.transpose(1, 2))
+
+
 def ragged_counts(e, mean, gen):
     counts = torch.randint(0, 2 * mean + 1, (e,), generator=gen, device="cuda")
     counts[1] = 0  # an empty expert

@@ -251,3 +251,16 @@ def test_gptq_qweight_transposed_is_the_compressed_tensors_form():
     qweight = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
     assert torch.equal(gptq_pack(codes[0].to(torch.int32), 4, 256, 64), qweight[0])
     assert torch.equal(qweight[0].T.contiguous(), pack_int4(codes[0].T))
+
+
+def test_awq_unpack_matches_vllms_awq_pack():
+    """chord_kernels.checkpoint.unpack_awq reads what vLLM's own awq_pack writes."""
+    from chord_kernels.checkpoint import unpack_awq
+    from vllm.model_executor.layers.quantization.utils.quant_utils import awq_pack
+    gen = torch.Generator().manual_seed(1)
+    k, n, group = 256, 64, 128
+    codes = torch.randint(0, 16, (k, n), generator=gen, dtype=torch.int32)
+    zeros = torch.randint(0, 16, (k // group, n), generator=gen, dtype=torch.int32)
+    got_codes, got_zeros = unpack_awq(awq_pack(codes, 4, k, n), awq_pack(zeros, 4, k // group, n))
+    assert torch.equal(got_codes[0].to(torch.int32), codes.T)
+    assert torch.equal(got_zeros[0].to(torch.int32), zeros.T)
