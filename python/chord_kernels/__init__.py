@@ -3,8 +3,8 @@
     from chord_kernels import pack_w4a16, indexed, contiguous, masked, grouped_mm, dequantize
 
 Weights are INT4, symmetric (W = T((code - 8) * scale), a scale per group of 32 or a
-multiple of 32 along K; from_gptq / from_compressed_tensors pack checkpoint tensors as
-stored), activations and outputs T = BF16, or FP16 for weights packed with
+multiple of 32 along K; from_gptq / from_compressed_tensors / from_awq pack checkpoint
+tensors as stored), activations and outputs T = BF16, or FP16 for weights packed with
 pack_w4a16(..., dtype=torch.float16) (fp16 scales kept as they are);
 or NF4 in the bitsandbytes format (NF4Weights, nf4_grouped_mm), activations BF16 or FP16.
 Every operator is a torch library op in the ``chord`` namespace (torch.ops.chord.*) with a
