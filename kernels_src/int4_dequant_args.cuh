@@ -1,12 +1,9 @@
 // Arguments of the INT4 group-32 dequantize kernel; shared by host C++ and NVRTC.
 #pragma once
 
-namespace chord {
+#include "w4a16_args.cuh"  // Int4SourceFormat
 
-enum Int4SourceFormat : int {
-  kInt4Codes = 0,       // uint8 [rows, K], one code per byte
-  kInt4Compressed = 1,  // int32 [rows, K/8], compressed-tensors pack-quantized
-};
+namespace chord {
 
 struct Int4DequantArgs {
   const void* weight;   // codes or compressed words

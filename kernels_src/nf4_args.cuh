@@ -13,10 +13,6 @@ constexpr int kNF4NestedBlockSize = 256;  // 8-bit absmax values per nested FP32
 // MMA fragment register p (low nibble = its low element), so one byte indexes a pair table.
 constexpr unsigned int kNF4LayoutVersion = 2;
 
-// Nibble (bits 4 * nibble .. + 3) of a layout-v2 word that holds w4a16 fragment slot s
-// (w4a16_detail::frag_row / frag_col): slot p < 4 -> 2p, slot p + 4 -> 2p + 1.
-CHORD_W4A16_HD constexpr int nf4_slot_nibble(int slot) { return slot < 4 ? 2 * slot : 2 * slot - 7; }
-
 // How the checkpoint stores the per-64 absmax.
 enum NF4AbsmaxForm : int {
   kNF4AbsmaxFP32 = 0,    // FP32 [E*N*K/64]

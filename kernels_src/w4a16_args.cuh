@@ -85,14 +85,16 @@ CHORD_W4A16_HD constexpr long long w4a16_a_total_rows(int mode, int a_rows, int 
   return mode == kW4A16Masked ? (long long)num_groups * max_m : a_rows;
 }
 
-// GPU pack / unpack arguments.
-enum W4A16PackSource : int {
-  kW4A16SrcCodes = 0,       // uint8 [E, N, K], one code 0..15 per byte
-  kW4A16SrcCompressed = 1,  // int32 [E, N, K/8], compressed-tensors (element j in bits 4j..4j+3)
+// The two checkpoint forms of INT4 codes, read by the pack kernels and by int4_dequant. The
+// values are the C API's src_format (CHORD_W4A16_SRC_*) and the kernels' template argument.
+enum Int4SourceFormat : int {
+  kInt4Codes = 0,       // uint8 [rows, K], one code 0..15 per byte
+  kInt4Compressed = 1,  // int32 [rows, K/8], compressed-tensors (element j in bits 4j..4j+3)
 };
 
+// GPU pack / unpack arguments.
 struct W4A16PackArgs {
-  const void* src;         // codes (uint8) or compressed words (int32), see W4A16PackSource
+  const void* src;         // codes (uint8) or compressed words (int32), see Int4SourceFormat
   const void* src_scales;  // bf16 [E, N, K/32]
   void* dst;               // packed weight, E * N * K / 2 bytes
   void* dst_scales;        // packed scales, bf16 [E, K/32, N]

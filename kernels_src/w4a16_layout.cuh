@@ -57,5 +57,9 @@ CHORD_W4A16_HD constexpr int frag_row(int lane, int slot) { return (lane >> 2) +
 CHORD_W4A16_HD constexpr int frag_col(int lane, int slot) {
   return 2 * (lane & 3) + 8 * ((slot & 3) >> 1) + (slot >> 2);
 }
+
+// NF4 (layout v2, kNF4LayoutVersion): the nibble (bits 4 * nibble .. + 3) of a packed word that
+// holds fragment slot s, so that byte p holds register p: slot p < 4 -> 2p, slot p + 4 -> 2p + 1.
+CHORD_W4A16_HD constexpr int nf4_slot_nibble(int slot) { return slot < 4 ? 2 * slot : 2 * slot - 7; }
 }  // namespace w4a16_detail
 }  // namespace chord

@@ -86,7 +86,7 @@ __device__ __forceinline__ void unpack_loop(int num_experts, int N, int K, unsig
 // ---------------------------------------------------------------------------------------
 template <int SRC_FORMAT>
 __device__ __forceinline__ unsigned int w4a16_src_code(const W4A16PackArgs& args, long long row, int k) {
-  if constexpr (SRC_FORMAT == kW4A16SrcCodes) {
+  if constexpr (SRC_FORMAT == kInt4Codes) {
     return static_cast<const unsigned char*>(args.src)[row * args.k + k] & 15u;
   } else {
     const unsigned int word = static_cast<const unsigned int*>(args.src)[row * (args.k / 8) + k / 8];
@@ -152,7 +152,8 @@ __device__ __forceinline__ void nf4_pack_body(const NF4PackArgs& args) {
   float* da = static_cast<float*>(args.dst_absmax);
   w4a16_detail::pack_loops<kNF4BlockSize>(
       args.num_experts, args.n, K, static_cast<unsigned int*>(args.dst),
-      [&](long long row, int k) { return nf4_src_code(src, row, K, k); }, [](int s) { return nf4_slot_nibble(s); },
+      [&](long long row, int k) { return nf4_src_code(src, row, K, k); },
+      [](int s) { return w4a16_detail::nf4_slot_nibble(s); },
       [&](long long i, long long b) { da[i] = nf4_src_absmax<FORM>(args, b); });
 }
 

@@ -176,22 +176,28 @@ int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k) {
                        [&] { return experts * n * (k / kW4A16GroupSize) * 2; });
 }
 
+// chord_w4a16_pack's src_format is the enum value itself, with the FP16 flag in a bit of its own.
+static_assert(CHORD_W4A16_SRC_CODES == kInt4Codes && CHORD_W4A16_SRC_COMPRESSED == kInt4Compressed,
+              "src_format values are Int4SourceFormat");
+static_assert((CHORD_W4A16_SRC_SCALES_FP16 & (kInt4Codes | kInt4Compressed)) == 0,
+              "the FP16 scales flag is apart from the format");
+
 void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64_t experts, int64_t n, int64_t k,
                 void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream) {
   const bool fp16 = (src_format_flags & CHORD_W4A16_SRC_SCALES_FP16) != 0;
   const int src_format = src_format_flags & ~CHORD_W4A16_SRC_SCALES_FP16;
-  CHORD_REQUIRE(src_format == kW4A16SrcCodes || src_format == kW4A16SrcCompressed,
+  CHORD_REQUIRE(src_format == kInt4Codes || src_format == kInt4Compressed,
                 "argument 'src_format' = {} is invalid: 0 (uint8 codes) or 1 (compressed-tensors int32), optionally "
                 "OR CHORD_W4A16_SRC_SCALES_FP16 ({})",
                 src_format_flags, CHORD_W4A16_SRC_SCALES_FP16);
   require_weight_shape(experts, n, k);
-  require_pointer(src, "src", src_format == kW4A16SrcCodes ? 1 : 4);
+  require_pointer(src, "src", src_format == kInt4Codes ? 1 : 4);
   require_pointer(scales, "scales", 2);
   require_pointer(weight_out, "weight_out", 16);
   require_pointer(scales_out, "scales_out", 16);
   CHORD_REQUIRE(weight != nullptr, "argument 'weight' is a null pointer");
   W4A16PackConfig config;
-  config.source_format = static_cast<W4A16PackSource>(src_format);
+  config.source_format = static_cast<Int4SourceFormat>(src_format);
   W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
                      static_cast<int>(k), 0};
   launch_pack_grid(config, args, stream);

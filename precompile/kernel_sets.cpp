@@ -101,10 +101,10 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
     }
   }
   for (bool unpack : {false, true}) {
-    for (W4A16PackSource format : {kW4A16SrcCodes, kW4A16SrcCompressed}) {
+    for (Int4SourceFormat format : {kInt4Codes, kInt4Compressed}) {
       W4A16PackConfig c;
       c.unpack = unpack;
-      c.source_format = unpack ? kW4A16SrcCodes : format;
+      c.source_format = unpack ? kInt4Codes : format;
       add(c.descriptor(arch));
     }
   }

@@ -143,7 +143,7 @@ KernelDescriptor W4A16PackConfig::descriptor(const Arch& arch) const {
 W4A16PackConfig W4A16PackConfig::from(const KernelDescriptor& d) {
   W4A16PackConfig c;
   c.unpack = d.family == KernelFamily::kW4A16Unpack;
-  c.source_format = static_cast<W4A16PackSource>(d.params[0]);
+  c.source_format = static_cast<Int4SourceFormat>(d.params[0]);
   c.element = static_cast<NF4Element>(d.params[1]);
   return c;
 }
@@ -163,7 +163,7 @@ KernelSource W4A16PackConfig::source() const {
                ? w4a16_pack_kernel_source("w4a16_unpack_fp16", "W4A16UnpackArgs", "chord::w4a16_unpack_body<1>")
                : w4a16_pack_kernel_source("w4a16_unpack", "W4A16UnpackArgs", "chord::w4a16_unpack_body");
   }
-  return w4a16_pack_kernel_source(fmt::format("w4a16_pack_{}", source_format == kW4A16SrcCodes ? "codes" : "compressed"),
+  return w4a16_pack_kernel_source(fmt::format("w4a16_pack_{}", source_format == kInt4Codes ? "codes" : "compressed"),
                                   "W4A16PackArgs",
                                   fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));
 }

@@ -87,7 +87,7 @@ inline W4A16GemmConfig warp_specialized_tile(W4A16GemmConfig c, bool nf4, int in
 
 struct W4A16PackConfig {
   bool unpack = false;                         // packed -> T instead of checkpoint -> packed
-  W4A16PackSource source_format = kW4A16SrcCompressed;
+  Int4SourceFormat source_format = kInt4Compressed;
   NF4Element element = kNF4BF16;               // unpack: T (the packed scales' type)
 
   KernelDescriptor descriptor(const Arch& arch) const;
