@@ -24,15 +24,11 @@ from typing import Optional
 
 import torch
 
-from ._ops import GROUP_SIZE, W4A16Weight, pack_w4a16
+from ._ops import GROUP_SIZE, W4A16Weight, _fail, pack_w4a16
 
 # Eight nibbles of the symmetric zero point 8, as GPTQ v1 stores it (8 - 1) and as v2 does.
 _GPTQ_V1_SYMMETRIC_ZEROS = 0x77777777
 _GPTQ_V2_SYMMETRIC_ZEROS = -0x77777778  # 0x88888888 as an int32
-
-
-def _fail(message):
-    raise ValueError(f"chord_kernels: {message}")
 
 
 def _check(t, name, dtype=None):

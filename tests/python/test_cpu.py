@@ -557,8 +557,7 @@ def gptq_tensors(e=2, n=64, k=256, group=128, seed=0):
     along K, scales fp16 [E, K/G, N], qzeros int32 [E, K/G, N/8] of 0x77777777, g_idx [E, K]."""
     gen = torch.Generator().manual_seed(seed)
     codes = torch.randint(0, 16, (e, k, n), generator=gen, dtype=torch.int64)
-    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))
-    qweight = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+    qweight = pack_int4(codes.transpose(1, 2)).transpose(1, 2)  # packed along K, N last
     scales = (torch.rand(e, k // group, n, generator=gen) * 0.01 + 0.001).to(torch.float16)
     qzeros = torch.full((e, k // group, n // 8), 0x77777777, dtype=torch.int32)
     g_idx = (torch.arange(k, dtype=torch.int32) // group).expand(e, k).contiguous()

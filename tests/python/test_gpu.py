@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import chord_kernels as ck
+from humming.utils.weight import pack_int4  # the compressed-tensors word form, 8 codes along K
 
 pytestmark = pytest.mark.gpu  # skipped without a GPU, with the reason (conftest.py)
 
@@ -52,10 +53,7 @@ def test_pack_dequantize_exact(weights):
         via_bf16 = ((codes.float() - 8) * scales.to(torch.bfloat16).float().repeat_interleave(32, -1)).to(dt)
         assert (via_bf16 != ref).float().mean().item() > 0.05
     # The checkpoint int32 form packs to the same bytes as the codes.
-    c = codes.to(torch.int64).reshape(8, 256, 64, 8)
-    words = (c << torch.arange(0, 32, 4, device="cuda")).sum(-1)
-    words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
-    again = ck.pack_w4a16_grouped(words, scales, mode="indexed", dtype=dt)
+    again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="indexed", dtype=dt)
     assert torch.equal(again.weight, packed.weight) and torch.equal(again.scales, packed.scales)
     assert again.tag == packed.tag
     for mode in ck.MODES:
@@ -75,10 +73,7 @@ def test_pack_coarser_groups_exact(group_size, dt):
     ref = ((codes.float() - 8) * scales.float().repeat_interleave(group_size, -1)).to(dt)
     packed = ck.pack_w4a16(codes, scales, group_size=group_size, dtype=dt)
     assert torch.equal(ck.dequantize(packed), ref)
-    c = codes.to(torch.int64).reshape(e, n, k // 8, 8)
-    words = (c << torch.arange(0, 32, 4, device="cuda")).sum(-1)
-    words = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
-    again = ck.pack_w4a16_grouped(words, scales, mode="offsets", group_size=group_size, dtype=dt)
+    again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="offsets", group_size=group_size, dtype=dt)
     assert torch.equal(again.weight, packed.weight) and torch.equal(again.scales, packed.scales)
     counts = torch.tensor([5, 0, 17], device="cuda")
     offsets = counts.cumsum(0).to(torch.int32)
@@ -97,9 +92,8 @@ def test_gptq_g128_checkpoint_layout():
     e, n, k, group = 4, 256, 512, 128
     gen = torch.Generator(device="cuda").manual_seed(26)
     codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
-    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))
     tensors = {
-        "qweight": torch.where(words >= 2**31, words - 2**32, words).to(torch.int32),
+        "qweight": pack_int4(codes.transpose(1, 2)).transpose(1, 2),  # GPTQ packs along K, N last
         "scales": (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16),
         "qzeros": torch.full((e, k // group, n // 8), 0x77777777, dtype=torch.int32, device="cuda"),
         "g_idx": (torch.arange(k, dtype=torch.int32, device="cuda") // group).expand(e, k).contiguous(),

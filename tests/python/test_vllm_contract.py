@@ -246,11 +246,8 @@ def test_gptq_qweight_transposed_is_the_compressed_tensors_form():
     from humming.utils.weight import pack_int4
     from vllm.model_executor.layers.quantization.utils.quant_utils import gptq_pack
     gen = torch.Generator().manual_seed(0)
-    codes = torch.randint(0, 16, (1, 256, 64), generator=gen, dtype=torch.int64)
-    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))  # from_gptq's test layout
-    qweight = torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
-    assert torch.equal(gptq_pack(codes[0].to(torch.int32), 4, 256, 64), qweight[0])
-    assert torch.equal(qweight[0].T.contiguous(), pack_int4(codes[0].T))
+    codes = torch.randint(0, 16, (256, 64), generator=gen, dtype=torch.int32)  # [K, N]
+    assert torch.equal(gptq_pack(codes, 4, 256, 64).T.contiguous(), pack_int4(codes.T))
 
 
 def test_awq_unpack_matches_vllms_awq_pack():
