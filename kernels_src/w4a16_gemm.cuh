@@ -1,6 +1,6 @@
 // W4A16 grouped MoE GEMM, mma.sync path (sm_80+): out[row][n] = sum_k A[row][k] * W[e][n][k],
 // W = T((code - 8) * scale), fp32 accumulation, T output (T = BF16, or FP16 for the INT4 FP16
-// weight kind; NF4: WEIGHT below).
+// weight kind; the zero-point kinds: T((code - zp) * scale); NF4: WEIGHT below).
 //
 // Orientation (the decode target): the dequantized weight is the MMA "A" operand (16 n-rows
 // x 16 k per fragment, straight from the packed words) and the tokens are the narrow "B"

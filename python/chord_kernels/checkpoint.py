@@ -23,6 +23,7 @@ All decode to W = (code - zero) * scale, rounded once in the activations' type: 
 (scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16 (scales kept
 as stored). A layer whose zero points are all 8 packs as symmetric INT4 (the faster
 format); any other packs with its zero points (pack_w4a16(..., zero_point=...)).
+"""
 from typing import Optional
 
 import torch

@@ -577,6 +577,77 @@ def test_unpack_awq_column_order():
     assert torch.equal(zeros[..., 0], codes[..., 0])
 
 
+def _pack_cols(values):
+    """uint [..., R, C] 0..15 -> int32 [..., R, C/8], nibble j = column 8c + j (GPTQ's qzeros,
+    compressed-tensors' zero point transposed)."""
+    v = values.to(torch.int64)
+    words = sum(v[..., j::8] << (4 * j) for j in range(8))
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def test_gptq_zero_points_v1_v2_and_the_overflow():
+    """v1 stores zero - 1, v2 the zero; a v1 nibble 0xF (zero 0 stored as -1) is refused."""
+    from chord_kernels.checkpoint import unpack_gptq_zeros
+    gen = torch.Generator().manual_seed(3)
+    zeros = torch.randint(1, 16, (2, 4, 64), generator=gen)  # [E, K/G, N], v1-representable
+    got = unpack_gptq_zeros(_pack_cols(zeros - 1), "v1")
+    assert got.shape == (2, 64, 4) and got.dtype == torch.uint8
+    assert torch.equal(got.to(torch.int64), zeros.transpose(1, 2))
+    zeros[0, 0, 0] = 0
+    assert torch.equal(unpack_gptq_zeros(_pack_cols(zeros), "v2").to(torch.int64), zeros.transpose(1, 2))
+    with pytest.raises(NotImplementedError, match="0xF"):
+        unpack_gptq_zeros(_pack_cols(torch.where(zeros == 0, 15, zeros - 1)), "v1")
+    with pytest.raises(ValueError, match="'format' must be 'v1'"):
+        unpack_gptq_zeros(_pack_cols(zeros), "gptq")
+
+
+def test_gptq_asymmetric_needs_its_format():
+    _, qweight, scales, qzeros, g_idx = gptq_tensors()
+    with pytest.raises(NotImplementedError, match="pass format='v1'"):
+        ck.from_gptq(qweight, scales, qzeros ^ 1, g_idx)
+    with pytest.raises(ValueError, match="'format' must be None, 'v1' or 'v2'"):
+        ck.from_gptq(qweight, scales, qzeros, g_idx, format="gptq_v2")
+    for fmt in ("v1", "v2"):  # read, then packed on the GPU
+        with pytest.raises(ValueError, match="CUDA device"):
+            ck.from_gptq(qweight, scales, qzeros ^ 1, g_idx, format=fmt)
+    # A v2 checkpoint whose zeros are all 8 stays symmetric under format="v2"; under "v1" the
+    # same words mean zero 9.
+    v2_eights = torch.full_like(qzeros, 0x88888888 - 2**32)
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.from_gptq(qweight, scales, v2_eights, g_idx, format="v1")
+
+
+def test_compressed_tensors_zero_point_unpacks_along_n():
+    """weight_zero_point int32 [E, N/8, K/G]: nibble j of word (r, g) is row 8r + j's zero point
+    (stored zp + 8, the codes' unsigned domain)."""
+    from chord_kernels.checkpoint import unpack_compressed_tensors_zero_point
+    gen = torch.Generator().manual_seed(4)
+    zeros = torch.randint(0, 16, (2, 64, 4), generator=gen)  # [E, N, K/G]
+    packed = _pack_cols(zeros.transpose(1, 2)).transpose(1, 2).contiguous()  # [E, N/8, K/G]
+    assert packed.shape == (2, 8, 4)
+    got = unpack_compressed_tensors_zero_point(packed)
+    assert torch.equal(got.to(torch.int64), zeros)
+    # By hand: row 9 is nibble 1 of word row 1.
+    one = torch.zeros(1, 2, 1, dtype=torch.int32)
+    one[0, 1, 0] = 5 << 4
+    assert unpack_compressed_tensors_zero_point(one)[0, :, 0].tolist() == [0] * 9 + [5] + [0] * 6
+
+
+def test_pack_w4a16_zero_point_checks():
+    codes = torch.zeros(1, 64, 128, dtype=torch.uint8)
+    scale = torch.ones(1, 64, 4, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="'zero_point' must have shape"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.zeros(1, 64, 2, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="must be an integer tensor"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.zeros(1, 64, 4))
+    with pytest.raises(ValueError, match="in 0..15"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.full((1, 64, 4), 16, dtype=torch.int32))
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.full((1, 64, 4), 3, dtype=torch.uint8))
+    assert ck.expected_tag(1, 64, 128, torch.float16, zero_point=True)[1] == _ops.FORMAT_INT4_G32_ZP_FP16
+    assert ck.expected_tag(1, 64, 128, zero_point=True)[1] == _ops.FORMAT_INT4_G32_ZP
+
+
 def test_checkpoint_readers_refuse_what_they_cannot_serve():
     _, qweight, scales, qzeros, g_idx = gptq_tensors()
     with pytest.raises(NotImplementedError, match="symmetric zero"):
@@ -596,15 +667,18 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
     awq_q = torch.zeros(2, 256, 8, dtype=torch.int32)
     awq_s = torch.ones(2, 2, 64, dtype=torch.float16)
     eights = torch.full((2, 2, 8), 0x88888888 - 2**32, dtype=torch.int32)
-    with pytest.raises(NotImplementedError, match="zero points other than 8"):
+    # Zero points other than 8 are served: the reader gets to the pack, which needs the GPU.
+    with pytest.raises(ValueError, match="CUDA device"):
         ck.from_awq(awq_q, eights ^ 0x10, awq_s)  # one column's zero point is 9
     with pytest.raises(ValueError, match="'qzeros' must be"):
         ck.from_awq(awq_q, eights[:, :, :4], awq_s)
     with pytest.raises(ValueError, match="'scales' must be"):
         ck.from_awq(awq_q, eights, awq_s[:, :, :32])
     packed = torch.zeros(2, 64, 32, dtype=torch.int32)
-    with pytest.raises(NotImplementedError, match="weight_zero_point"):
+    with pytest.raises(ValueError, match="CUDA device"):  # asymmetric: served, packed on the GPU
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 8, 2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="'weight_zero_point' must be int32"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 64, 2, dtype=torch.int32))
     with pytest.raises(ValueError, match="weight_shape"):
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), weight_shape=torch.tensor([[64, 128]] * 2))
     with pytest.raises(ValueError, match="group size 48"):
