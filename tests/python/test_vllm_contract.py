@@ -213,13 +213,13 @@ def test_tuning_rows_are_what_vllm_looks_up():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: facade.AWQWeightSchema(),
-    lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 128,
+    lambda: facade.AWQWeightSchema(zero_point=False),
+    lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 8, "group_size": 128,
                                                  "zero_point": True}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                  "desc_act": True, "sym": True}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
-                                                 "desc_act": False, "sym": False}),
+                                                 "desc_act": True, "sym": False}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 48,
                                                  "desc_act": False, "sym": True}),
     lambda: facade.Fp8InputSchema(),
@@ -232,7 +232,8 @@ def test_tuning_rows_are_what_vllm_looks_up():
     lambda: facade.ModeloptNvfp4WeightSchema(),
     lambda: facade.CompressedTensorsInputSchema(num_bits=8),
     lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=48),
-    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128, has_zero_point=True),
+    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128, has_zero_point=True,
+                                       is_fp_zero_point=True),
     lambda: facade.HummingInputSchema(a_dtype="float8e4m3"),
 ])
 def test_unsupported_formats_are_refused_by_name(make):
