@@ -153,7 +153,8 @@ void set_tma_maps(const Launch& l, W4A16Args* args) {
   const int bn = l.config.block_n;
   set_map(&args->w_map, packed_map(args->w, w4a16_weight_map_shape(args->num_experts, args->n, args->k, bn)));
   set_map(&args->s_map,
-          packed_map(args->scales, w4a16_scale_map_shape(args->num_experts, args->n, args->k, bn, l.config.nf4())));
+          packed_map(args->scales, w4a16_scale_map_shape(args->num_experts, args->n, args->k, bn, l.config.nf4(),
+                                                         l.config.zero_point())));
   if (!w4a16_tma_activations(args->mode)) return;
   const long long rows = w4a16_a_total_rows(args->mode, args->a_rows, args->num_groups, args->max_m);
   set_map(&args->a_map, make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),

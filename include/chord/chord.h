@@ -79,7 +79,7 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
  * weight, W = T((code - zp) * scale) with a zero point zp (0..15) per row and 32-k group. The
  * scales buffer holds 32-bit {scale, -(M + zp)} entries in T (M = 128 for BF16, 1024 for
  * FP16): chord_w4a16_zp_scale_bytes(), twice chord_w4a16_scale_bytes(). Packed by
- * chord_w4a16_pack_zp; every INT4 operator takes them (served by the mma.sync kernels). */
+ * chord_w4a16_pack_zp; every INT4 operator takes them. */
 #define CHORD_FORMAT_INT4_G32_ZP 4      /* BF16 scales / activations / outputs */
 #define CHORD_FORMAT_INT4_G32_ZP_FP16 5 /* FP16 scales / activations / outputs */
 

@@ -125,7 +125,7 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
   // (C7511). The tables run only a few of them; kernel_check and forced configs reach the rest.
   int checked = 0;
   for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16,
-                      chord::kW4A16WeightInt4Fp16}) {
+                      chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
     for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
       for (int block_n : {128, 256}) {
         for (int stages : {5, 6}) {
@@ -145,7 +145,7 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
       }
     }
   }
-  CHECK(checked == 64);
+  CHECK(checked == 96);
 }
 
 // A mma.sync config of the compile matrices below.
@@ -214,14 +214,14 @@ TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every e
   }
 }
 
-TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every mma.sync tile and mode on every arch",
+TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, tile and mode on every arch",
           "[compile]") {
   // The kernel sets hold no zero-point kernels: this is their compile matrix. Per arch and
   // element type, every mode on the 8-token decode tile (BF16: the fp32 group sums with the
   // per-row bias seed, int4_group_mma_zp; FP16: dequantized), and in offsets mode the direct
   // path (both the group-sum and the dequantizing decode), the 16-token tile (the narrow
-  // path), a prefill tile, split-K (sm_90+), and the pack / unpack kernels. The WGMMA engines
-  // refuse the kinds (the resolver keeps them on mma.sync).
+  // path), a prefill tile, split-K (sm_90+), the one-role WGMMA tiles, and the pack / unpack
+  // kernels. The warp-specialized builds are in the ptxas test above.
   for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
     const chord::Arch arch = chord::parse_arch(arch_name);
     for (auto weight : {chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
@@ -255,12 +255,24 @@ TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every mma.sync 
         CHECK(kernel->info.arch == arch_name);
         if (kernel->info.meta.threads == 256 && c.launch_min_blocks() == 2) CHECK(kernel->info.registers <= 128);
       }
-      chord::W4A16GemmConfig w = mma(chord::kW4A16Indexed, 128, 128, chord::kW4A16WgmmaBlockK, 5, 1, 4);
-      w.engine = chord::W4A16Engine::kWgmma;
-      w.warpgroups = 2;
-      CHECK(w.error() != nullptr);
-      w.engine = chord::W4A16Engine::kWgmmaWs;
-      CHECK(w.error() != nullptr);
+      // The one-role WGMMA tiles (two warpgroups, BN128 and BN256; the warp-specialized builds
+      // are in the ptxas test above): they trap off sm_90a but compile; on sm_90a no wgmma may
+      // be serialized.
+      for (int block_n : {128, 256}) {
+        for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Indexed}) {
+          chord::W4A16GemmConfig w = mma(mode, block_n == 256 ? 64 : 128, block_n, chord::kW4A16WgmmaBlockK, 4, 1, 4);
+          w.engine = chord::W4A16Engine::kWgmma;
+          w.warpgroups = 2;
+          REQUIRE(w.error() == nullptr);
+          const chord::KernelSource source = w.source();
+          INFO(source.name);
+          if (arch.sm() == 90) {
+            compile_sm90a_unserialized(source.name, source.text, source.options);
+          } else {
+            CHECK(chord::JitRuntime::global().compile(w.descriptor(arch))->info.arch == arch_name);
+          }
+        }
+      }
 
       const bool fp16 = weight == chord::kW4A16WeightInt4ZpFp16;
       for (bool unpack : {false, true}) {

@@ -65,7 +65,7 @@ int pack_flags() { return g_fp16 ? CHORD_W4A16_SRC_SCALES_FP16 : 0; }
 bool g_zp = false;  // set by ZpScope: make_weight packs with random zero points (formats *_ZP*)
 
 struct ZpScope {
-  ZpScope() { g_zp = true; }
+  explicit ZpScope(bool zp) { g_zp = zp; }
   ~ZpScope() { g_zp = false; }
   ZpScope(const ZpScope&) = delete;
   ZpScope& operator=(const ZpScope&) = delete;
@@ -397,8 +397,10 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
           "[gpu][w4a16]") {
   // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
   // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
-  // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty.
+  // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty. With zero
+  // points too (the {scale, bias} TMA box).
   const Fp16Scope dtype(GENERATE(false, true));
+  const ZpScope zp(GENERATE(false, true));
   std::mt19937 rng(61);
   Stream stream;
   const int e = 8, n = 256, k = 768;
@@ -410,7 +412,8 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     if (device.arch.sm() != 90 || chord::env().w4a16_engine.candidates == chord::W4A16EngineKnob::kPortable) return;
     chord::W4A16Problem p;
     p.mode = mode;
-    p.weight = g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4;
+    p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpFp16 : chord::kW4A16WeightInt4Zp)
+                    : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
     p.n = shape_n ? shape_n : n;
@@ -493,10 +496,11 @@ TEST_CASE("gpu w4a16: zero points (BF16 and FP16) in every mode: ragged, empty e
           "[gpu][w4a16][zp]") {
   // make_weight checks the packed bytes against the reference packer and the dequantized
   // weight bit for bit; every GEMM against the fp32 reference of that weight, then replayed
-  // from a CUDA Graph (run_and_check). The resolver keeps these kinds on mma.sync: the 8-token
-  // tiles take int4_group_mma_zp (BF16), the wider ones dequant_word_zp.
+  // from a CUDA Graph (run_and_check). mma.sync decode tiles (8 tokens: int4_group_mma_zp in
+  // BF16), wider tiles and the one-role WGMMA prefill (sm_90a, 256-row groups) dequant_word_zp;
+  // the warp-specialized prefill is in the large-prefill test.
   const Fp16Scope dtype(GENERATE(false, true));
-  const ZpScope zp;
+  const ZpScope zp(true);
   std::mt19937 rng(26);
   Stream stream;
   {

@@ -41,7 +41,7 @@ class WeightCase(tuple):
 
 # Every test on this fixture runs with bf16 weights (FORMAT_INT4_G32), fp16 ones
 # (FORMAT_INT4_G32_FP16: fp16 scales, activations and outputs) and both with zero points
-# (FORMAT_INT4_G32_ZP / _ZP_FP16: asymmetric INT4, served by the mma.sync kernels).
+# (FORMAT_INT4_G32_ZP / _ZP_FP16: asymmetric INT4).
 @pytest.fixture(scope="module", params=[(torch.bfloat16, False), (torch.float16, False), (torch.bfloat16, True),
                                         (torch.float16, True)], ids=["bf16", "fp16", "bf16-zp", "fp16-zp"])
 def weights(request):
