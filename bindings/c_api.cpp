@@ -106,6 +106,7 @@ chord_status_t chord_moe_activation(int kind, const char* expression, int dtype,
 uint32_t chord_w4a16_layout_version(void) { return chord::kW4A16LayoutVersion; }
 int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_weight_bytes(E, N, K); }
 int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_scale_bytes(E, N, K); }
+int64_t chord_w4a16_zp_scale_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_zp_scale_bytes(E, N, K); }
 int64_t chord_w4a16_contiguous_alignment(void) { return chord::kW4A16ContiguousAlign; }
 
 chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void* scales_dev, int64_t E, int64_t N,
@@ -114,6 +115,15 @@ chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void*
   return guarded([&] {
     chord::w4a16_pack(src_dev, src_format, scales_dev, E, N, K, weight_out_dev, scales_out_dev, weight,
                       static_cast<CUstream>(stream));
+  });
+}
+
+chord_status_t chord_w4a16_pack_zp(const void* src_dev, int src_format, const void* scales_dev,
+                                   const void* zero_points_dev, int64_t E, int64_t N, int64_t K, void* weight_out_dev,
+                                   void* scales_out_dev, chord_w4a16_weight_t* weight, chord_stream_t stream) {
+  return guarded([&] {
+    chord::w4a16_pack_zp(src_dev, src_format, scales_dev, zero_points_dev, E, N, K, weight_out_dev, scales_out_dev,
+                         weight, static_cast<CUstream>(stream));
   });
 }
 

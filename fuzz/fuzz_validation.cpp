@@ -121,6 +121,13 @@ void fuzz_operator(int which, FuzzedDataProvider& p) {
           chord_w4a16_pack(src, format, scales, e, n, k, w_out, s_out, p.ConsumeBool() ? &tag : nullptr, stream);
       check_status("w4a16_pack", s,
                    {"'src_format'", "'src'", "'scales'", "'E'", "'N'", "'K'", "'weight_out'", "'scales_out'", "'weight'"});
+      if (p.ConsumeBool()) {  // the zero-point entry point: the same checks plus its zero points
+        s = chord_w4a16_pack_zp(src, format, scales, pointer(p), e, n, k, w_out, s_out,
+                                p.ConsumeBool() ? &tag : nullptr, stream);
+        check_status("w4a16_pack_zp", s,
+                     {"'src_format'", "'src'", "'scales'", "'zero_points'", "'E'", "'N'", "'K'", "'weight_out'",
+                      "'scales_out'", "'weight'"});
+      }
       return;
     }
     case 3: {

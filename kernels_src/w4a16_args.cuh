@@ -104,6 +104,13 @@ struct W4A16PackArgs {
   int pad_;
 };
 
+// The zero-point pack kernels: W4A16PackArgs plus the zero points, uint8 [E, N, K/32], one
+// 0..15 per byte (a struct of its own so the other pack kernels' parameters stay as they are).
+struct W4A16PackZpArgs {
+  W4A16PackArgs base;      // dst_scales: 32-bit {scale, -(M + zp)} pairs [E, K/32, N]
+  const void* zero_points;
+};
+
 struct W4A16UnpackArgs {
   const void* w;           // packed weight
   const void* scales;      // packed scales
@@ -128,8 +135,9 @@ CHORD_W4A16_HD constexpr int w4a16_smem_header_bytes(int block_m) {
   return ((2 * block_m + 64) * 4 + 127) / 128 * 128;
 }
 // One pipeline stage: activation tile + weight tile + scale tile (each a multiple of 128 B).
-CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, int block_k) {
-  return block_m * block_k * 2 + block_n * block_k / 2 + (block_k / 32) * block_n * 2;
+// zp: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs.
+CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, int block_k, bool zp = false) {
+  return block_m * block_k * 2 + block_n * block_k / 2 + (block_k / 32) * block_n * (zp ? 4 : 2);
 }
 // Epilogue staging tile [BLOCK_M][BLOCK_N + 8] bf16 (reuses the pipeline buffers).
 CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n) {
@@ -139,22 +147,23 @@ CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n)
 // placed after everything else.
 constexpr int kW4A16NF4TableBytes = 256 * 32 * 4;
 // Dynamic shared memory the GEMM kernel needs (the launcher opts in above 48 KiB); nf4: NF4
-// weights (W4A16WeightKind other than INT4).
-CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int block_k, int stages, bool nf4 = false) {
+// weights (W4A16WeightKind other than INT4); zp: zero-point weights (twice the scale tile).
+CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int block_k, int stages, bool nf4 = false,
+                                              bool zp = false) {
   return w4a16_smem_header_bytes(block_m) +
-         (w4a16_smem_stage_bytes(block_m, block_n, block_k) * stages >
+         (w4a16_smem_stage_bytes(block_m, block_n, block_k, zp) * stages >
                   w4a16_smem_epilogue_bytes(block_m, block_n)
-              ? w4a16_smem_stage_bytes(block_m, block_n, block_k) * stages
+              ? w4a16_smem_stage_bytes(block_m, block_n, block_k, zp) * stages
               : w4a16_smem_epilogue_bytes(block_m, block_n)) +
          (nf4 ? kW4A16NF4TableBytes : 0);
 }
 
 // Why a config is invalid, or nullptr. Rules the template static_asserts as well. nf4: NF4
 // weights (the pair table); split_k: CTAs per tile, whose fp32 partial tile must fit the
-// pipeline's shared memory.
+// pipeline's shared memory; zp: zero-point weights (their larger scale tile).
 CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n, int block_k, int stages,
                                                         int warps_m, int warps_n, bool nf4 = false,
-                                                        int split_k = 1) {
+                                                        int split_k = 1, bool zp = false) {
   return (block_m != 8 && block_m != 16 && block_m != 32 && block_m != 64 && block_m != 128)
              ? "BLOCK_M must be 8, 16, 32, 64 or 128"
          : (block_k != 64 && block_k != 128 && block_k != 256) ? "BLOCK_K must be 64, 128 or 256"
@@ -163,10 +172,10 @@ CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n
          : (warps_m < 1 || warps_n < 1 || warps_m * warps_n > 16) ? "WARPS_M * WARPS_N must be in [1, 16]"
          : (block_m % (8 * warps_m) != 0)                        ? "BLOCK_M / WARPS_M must be a multiple of 8"
          : (block_n % (16 * warps_n) != 0)                       ? "BLOCK_N / WARPS_N must be a multiple of 16"
-         : (w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4) > 227 * 1024)
+         : (w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4, zp) > 227 * 1024)
              ? "shared memory exceeds 227 KiB"
          : (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) ? "split-K must be 1, 2, 4 or 8"
-         : (split_k > 1 && block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k))
+         : (split_k > 1 && block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k, zp))
              ? "split-K needs the fp32 partial tile (BLOCK_M x BLOCK_N x 4 bytes) to fit the pipeline stages"
              : nullptr;
 }

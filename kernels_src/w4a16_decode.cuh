@@ -47,6 +47,29 @@ __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, un
   dequant_word_splat<ELEM>(q, ptx::splat_lo(s2), ptx::splat_hi(s2), a);
 }
 
+// Zero-point kinds (kW4A16WeightInt4Zp*): a packed scale entry is the 32-bit pair
+// {lo: scale, hi: -(M + zp)} in ELEM, so the lane's 8-byte load at rows {g, g+8} gives
+// p_g = {s[g], -(M + zp[g])} and p_g8. The decode is dequant_word_splat's with the constant
+// -(M + 8) replaced by the row's -(M + zp):
+//   x = (M + code) * 1 - (M + zp)   exact: both are integers M..M+15, their difference fits T
+//   w = x * scale + (-0)            one rounding == ELEM((code - zp) * scale)
+// Never code * s - zp * s: that rounds twice. The bias is stored negated so the fma takes it
+// as is.
+template <int ELEM = kNF4BF16>
+__device__ __forceinline__ void dequant_word_zp(unsigned int q, unsigned int p_g, unsigned int p_g8,
+                                                unsigned int* a) {
+  constexpr unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;  // {1.0, 1.0}
+  const unsigned int kNegZero = 0x80008000u;
+  const unsigned int s_lo = ptx::splat_lo(p_g), s_hi = ptx::splat_lo(p_g8);
+  const unsigned int b_lo = ptx::splat_hi(p_g), b_hi = ptx::splat_hi(p_g8);
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    const unsigned int x = ptx::nibble_pair<ELEM>(q >> (4 * p));
+    const unsigned int v = ptx::fma_x2<ELEM>(x, kOne, (p & 1) ? b_hi : b_lo);
+    a[p] = ptx::fma_x2<ELEM>(v, (p & 1) ? s_hi : s_lo, kNegZero);
+  }
+}
+
 // One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
 // to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
 //   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
@@ -85,6 +108,50 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
     for (int m = 0; m < MTU; ++m) {
       float sum[4];
       ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
+      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
+      acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
+      acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
+      acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+    }
+  }
+}
+
+// int4_group_mma for the BF16 zero-point kind. The bias -(128 + zp) differs per row, so it
+// cannot be one constant-A MMA; instead the token sums sum_k a (row-independent) come from one
+// MMA with A = 1 per token tile and k16 step, and each row seeds its group sum in fp32:
+//   sum_k bf16(code - zp) * s * a  ==  s * (sum_k (128 + code) * a  +  (-(128 + zp)) * sum_k a)
+// The result differs from the dequantized reference by that reference's rounding of
+// (code - zp) * s and by the fp32 rounding of the seed and sums (the class of int4_group_mma).
+//   p[i][0] / p[i][1]: the {scale, bias} pairs of rows g / g + 8 of n tile i.
+template <int NT, int MT, int MTU = MT>
+__device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
+                                                  const unsigned int (&p)[NT][2], const unsigned int (&b)[2][MT][2]) {
+  static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma_zp: 1 <= MTU <= MT");
+  const unsigned int kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};
+  const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+  float tsum[MTU][4];  // [0], [2]: sum_k a of token 2t; [1], [3]: of token 2t + 1
+#pragma unroll
+  for (int m = 0; m < MTU; ++m) {
+    ptx::mma_bf16_16816_c(tsum[m], kOnes, b[0][m][0], b[0][m][1], kZero);
+    ptx::mma_bf16_16816(tsum[m], kOnes, b[1][m][0], b[1][m][1]);
+  }
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    unsigned int a0[4], a1[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      a0[q] = ptx::nibble_pair_bf16(w[i][0] >> (4 * q));
+      a1[q] = ptx::nibble_pair_bf16(w[i][1] >> (4 * q));
+    }
+    const float s_lo = __uint_as_float(p[i][0] << 16);          // row g
+    const float s_hi = __uint_as_float(p[i][1] << 16);          // row g + 8
+    const float z_lo = __uint_as_float(p[i][0] & 0xffff0000u);  // -(128 + zp[g])
+    const float z_hi = __uint_as_float(p[i][1] & 0xffff0000u);
+#pragma unroll
+    for (int m = 0; m < MTU; ++m) {
+      float sum[4] = {z_lo * tsum[m][0], z_lo * tsum[m][1], z_hi * tsum[m][2], z_hi * tsum[m][3]};
+      ptx::mma_bf16_16816(sum, a0, b[0][m][0], b[0][m][1]);
       ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
       acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
       acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);

@@ -1,6 +1,6 @@
 // W4A16 grouped MoE GEMM, mma.sync path (sm_80+): out[row][n] = sum_k A[row][k] * W[e][n][k],
 // W = T((code - 8) * scale), fp32 accumulation, T output (T = BF16, or FP16 for the INT4 FP16
-// weight kind; NF4: WEIGHT below).
+// weight kind; the zero-point kinds: T((code - zp) * scale); NF4: WEIGHT below).
 //
 // Orientation (the decode target): the dequantized weight is the MMA "A" operand (16 n-rows
 // x 16 k per fragment, straight from the packed words) and the tokens are the narrow "B"
@@ -60,15 +60,16 @@ CHORD_W4A16_HD constexpr int w4a16_default_path(int block_m, int warps_m, int st
 // ---------------------------------------------------------------------------------------
 // Compile-time configuration.
 // ---------------------------------------------------------------------------------------
-template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N>
+// ZP: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs.
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, bool ZP = false>
 struct W4A16Config {
   static constexpr int kThreads = w4a16_threads(WARPS_M, WARPS_N);
-  static constexpr int kSmemBytes = w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES);
+  static constexpr int kSmemBytes = w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, false, ZP);
   static constexpr int kHeaderBytes = w4a16_smem_header_bytes(BLOCK_M);
-  static constexpr int kStageBytes = w4a16_smem_stage_bytes(BLOCK_M, BLOCK_N, BLOCK_K);
+  static constexpr int kStageBytes = w4a16_smem_stage_bytes(BLOCK_M, BLOCK_N, BLOCK_K, ZP);
   static constexpr int kABytes = BLOCK_M * BLOCK_K * 2;     // activations, swizzled rows
   static constexpr int kWBytes = BLOCK_N * BLOCK_K / 2;     // packed weight chunks
-  static constexpr int kSBytes = (BLOCK_K / 32) * BLOCK_N * 2;  // packed scales
+  static constexpr int kSBytes = (BLOCK_K / 32) * BLOCK_N * (ZP ? 4 : 2);  // packed scales
   static constexpr int kWM = BLOCK_M / WARPS_M;             // tokens per warp
   static constexpr int kWN = BLOCK_N / WARPS_N;             // weight rows per warp
   static constexpr int kNT = kWN / 16;                      // 16-row weight tiles per warp
@@ -100,12 +101,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
   static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
   constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
+  // Zero points: each scale entry is the 32-bit pair {scale, -(M + zp)} (dequant_word_zp).
+  constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr int kGroup = kNF4 ? kNF4BlockSize : kW4A16GroupSize;  // k per scale
-  constexpr int kSB = kNF4 ? 4 : 2;                                // bytes per scale
+  constexpr int kSB = kNF4 || kZp ? 4 : 2;                         // bytes per scale (entry)
   static_assert(PATH == kW4A16PathStaged || PATH == kW4A16PathDirect, "unknown W4A16 main-loop path");
   using namespace w4a16_detail;
-  using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N>;
+  using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kZp>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kNT = Cfg::kNT, kMT = Cfg::kMT, kKC = Cfg::kKC;
   // INT4 tiles of 8 tokens per warp apply the scale to fp32 group sums (int4_group_mma); wider
@@ -122,8 +125,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
   // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
   constexpr bool kNF4Sum = kNF4 && kMT == 1;
-  static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K) == nullptr,
-                "invalid W4A16 config with NF4 weights or split-K (see w4a16_config_error)");
+  static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K, kZp) == nullptr,
+                "invalid W4A16 config with NF4 weights, zero points or split-K (see w4a16_config_error)");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -293,7 +296,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     const unsigned long long srow = (unsigned long long)N * kSB;
 
     unsigned int wq[kU][kNT][4];
-    unsigned int sq[kU][kNT][2];
+    unsigned int sq[kU][kNT][kZp ? 4 : 2];  // zero points: {p[g], p[g+8]} of both groups
     // Offsets of chunk u of k block kb: the weight offset folds into the load's immediate; the
     // scale offsets are warp-uniform (one multiply per k block, shared by the n tiles).
     auto load_w = [&](int kb, int u) {
@@ -304,6 +307,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
         ptx::ldg_stream_v4(wp[i] + w_off, wq[u][i]);
         if constexpr (kNF4) {
           ptx::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // {a[g], a[g+8]}
+        } else if constexpr (kZp) {
+          ptx::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // group 0: {p[g], p[g+8]}
+          ptx::ldg_nc_v2(sp[i] + s_off + srow, sq[u][i] + 2);
         } else {
           sq[u][i][0] = ptx::ldg_nc_b32(sp[i] + s_off);
           sq[u][i][1] = ptx::ldg_nc_b32(sp[i] + s_off + srow);
@@ -340,13 +346,17 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       const bool more = kb + 1 < num_k;
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        unsigned int cw[kNT][4], cs[kNT][2];
+        unsigned int cw[kNT][4], cs[kNT][kZp ? 4 : 2];
 #pragma unroll
         for (int i = 0; i < kNT; ++i) {
 #pragma unroll
           for (int r = 0; r < 4; ++r) cw[i][r] = wq[u][i][r];
           cs[i][0] = sq[u][i][0];
           cs[i][1] = sq[u][i][1];
+          if constexpr (kZp) {
+            cs[i][2] = sq[u][i][2];
+            cs[i][3] = sq[u][i][3];
+          }
         }
         if (more) load_w(kb + 1, u);  // refill this slot one k-block ahead
 
@@ -389,13 +399,25 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 bh[jj][m][0] = b[2 * h + jj][m][0];
                 bh[jj][m][1] = b[2 * h + jj][m][1];
               }
+            if constexpr (kZp) {
+              unsigned int p2[kNT][2];  // {scale, bias} pairs of rows g, g + 8
 #pragma unroll
-            for (int i = 0; i < kNT; ++i) {
-              w2[i][0] = cw[i][2 * h];
-              w2[i][1] = cw[i][2 * h + 1];
-              s2[i] = cs[i][h];
+              for (int i = 0; i < kNT; ++i) {
+                w2[i][0] = cw[i][2 * h];
+                w2[i][1] = cw[i][2 * h + 1];
+                p2[i][0] = cs[i][2 * h];
+                p2[i][1] = cs[i][2 * h + 1];
+              }
+              int4_group_mma_zp<kNT, kMT>(acc, w2, p2, bh);
+            } else {
+#pragma unroll
+              for (int i = 0; i < kNT; ++i) {
+                w2[i][0] = cw[i][2 * h];
+                w2[i][1] = cw[i][2 * h + 1];
+                s2[i] = cs[i][h];
+              }
+              int4_group_mma<kNT, kMT>(acc, w2, s2, bh);
             }
-            int4_group_mma<kNT, kMT>(acc, w2, s2, bh);
           }
         } else {
 #pragma unroll
@@ -407,6 +429,14 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
               for (int j = 0; j < 4; ++j) {
                 unsigned int af[4];
                 nf4_detail::nf4_scaled_word<kElem>(cw[i][j], sp[0], sp[1], nf4_lane, af);
+#pragma unroll
+                for (int m = 0; m < kMT; ++m) ptx::mma_t<kElem>(acc[i][m], af, b[j][m][0], b[j][m][1]);
+              }
+            } else if constexpr (kZp) {
+#pragma unroll
+              for (int j = 0; j < 4; ++j) {
+                unsigned int af[4];
+                dequant_word_zp<kElem>(cw[i][j], cs[i][j & 2], cs[i][(j & 2) + 1], af);
 #pragma unroll
                 for (int m = 0; m < kMT; ++m) ptx::mma_t<kElem>(acc[i][m], af, b[j][m][0], b[j][m][1]);
               }
@@ -456,13 +486,16 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int kc = 0; kc < kKC; ++kc) {
       unsigned int wq[kNT][4];
-      unsigned int sc[kNT][2];
+      unsigned int sc[kNT][kZp ? 4 : 2];  // zero points: {p[g], p[g+8]} of both groups
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
         const int nt = warp_n * kNT + i;
         ptx::lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
         if constexpr (kNF4) {
           ptx::lds64(ss + (kc * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i]);  // {a[g], a[g+8]}
+        } else if constexpr (kZp) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) ptx::lds64(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i] + 2 * h);
         } else {
 #pragma unroll
           for (int h = 0; h < 2; ++h) sc[i][h] = ptx::lds32(ss + ((kc * 2 + h) * BLOCK_N + nt * 16 + 2 * g) * 2);
@@ -491,13 +524,25 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           unsigned int b[2][kMT][2], w2[kNT][2], s2[kNT];
           load_b(2 * h, b[0]);
           load_b(2 * h + 1, b[1]);
+          if constexpr (kZp) {
+            unsigned int p2[kNT][2];  // {scale, bias} pairs of rows g, g + 8
 #pragma unroll
-          for (int i = 0; i < kNT; ++i) {
-            w2[i][0] = wq[i][2 * h];
-            w2[i][1] = wq[i][2 * h + 1];
-            s2[i] = sc[i][h];
+            for (int i = 0; i < kNT; ++i) {
+              w2[i][0] = wq[i][2 * h];
+              w2[i][1] = wq[i][2 * h + 1];
+              p2[i][0] = sc[i][2 * h];
+              p2[i][1] = sc[i][2 * h + 1];
+            }
+            int4_group_mma_zp<kNT, kMT, decltype(tag)::value>(acc, w2, p2, b);
+          } else {
+#pragma unroll
+            for (int i = 0; i < kNT; ++i) {
+              w2[i][0] = wq[i][2 * h];
+              w2[i][1] = wq[i][2 * h + 1];
+              s2[i] = sc[i][h];
+            }
+            int4_group_mma<kNT, kMT, decltype(tag)::value>(acc, w2, s2, b);
           }
-          int4_group_mma<kNT, kMT, decltype(tag)::value>(acc, w2, s2, b);
         }
       };
       if constexpr (kNF4Sum) {
@@ -524,6 +569,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
             unsigned int af[4];
             if constexpr (kNF4) {
               nf4_detail::nf4_scaled_word<kElem>(wq[i][j], sp[i][0], sp[i][1], nf4_lane, af);
+            } else if constexpr (kZp) {
+              dequant_word_zp<kElem>(wq[i][j], sc[i][j & 2], sc[i][(j & 2) + 1], af);
             } else {
               dequant_word<kElem>(wq[i][j], sc[i][j >> 1], af);
             }

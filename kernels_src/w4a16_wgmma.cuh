@@ -43,26 +43,29 @@ namespace chord {
 
 // The grid is the mma.sync path's: w4a16_grid(args, BLOCK_M, BLOCK_N) (n block fastest).
 
-template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, bool NF4_TABLE = false>
+// ZP: zero-point weights (32-bit {scale, bias} scale entries).
+template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, bool NF4_TABLE = false, bool ZP = false>
 struct W4A16WgmmaConfig {
   static constexpr int kThreads = w4a16_threads(4, WARPGROUPS);
-  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(BLOCK_M, BLOCK_N);
-  static constexpr int kPipeBytes = w4a16_wgmma_pipe_bytes(BLOCK_M, BLOCK_N, STAGES);
+  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(BLOCK_M, BLOCK_N, ZP);
+  static constexpr int kPipeBytes = w4a16_wgmma_pipe_bytes(BLOCK_M, BLOCK_N, STAGES, ZP);
   static constexpr int kHeaderBytes = (2 * BLOCK_M + 64) * 4;
-  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES, NF4_TABLE);
+  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES, NF4_TABLE, ZP);
   static constexpr int kABytes = BLOCK_M * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
   static constexpr int kTiles = BLOCK_N / (64 * WARPGROUPS);  // m64 tiles per warpgroup
   static constexpr int kAcc = BLOCK_M / 2;                     // fp32 accumulators per m64 tile
-  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, NF4_TABLE) == nullptr,
+  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, NF4_TABLE, ZP) == nullptr,
                 "invalid W4A16 WGMMA config (see w4a16_wgmma_config_error)");
   static_assert(kThreads == w4a16_wgmma_threads(WARPGROUPS), "warpgroup = 4 warps");
 };
 
 // One k block of m64 tile i of a warp's weight fragments from the stage at `stage` (tile i's
-// packed chunk at w_rd + 2048 i, its scales / absmax at s_rd + 128 i / 256 i; BLOCK_N: the
-// stage's weight rows, which place the second INT4 scale group row) -> af[k16 step][4].
-// INT4: (code - 8) * scale in T (the scale's type: BF16, or FP16 for the FP16 kind); NF4: a pair-table lookup (nf4_lane: this lane's replica)
+// packed chunk at w_rd + 2048 i, its scales / absmax / {scale, bias} pairs at s_rd + 128 i /
+// 256 i / 256 i; BLOCK_N: the stage's weight rows, which place the second INT4 scale group row)
+// -> af[k16 step][4].
+// INT4: (code - 8) * scale in T (the scale's type: BF16, or FP16 for the FP16 kind); zero points:
+// (code - zp) * scale (dequant_word_zp); NF4: a pair-table lookup (nf4_lane: this lane's replica)
 // scaled by the absmax in T, from a table of REPLICAS replicas.
 template <int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
@@ -80,6 +83,15 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
 #pragma unroll
     for (int j = 0; j < 4; ++j)
       nf4_detail::nf4_scaled_word<kElem, REPLICAS>(q[j], s_g, s_g8, nf4_lane, af[j], nf4_table);
+  } else if constexpr (w4a16_has_zero_point(WEIGHT)) {
+    (void)nf4_lane;
+    unsigned int p0[2], p1[2];  // {pair[g], pair[g + 8]} of the two 32-k groups
+    ptx::lds64(stage + s_rd + i * 256, p0);
+    ptx::lds64(stage + s_rd + i * 256 + BLOCK_N * 4, p1);
+    dequant_word_zp<kElem>(q[0], p0[0], p0[1], af[0]);
+    dequant_word_zp<kElem>(q[1], p0[0], p0[1], af[1]);
+    dequant_word_zp<kElem>(q[2], p1[0], p1[1], af[2]);
+    dequant_word_zp<kElem>(q[3], p1[0], p1[1], af[3]);
   } else {
     (void)nf4_lane;
     const unsigned int s0 = ptx::lds32(stage + s_rd + i * 128);
@@ -118,13 +130,15 @@ template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, int IN
 __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
-  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, w4a16_is_nf4(WEIGHT)>;
+  using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, w4a16_is_nf4(WEIGHT),
+                               w4a16_has_zero_point(WEIGHT)>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kTiles = Cfg::kTiles;
   constexpr int kAcc = Cfg::kAcc;
   constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
+  constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
 
@@ -197,17 +211,25 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // place: cheaper than the branch the compiler emits around a copy by some lanes only.
   const int s_tile = (lane >> 2) % kTiles, s_grp = (lane >> 1) & 1, s_half = lane & 1;
   // The scale bytes of one k block are (K / 64) * N * 4 either way: two BF16 group rows or
-  // one FP32 absmax row.
-  const unsigned char* s_src_ptr = static_cast<const unsigned char*>(args.scales) +
-                                   (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
-                                   (kNF4 ? (unsigned long long)n_block * BLOCK_N * 4ull + (nt0 + 4 * s_tile) * 64 +
-                                               (s_grp * 2 + s_half) * 16
-                                         : (unsigned long long)n_block * BLOCK_N * 2ull +
-                                               (unsigned long long)s_grp * N * 2ull + (nt0 + 4 * s_tile) * 32 +
-                                               s_half * 16);
-  unsigned int s_dst_off = Cfg::kABytes + Cfg::kWBytes +
-                           (kNF4 ? (nt0 + 4 * s_tile) * 64 + (s_grp * 2 + s_half) * 16
-                                 : s_grp * BLOCK_N * 2 + (nt0 + 4 * s_tile) * 32 + s_half * 16);
+  // one FP32 absmax row. Zero points: twice that, two rows of 32-bit {scale, bias} pairs, a
+  // tile's 16 rows 64 bytes per group row (4 pieces; lane l: tile (l / 8) % kTiles, group
+  // (l / 4) % 2, piece l % 4; lanes l and l + 8 kTiles copy the same piece).
+  const int z_tile = (lane >> 3) % kTiles, z_grp = (lane >> 2) & 1, z_piece = lane & 3;
+  const unsigned char* s_src_ptr =
+      kZp ? static_cast<const unsigned char*>(args.scales) +
+                (unsigned long long)expert * (unsigned long long)(K / 32) * N * 4ull +
+                (unsigned long long)n_block * BLOCK_N * 4ull + (unsigned long long)z_grp * N * 4ull +
+                (nt0 + 4 * z_tile) * 64 + z_piece * 16
+          : static_cast<const unsigned char*>(args.scales) +
+                (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
+                (kNF4 ? (unsigned long long)n_block * BLOCK_N * 4ull + (nt0 + 4 * s_tile) * 64 + (s_grp * 2 + s_half) * 16
+                      : (unsigned long long)n_block * BLOCK_N * 2ull + (unsigned long long)s_grp * N * 2ull +
+                            (nt0 + 4 * s_tile) * 32 + s_half * 16);
+  unsigned int s_dst_off = kZp ? Cfg::kABytes + Cfg::kWBytes + z_grp * BLOCK_N * 4 + (nt0 + 4 * z_tile) * 64 +
+                                     z_piece * 16
+                               : Cfg::kABytes + Cfg::kWBytes +
+                                     (kNF4 ? (nt0 + 4 * s_tile) * 64 + (s_grp * 2 + s_half) * 16
+                                           : s_grp * BLOCK_N * 2 + (nt0 + 4 * s_tile) * 32 + s_half * 16);
 
   const unsigned int pipe_base = ptx::smem_addr(pipe);
   const unsigned int pipe_end = pipe_base + STAGES * Cfg::kStageBytes;
@@ -216,8 +238,9 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   // base (the weight piece is also where this thread copies it).
   unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
   // INT4: {s[g], s[g + 8]} of group 0 (group 1 is BLOCK_N * 2 bytes on), tile i at + 128 i;
-  // NF4: {absmax[g], absmax[g + 8]}, tile i at + 256 i.
-  unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
+  // NF4: {absmax[g], absmax[g + 8]}, tile i at + 256 i; zero points: {pair[g], pair[g + 8]} of
+  // group 0 (group 1 BLOCK_N * 4 bytes on), tile i at + 256 i.
+  unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 || kZp ? 4 : 2);
   // NF4: this lane's replica of the pair table.
   unsigned int nf4_lane = kNF4 ? nf4_detail::nf4_pair_lane_base<16>(nf4_tab, lane) : 0u;
 
@@ -246,7 +269,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     const bool step = ++load_kb < num_k;
     a_k += step ? kW4A16WgmmaBlockK / 8 : 0;
     w_koff += step ? 512u : 0u;
-    s_koff += step ? 4u * (unsigned int)N : 0u;
+    s_koff += step ? (kZp ? 8u : 4u) * (unsigned int)N : 0u;
   };
 
   float acc[kTiles][kAcc];

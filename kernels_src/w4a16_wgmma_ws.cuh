@@ -45,13 +45,16 @@ template <int MODE, int BLOCK_N, int STAGES, int WEIGHT>
 struct W4A16WgmmaWsConfig {
   static constexpr int kBlockM = kW4A16WgmmaWsBlockM;
   static constexpr int kThreads = kW4A16WgmmaWsThreads;
-  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N);
+  static constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
+  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N, kZp);
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
-  static constexpr int kSBytes = BLOCK_N * 4;  // INT4: two 16-bit group rows; NF4: one FP32 absmax row
+  // INT4: two 16-bit group rows; NF4: one FP32 absmax row; zero points: two rows of 32-bit
+  // {scale, bias} pairs.
+  static constexpr int kSBytes = BLOCK_N * (kZp ? 8 : 4);
   static constexpr int kTiles = BLOCK_N / 128;  // m64 tiles per consumer warpgroup
   static constexpr int kAcc = kBlockM / 2;
-  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT)) == nullptr,
+  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT), kZp) == nullptr,
                 "invalid W4A16 warp-specialized WGMMA config (see w4a16_wgmma_ws_config_error)");
 };
 
@@ -257,7 +260,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     const int g = lane >> 2;
     const int nt0 = cw * kTiles * 4 + warp;  // packed chunk of this warp's m64 tile 0; tile i: + 4 i
     const unsigned int w_rd = Cfg::kABytes + nt0 * 512 + lane * 16;
-    const unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 ? 4 : 2);
+    const unsigned int s_rd = Cfg::kABytes + Cfg::kWBytes + (nt0 * 16 + 2 * g) * (kNF4 || Cfg::kZp ? 4 : 2);
     const unsigned int nf4_lane = kNF4 ? nf4_detail::nf4_pair_lane_base<kReplicas>(nf4_tab, lane) : 0u;
     const unsigned int epi_lane = epi_base + (unsigned int)((tid >> 5) - 4) * 512u + lane * 16;
     unsigned short* const out = static_cast<unsigned short*>(args.out);

@@ -19,6 +19,10 @@ enum W4A16WeightKind : int {
   kW4A16WeightNF4 = 1,      // NF4, FP32 absmax per 64; BF16 activations
   kW4A16WeightNF4Fp16 = 2,  // NF4, FP32 absmax per 64; FP16 activations
   kW4A16WeightInt4Fp16 = 3, // INT4 group-32, FP16 scales; FP16 activations
+  // INT4 group-32 with a zero point per (row, group): W = T((code - zp) * scale). The packed
+  // scales are 32-bit pairs {scale, -(M + zp)} in T (docs/packed_layout.md, "Zero points").
+  kW4A16WeightInt4Zp = 4,      // BF16 pairs; BF16 activations
+  kW4A16WeightInt4ZpFp16 = 5,  // FP16 pairs; FP16 activations
 };
 
 // NF4 kinds decode through the shared-memory pair table and read FP32 absmax per 64 k; INT4
@@ -27,13 +31,27 @@ CHORD_W4A16_HD constexpr bool w4a16_is_nf4(int weight) {
   return weight == kW4A16WeightNF4 || weight == kW4A16WeightNF4Fp16;
 }
 
+// INT4 kinds whose packed scales carry a zero point (32-bit {scale, bias} entries per 32 k).
+CHORD_W4A16_HD constexpr bool w4a16_has_zero_point(int weight) {
+  return weight == kW4A16WeightInt4Zp || weight == kW4A16WeightInt4ZpFp16;
+}
+
 // The activation / output element type a weight kind runs with (INT4 FP16: also its scales').
 CHORD_W4A16_HD constexpr int w4a16_element(int weight) {
-  return weight == kW4A16WeightNF4Fp16 || weight == kW4A16WeightInt4Fp16 ? kNF4FP16 : kNF4BF16;
+  return weight == kW4A16WeightNF4Fp16 || weight == kW4A16WeightInt4Fp16 || weight == kW4A16WeightInt4ZpFp16
+             ? kNF4FP16
+             : kNF4BF16;
+}
+
+// The 16-bit bias -(M + zp) a zero-point kind stores beside each scale, for zp in 0..15 in the
+// element type (M = 128 in BF16, 1024 in FP16: nibble_pair's magic, whose ulp is 1, so the
+// value is the sign-set magic with zp in the mantissa LSBs; exact).
+CHORD_W4A16_HD constexpr unsigned int int4_zp_bias(int elem, unsigned int zp) {
+  return (elem == kNF4FP16 ? 0xe400u : 0xc300u) | (zp & 15u);
 }
 
 CHORD_W4A16_HD constexpr bool w4a16_known_weight(int weight) {
-  return weight >= kW4A16WeightInt4 && weight <= kW4A16WeightInt4Fp16;
+  return weight >= kW4A16WeightInt4 && weight <= kW4A16WeightInt4ZpFp16;
 }
 
 }  // namespace chord

@@ -32,13 +32,26 @@ const char* format_name(uint32_t format) {
   switch (format) {
     case CHORD_FORMAT_INT4_G32: return "INT4 group-32";
     case CHORD_FORMAT_INT4_G32_FP16: return "INT4 group-32 FP16";
+    case CHORD_FORMAT_INT4_G32_ZP: return "INT4 group-32 with zero points";
+    case CHORD_FORMAT_INT4_G32_ZP_FP16: return "INT4 group-32 FP16 with zero points";
     case CHORD_FORMAT_NF4: return "NF4";
   }
   return "unknown";
 }
 
 bool is_int4_format(uint32_t format) {
-  return format == CHORD_FORMAT_INT4_G32 || format == CHORD_FORMAT_INT4_G32_FP16;
+  return format == CHORD_FORMAT_INT4_G32 || format == CHORD_FORMAT_INT4_G32_FP16 ||
+         format == CHORD_FORMAT_INT4_G32_ZP || format == CHORD_FORMAT_INT4_G32_ZP_FP16;
+}
+
+// The GEMM weight kind of an INT4 format (checked by is_int4_format).
+W4A16WeightKind int4_kind(uint32_t format) {
+  switch (format) {
+    case CHORD_FORMAT_INT4_G32_FP16: return kW4A16WeightInt4Fp16;
+    case CHORD_FORMAT_INT4_G32_ZP: return kW4A16WeightInt4Zp;
+    case CHORD_FORMAT_INT4_G32_ZP_FP16: return kW4A16WeightInt4ZpFp16;
+  }
+  return kW4A16WeightInt4;
 }
 
 }  // namespace
@@ -72,11 +85,12 @@ W4A16WeightKind require_int4_weight(const chord_w4a16_weight_t* w) {
   // dtype is known (the Python layer checks it against the tag).
   CHORD_REQUIRE(w->magic != CHORD_W4A16_MAGIC || is_int4_format(w->format),
                 "argument 'weight' has format {} ({}); this operator needs {} ({}: BF16 activations) or {} ({}: "
-                "FP16 activations)",
+                "FP16 activations), or their zero-point forms {} / {}",
                 w->format, format_name(w->format), format_name(CHORD_FORMAT_INT4_G32), CHORD_FORMAT_INT4_G32,
-                format_name(CHORD_FORMAT_INT4_G32_FP16), CHORD_FORMAT_INT4_G32_FP16);
-  require_w4a16_weight(w, w->format == CHORD_FORMAT_INT4_G32_FP16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32);
-  return w->format == CHORD_FORMAT_INT4_G32_FP16 ? kW4A16WeightInt4Fp16 : kW4A16WeightInt4;
+                format_name(CHORD_FORMAT_INT4_G32_FP16), CHORD_FORMAT_INT4_G32_FP16, CHORD_FORMAT_INT4_G32_ZP,
+                CHORD_FORMAT_INT4_G32_ZP_FP16);
+  require_w4a16_weight(w, is_int4_format(w->format) ? w->format : CHORD_FORMAT_INT4_G32);
+  return int4_kind(w->format);
 }
 
 namespace {
@@ -139,7 +153,8 @@ void set_tma_maps(const Launch& l, W4A16Args* args) {
   const int bn = l.config.block_n;
   set_map(&args->w_map, packed_map(args->w, w4a16_weight_map_shape(args->num_experts, args->n, args->k, bn)));
   set_map(&args->s_map,
-          packed_map(args->scales, w4a16_scale_map_shape(args->num_experts, args->n, args->k, bn, l.config.nf4())));
+          packed_map(args->scales, w4a16_scale_map_shape(args->num_experts, args->n, args->k, bn, l.config.nf4(),
+                                                         l.config.zero_point())));
   if (!w4a16_tma_activations(args->mode)) return;
   const long long rows = w4a16_a_total_rows(args->mode, args->a_rows, args->num_groups, args->max_m);
   set_map(&args->a_map, make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),
@@ -175,6 +190,10 @@ int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k) {
   return size_if_valid([&] { require_weight_shape(experts, n, k); },
                        [&] { return experts * n * (k / kW4A16GroupSize) * 2; });
 }
+int64_t w4a16_zp_scale_bytes(int64_t experts, int64_t n, int64_t k) {
+  return size_if_valid([&] { require_weight_shape(experts, n, k); },
+                       [&] { return experts * n * (k / kW4A16GroupSize) * 4; });
+}
 
 // chord_w4a16_pack's src_format is the enum value itself, with the FP16 flag in a bit of its own.
 static_assert(CHORD_W4A16_SRC_CODES == kInt4Codes && CHORD_W4A16_SRC_COMPRESSED == kInt4Compressed,
@@ -182,8 +201,13 @@ static_assert(CHORD_W4A16_SRC_CODES == kInt4Codes && CHORD_W4A16_SRC_COMPRESSED 
 static_assert((CHORD_W4A16_SRC_SCALES_FP16 & (kInt4Codes | kInt4Compressed)) == 0,
               "the FP16 scales flag is apart from the format");
 
-void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64_t experts, int64_t n, int64_t k,
-                void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream) {
+namespace {
+
+// The source checks both INT4 pack entry points make; returns the packer's config (source
+// form, and with the FP16 flag the FP16 element).
+W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const void* scales, int64_t experts,
+                                    int64_t n, int64_t k, void* weight_out, void* scales_out,
+                                    const chord_w4a16_weight_t* weight) {
   const bool fp16 = (src_format_flags & CHORD_W4A16_SRC_SCALES_FP16) != 0;
   const int src_format = src_format_flags & ~CHORD_W4A16_SRC_SCALES_FP16;
   CHORD_REQUIRE(src_format == kInt4Codes || src_format == kInt4Compressed,
@@ -198,11 +222,42 @@ void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64
   CHORD_REQUIRE(weight != nullptr, "argument 'weight' is a null pointer");
   W4A16PackConfig config;
   config.source_format = static_cast<Int4SourceFormat>(src_format);
+  config.element = fp16 ? kNF4FP16 : kNF4BF16;
+  return config;
+}
+
+}  // namespace
+
+void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64_t experts, int64_t n, int64_t k,
+                void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream) {
+  W4A16PackConfig config = checked_pack_source(src, src_format_flags, scales, experts, n, k, weight_out, scales_out,
+                                               weight);
+  const bool fp16 = config.element == kNF4FP16;
+  config.element = kNF4BF16;  // the scales are copied as 16-bit patterns: one kernel for both types
   W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
                      static_cast<int>(k), 0};
   launch_pack_grid(config, args, stream);
-  // The scales are copied as 16-bit patterns: the format records which type they hold.
+  // The format records which type the scales hold.
   const uint32_t format = fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32;
+  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion,
+                                 static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
+}
+
+void w4a16_pack_zp(const void* src, int src_format_flags, const void* scales, const void* zero_points,
+                   int64_t experts, int64_t n, int64_t k, void* weight_out, void* scales_out,
+                   chord_w4a16_weight_t* weight, CUstream stream) {
+  W4A16PackConfig config = checked_pack_source(src, src_format_flags, scales, experts, n, k, weight_out, scales_out,
+                                               weight);
+  require_pointer(zero_points, "zero_points", 1);
+  config.zero_point = true;  // config.element: the type the bias is written in
+  const W4A16PackZpArgs args{{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
+                              static_cast<int>(k), 0},
+                             zero_points};
+  DeviceContext device = current_device_context(stream);
+  const LoadedKernel& kernel = JitRuntime::global().kernel(config.descriptor(device.arch), device.context);
+  const W4A16Dim3 grid = w4a16_pack_grid(args.base.num_experts, args.base.n, args.base.k);
+  kernel.launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
+  const uint32_t format = config.element == kNF4FP16 ? CHORD_FORMAT_INT4_G32_ZP_FP16 : CHORD_FORMAT_INT4_G32_ZP;
   *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion,
                                  static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
 }
@@ -212,6 +267,7 @@ void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream st
   require_pointer(out, "out", 16);
   W4A16PackConfig config;
   config.unpack = true;
+  config.zero_point = w4a16_has_zero_point(kind);
   config.element = static_cast<NF4Element>(w4a16_element(kind));
   W4A16UnpackArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),
                        static_cast<int>(weight->n), static_cast<int>(weight->k), 0};

@@ -16,9 +16,14 @@ W4A16WeightKind require_int4_weight(const chord_w4a16_weight_t* weight);
 
 int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k);
 int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k);
+int64_t w4a16_zp_scale_bytes(int64_t experts, int64_t n, int64_t k);  // {scale, bias} pairs
 
 void w4a16_pack(const void* src, int src_format, const void* scales, int64_t experts, int64_t n, int64_t k,
                 void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream);
+// chord_w4a16_pack with zero points (uint8 [E, N, K/32], 0..15): formats CHORD_FORMAT_INT4_G32_ZP*.
+void w4a16_pack_zp(const void* src, int src_format, const void* scales, const void* zero_points, int64_t experts,
+                   int64_t n, int64_t k, void* weight_out, void* scales_out, chord_w4a16_weight_t* weight,
+                   CUstream stream);
 void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream stream);
 
 void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* m_indices,

@@ -38,4 +38,22 @@ std::vector<uint16_t> dequantize_codes(const std::vector<uint8_t>& codes, const 
   return out;
 }
 
+std::vector<uint16_t> dequantize_codes_zp(const std::vector<uint8_t>& codes, const std::vector<uint16_t>& scales,
+                                          const std::vector<uint8_t>& zero_points, int64_t rows, int64_t k,
+                                          bool fp16) {
+  std::vector<uint16_t> out(static_cast<size_t>(rows * k));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < k; ++c) {
+      const size_t grp = static_cast<size_t>(r * (k / 32) + c / 32);
+      const float value = static_cast<float>(static_cast<int>(codes[static_cast<size_t>(r * k + c)] & 0xf) -
+                                             static_cast<int>(zero_points[grp] & 0xf));
+      const uint16_t s = scales[grp];
+      // As above: the product is exact in fp32, rounded once to T.
+      out[static_cast<size_t>(r * k + c)] =
+          fp16 ? float_to_fp16(value * fp16_to_float(s)) : float_to_bf16(value * bf16_to_float(s));
+    }
+  }
+  return out;
+}
+
 }  // namespace chord::ref

@@ -17,4 +17,10 @@ std::vector<int32_t> codes_to_compressed(const std::vector<uint8_t>& codes, int6
 std::vector<uint16_t> dequantize_codes(const std::vector<uint8_t>& codes, const std::vector<uint16_t>& scales,
                                        int64_t rows, int64_t k, bool fp16 = false);
 
+// Zero points: out[r][k] = T((code - zp[r][k/32]) * scale[r][k/32]), the difference exact, one
+// rounding; zero_points uint8 [rows, K/32] (0..15).
+std::vector<uint16_t> dequantize_codes_zp(const std::vector<uint8_t>& codes, const std::vector<uint16_t>& scales,
+                                          const std::vector<uint8_t>& zero_points, int64_t rows, int64_t k,
+                                          bool fp16 = false);
+
 }  // namespace chord::ref

@@ -2,7 +2,9 @@
 
 #include <stdexcept>
 
+#include "kernels_src/weight_kind_args.cuh"
 #include "reference/bf16.hpp"
+#include "reference/nf4_reference.hpp"
 
 namespace chord::ref {
 namespace {
@@ -94,6 +96,45 @@ std::vector<uint16_t> dequantize_packed(const uint32_t* weight, const uint16_t* 
 
 std::vector<uint16_t> dequantize_packed(const W4A16Packed& p) {
   return dequantize_packed(p.weight.data(), p.scales.data(), p.num_experts, p.n, p.k);
+}
+
+W4A16PackedZp pack_w4a16_zp(const uint8_t* codes, const uint16_t* scales, const uint8_t* zero_points,
+                            int num_experts, int n, int k, bool fp16) {
+  check_shape(num_experts, n, k);
+  W4A16PackedZp p;
+  p.num_experts = num_experts;
+  p.n = n;
+  p.k = k;
+  p.fp16 = fp16;
+  p.weight = pack_w4a16_words(codes, num_experts, n, k);
+  p.pairs.resize(static_cast<size_t>(num_experts) * n * k / 32);
+  const int elem = fp16 ? kNF4FP16 : kNF4BF16;
+  for (int e = 0; e < num_experts; ++e)
+    for (int grp = 0; grp < k / 32; ++grp)
+      for (int row = 0; row < n; ++row) {
+        const size_t src = (static_cast<size_t>(e) * n + row) * (k / 32) + grp;
+        p.pairs[(static_cast<size_t>(e) * (k / 32) + grp) * n + packed_scale_column(row)] =
+            scales[src] | (int4_zp_bias(elem, zero_points[src]) << 16);
+      }
+  return p;
+}
+
+std::vector<uint16_t> dequantize_packed_zp(const W4A16PackedZp& p) {
+  const int n = p.n, k = p.k;
+  std::vector<uint16_t> out(static_cast<size_t>(p.num_experts) * n * k);
+  const float magic = p.fp16 ? 1024.0f : 128.0f;
+  for (int e = 0; e < p.num_experts; ++e)
+    for (int row = 0; row < n; ++row)
+      for (int col = 0; col < k; ++col) {
+        const uint32_t code = packed_code(p.weight.data(), n, k, e, row, col);
+        const uint32_t pair = p.pairs[(static_cast<size_t>(e) * (k / 32) + col / 32) * n + packed_scale_column(row)];
+        const uint16_t s = static_cast<uint16_t>(pair & 0xffffu), bias = static_cast<uint16_t>(pair >> 16);
+        // (M + code) and the bias are integers of T; their sum is exact in fp32 and in T.
+        const float x = (magic + static_cast<float>(code)) + (p.fp16 ? fp16_to_float(bias) : bf16_to_float(bias));
+        out[(static_cast<size_t>(e) * n + row) * k + col] =
+            p.fp16 ? float_to_fp16(x * fp16_to_float(s)) : float_to_bf16(x * bf16_to_float(s));
+      }
+  return out;
 }
 
 }  // namespace chord::ref

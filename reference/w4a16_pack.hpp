@@ -32,4 +32,19 @@ std::vector<uint16_t> dequantize_packed(const uint32_t* weight, const uint16_t* 
 uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scales, int n, int k, int e, int row,
                                    int col);
 
+// Zero points (formats CHORD_FORMAT_INT4_G32_ZP / _ZP_FP16): the same words; the scales
+// become 32-bit {lo: scale, hi: -(M + zp)} entries in T (bf16, or fp16 with `fp16`), in the
+// same order. zero_points uint8 [E, N, K/32], 0..15.
+struct W4A16PackedZp {
+  std::vector<uint32_t> weight;
+  std::vector<uint32_t> pairs;  // [E, K/32, N], rows permuted within 16
+  int num_experts = 0, n = 0, k = 0;
+  bool fp16 = false;
+};
+W4A16PackedZp pack_w4a16_zp(const uint8_t* codes, const uint16_t* scales, const uint8_t* zero_points,
+                            int num_experts, int n, int k, bool fp16);
+// The logical weight from the packed form with the kernels' arithmetic: (M + code) + bias in
+// T (exact), then one rounding of the product with the scale.
+std::vector<uint16_t> dequantize_packed_zp(const W4A16PackedZp& packed);
+
 }  // namespace chord::ref

@@ -36,7 +36,7 @@ constexpr const char* kRowKeys[] = {"min_m",   "max_m",   "weight",  "mode",    
 
 W4A16GemmConfig w4a16_config_for_weight(W4A16GemmConfig c, W4A16WeightKind weight, bool keep_stages) {
   c.weight = weight;
-  while (!keep_stages && c.wgmma() && !c.warp_specialized() && c.nf4() && c.stages > 3 &&
+  while (!keep_stages && c.wgmma() && !c.warp_specialized() && (c.nf4() || c.zero_point()) && c.stages > 3 &&
          2 * (c.smem_bytes() + kSmemReservedPerCta) > kSmemPerSm) {
     --c.stages;
   }

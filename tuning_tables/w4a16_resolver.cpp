@@ -20,6 +20,8 @@
 //     STAGES/WARPS_N start from the best one-role candidate (a forced config is validated, not
 //     filtered: a value the kernel cannot run is an error).
 //  5. launch shape: warps along M for narrow prefill tiles, split-K for decode grids.
+// Zero-point weights (kW4A16WeightInt4Zp*) take the INT4 candidates on every engine (their
+// larger scale tiles may cost a one-role WGMMA tile a stage: w4a16_config_for_weight).
 namespace chord {
 namespace {
 

@@ -46,7 +46,7 @@ namespace {
   X(chord_w4a16_contiguous) X(chord_w4a16_masked) X(chord_w4a16_offsets) X(chord_w4a16_indexed)           \
   X(chord_moe_activation) X(chord_nf4_layout_version) X(chord_nf4_weight_bytes) X(chord_nf4_absmax_bytes) \
   X(chord_nf4_pack) X(chord_nf4_dequantize) X(chord_nf4_offsets) X(chord_w4a16_tuning_json)               \
-  X(chord_get_jit_stats)
+  X(chord_get_jit_stats) X(chord_w4a16_zp_scale_bytes) X(chord_w4a16_pack_zp)
 #define CHORD_API_ALL(X) CHORD_API_REQUIRED(X) CHORD_API_OPTIONAL(X)
 
 struct Api {
@@ -203,6 +203,9 @@ int64_t weight_bytes(const Api& api, int64_t E, int64_t N, int64_t K) {
 int64_t scale_bytes(const Api& api, int64_t E, int64_t N, int64_t K) {
   return CHORD_ENTRY(api, chord_w4a16_scale_bytes)(E, N, K);
 }
+int64_t zp_scale_bytes(const Api& api, int64_t E, int64_t N, int64_t K) {
+  return CHORD_ENTRY(api, chord_w4a16_zp_scale_bytes)(E, N, K);
+}
 int64_t contiguous_alignment(const Api& api) { return CHORD_ENTRY(api, chord_w4a16_contiguous_alignment)(); }
 
 nb::dict jit_stats(const Api& api) {
@@ -223,6 +226,17 @@ Tag pack(const Api& api, uintptr_t src, int src_format, uintptr_t scales, int64_
   chord_w4a16_weight_t w{};
   call_without_gil(api, [&] {
     return fn(ptr(src), src_format, ptr(scales), E, N, K, ptr(weight_out), ptr(scales_out), &w, ptr(stream));
+  });
+  return to_tag(w);
+}
+
+Tag pack_zp(const Api& api, uintptr_t src, int src_format, uintptr_t scales, uintptr_t zero_points, int64_t E,
+            int64_t N, int64_t K, uintptr_t weight_out, uintptr_t scales_out, uintptr_t stream) {
+  auto fn = CHORD_ENTRY(api, chord_w4a16_pack_zp);
+  chord_w4a16_weight_t w{};
+  call_without_gil(api, [&] {
+    return fn(ptr(src), src_format, ptr(scales), ptr(zero_points), E, N, K, ptr(weight_out), ptr(scales_out), &w,
+              ptr(stream));
   });
   return to_tag(w);
 }
@@ -347,6 +361,8 @@ NB_MODULE(_chord, m) {
   m.attr("FORMAT_INT4_G32") = CHORD_FORMAT_INT4_G32;
   m.attr("FORMAT_NF4") = CHORD_FORMAT_NF4;
   m.attr("FORMAT_INT4_G32_FP16") = CHORD_FORMAT_INT4_G32_FP16;
+  m.attr("FORMAT_INT4_G32_ZP") = CHORD_FORMAT_INT4_G32_ZP;
+  m.attr("FORMAT_INT4_G32_ZP_FP16") = CHORD_FORMAT_INT4_G32_ZP_FP16;
   m.attr("W4A16_SRC_SCALES_FP16") = CHORD_W4A16_SRC_SCALES_FP16;
   m.attr("DTYPE_BF16") = CHORD_DTYPE_BF16;
   m.attr("DTYPE_FP16") = CHORD_DTYPE_FP16;
@@ -372,6 +388,10 @@ NB_MODULE(_chord, m) {
   def_api(m, library, "jit_stats", &jit_stats);
   def_api(m, library, "pack", &pack, nb::arg("src"), nb::arg("src_format"), nb::arg("scales"), nb::arg("E"),
           nb::arg("N"), nb::arg("K"), nb::arg("weight_out"), nb::arg("scales_out"), nb::arg("stream"));
+  def_api(m, library, "zp_scale_bytes", &zp_scale_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));
+  def_api(m, library, "pack_zp", &pack_zp, nb::arg("src"), nb::arg("src_format"), nb::arg("scales"),
+          nb::arg("zero_points"), nb::arg("E"), nb::arg("N"), nb::arg("K"), nb::arg("weight_out"),
+          nb::arg("scales_out"), nb::arg("stream"));
   def_api(m, library, "dequantize", &dequantize, nb::arg("tag"), nb::arg("weight"), nb::arg("scales"),
           nb::arg("out"), nb::arg("stream"));
   def_api(m, library, "contiguous", &contiguous, nb::arg("a"), nb::arg("m"), nb::arg("tag"), nb::arg("weight"),

@@ -75,16 +75,24 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
 #define CHORD_W4A16_MAGIC 0x43573441u /* "CW4A" */
 #define CHORD_FORMAT_INT4_G32 1
 #define CHORD_FORMAT_INT4_G32_FP16 3
+/* Asymmetric INT4 (AWQ, GPTQ sym=false, compressed-tensors symmetric=false): the same packed
+ * weight, W = T((code - zp) * scale) with a zero point zp (0..15) per row and 32-k group. The
+ * scales buffer holds 32-bit {scale, -(M + zp)} entries in T (M = 128 for BF16, 1024 for
+ * FP16): chord_w4a16_zp_scale_bytes(), twice chord_w4a16_scale_bytes(). Packed by
+ * chord_w4a16_pack_zp; every INT4 operator takes them. */
+#define CHORD_FORMAT_INT4_G32_ZP 4      /* BF16 scales / activations / outputs */
+#define CHORD_FORMAT_INT4_G32_ZP_FP16 5 /* FP16 scales / activations / outputs */
 
 /* A packed weight: device buffers plus the tag every operator checks before launching. */
 typedef struct chord_w4a16_weight {
   uint32_t magic;          /* CHORD_W4A16_MAGIC */
-  uint32_t format;         /* CHORD_FORMAT_INT4_G32, CHORD_FORMAT_INT4_G32_FP16 or CHORD_FORMAT_NF4 */
+  uint32_t format;         /* CHORD_FORMAT_INT4_G32[_FP16], CHORD_FORMAT_INT4_G32_ZP[_FP16] or CHORD_FORMAT_NF4 */
   uint32_t layout_version; /* chord_w4a16_layout_version() */
   uint32_t group_size;     /* 32 */
   int64_t experts, n, k;   /* logical weight [E, N, K] */
   void* weight_dev;        /* chord_w4a16_weight_bytes() bytes, 16-byte aligned */
-  void* scales_dev;        /* chord_w4a16_scale_bytes() bytes, 16-byte aligned */
+  void* scales_dev;        /* chord_w4a16_scale_bytes() bytes (zero-point formats: chord_w4a16_zp_scale_bytes()),
+                              16-byte aligned */
 } chord_w4a16_weight_t;
 
 CHORD_EXPORT uint32_t chord_w4a16_layout_version(void);
@@ -92,6 +100,8 @@ CHORD_EXPORT uint32_t chord_w4a16_layout_version(void);
  * N a multiple of 16, K a multiple of 64, N and K <= 2^20). */
 CHORD_EXPORT int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K);
 CHORD_EXPORT int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K);
+/* The scales buffer of the zero-point formats: E * N * K/32 entries of 4 bytes. */
+CHORD_EXPORT int64_t chord_w4a16_zp_scale_bytes(int64_t E, int64_t N, int64_t K);
 /* Rows each expert's segment is padded to in the contiguous mode. */
 CHORD_EXPORT int64_t chord_w4a16_contiguous_alignment(void);
 
@@ -109,8 +119,21 @@ CHORD_EXPORT chord_status_t chord_w4a16_pack(const void* src_dev, int src_format
                                              int64_t N, int64_t K, void* weight_out_dev, void* scales_out_dev,
                                              chord_w4a16_weight_t* weight, chord_stream_t stream);
 
+/* chord_w4a16_pack with a zero point per (row, 32-k group): zero_points_dev uint8 [E, N, K/32],
+ * one value 0..15 per byte (only the low nibble is read; an AWQ / GPTQ group of 64 or 128 is
+ * repeated per 32). src_format and scales_dev as for chord_w4a16_pack. *weight gets format
+ * CHORD_FORMAT_INT4_G32_ZP (CHORD_FORMAT_INT4_G32_ZP_FP16 with CHORD_W4A16_SRC_SCALES_FP16);
+ * scales_out_dev must hold chord_w4a16_zp_scale_bytes() bytes. A separate entry point (not a
+ * flag of chord_w4a16_pack) because the zero points are one more pointer: the existing entry
+ * point and its ABI are unchanged. */
+CHORD_EXPORT chord_status_t chord_w4a16_pack_zp(const void* src_dev, int src_format, const void* scales_dev,
+                                                const void* zero_points_dev, int64_t E, int64_t N, int64_t K,
+                                                void* weight_out_dev, void* scales_out_dev,
+                                                chord_w4a16_weight_t* weight, chord_stream_t stream);
+
 /* The logical weight T [E, N, K] = T((code - 8) * scale), one rounding; T = bf16 for
- * CHORD_FORMAT_INT4_G32, fp16 for CHORD_FORMAT_INT4_G32_FP16. */
+ * CHORD_FORMAT_INT4_G32, fp16 for CHORD_FORMAT_INT4_G32_FP16. Zero-point formats:
+ * T((code - zp) * scale), the difference exact, one rounding. */
 CHORD_EXPORT chord_status_t chord_w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out_dev,
                                                    chord_stream_t stream);
 

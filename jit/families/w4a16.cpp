@@ -19,6 +19,8 @@ const char* w4a16_weight_suffix(W4A16WeightKind weight) {
     case kW4A16WeightNF4: return "_nf4";
     case kW4A16WeightNF4Fp16: return "_nf4f16";
     case kW4A16WeightInt4Fp16: return "_f16";
+    case kW4A16WeightInt4Zp: return "_zp";
+    case kW4A16WeightInt4ZpFp16: return "_zpf16";
   }
   return "_unknown";
 }
@@ -136,7 +138,9 @@ KernelDescriptor W4A16PackConfig::descriptor(const Arch& arch) const {
   d.family = unpack ? KernelFamily::kW4A16Unpack : KernelFamily::kW4A16Pack;
   d.arch = arch;
   d.params[0] = unpack ? 0 : source_format;
-  d.params[1] = unpack ? element : 0;  // 0 (BF16) leaves the existing descriptors unchanged
+  // 0 (BF16, no zero point) leaves the existing descriptors unchanged.
+  d.params[1] = unpack || zero_point ? element : 0;
+  d.params[2] = zero_point ? 1 : 0;
   return d;
 }
 
@@ -145,6 +149,7 @@ W4A16PackConfig W4A16PackConfig::from(const KernelDescriptor& d) {
   c.unpack = d.family == KernelFamily::kW4A16Unpack;
   c.source_format = static_cast<Int4SourceFormat>(d.params[0]);
   c.element = static_cast<NF4Element>(d.params[1]);
+  c.zero_point = d.params[2] != 0;
   return c;
 }
 
@@ -157,6 +162,17 @@ KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_
 }
 
 KernelSource W4A16PackConfig::source() const {
+  if (zero_point) {
+    const char* type = element == kNF4FP16 ? "_fp16" : "";
+    if (unpack) {
+      return w4a16_pack_kernel_source(fmt::format("w4a16_unpack_zp{}", type), "W4A16UnpackArgs",
+                                      fmt::format("chord::w4a16_unpack_zp_body<{}>", static_cast<int>(element)));
+    }
+    return w4a16_pack_kernel_source(
+        fmt::format("w4a16_pack_{}_zp{}", source_format == kInt4Codes ? "codes" : "compressed", type),
+        "W4A16PackZpArgs",
+        fmt::format("chord::w4a16_pack_zp_body<{}, {}>", static_cast<int>(source_format), static_cast<int>(element)));
+  }
   if (unpack) {
     // The BF16 kernel keeps its original text; FP16 names its element type.
     return element == kNF4FP16

@@ -31,15 +31,16 @@ struct W4A16GemmConfig {
   bool wgmma() const { return engine != W4A16Engine::kMmaSync; }  // either WGMMA kernel
   bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
   bool nf4() const { return w4a16_is_nf4(weight); }  // adds the pair table
+  bool zero_point() const { return w4a16_has_zero_point(weight); }  // 32-bit scale entries
   int threads() const {
     return warp_specialized() ? kW4A16WgmmaWsThreads
            : wgmma()          ? w4a16_wgmma_threads(warpgroups)
                               : w4a16_threads(warps_m, warps_n);
   }
   int smem_bytes() const {
-    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4())
-           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4())
-                              : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4());
+    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4(), zero_point())
+           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4(), zero_point())
+                              : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4(), zero_point());
   }
   // The kernel's __launch_bounds__ minimum CTAs per SM (0: none). 256-thread tiles run two per
   // SM (128 registers), which their speed was measured with: the one-role WGMMA BM64 x BN256
@@ -55,14 +56,14 @@ struct W4A16GemmConfig {
     if (warp_specialized()) {
       return split_k != 1                     ? "split-K is a mma.sync schedule"
              : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
-                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4());
+                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point());
     }
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1 ? "split-K is a mma.sync schedule"
-                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4());
+                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point());
     }
-    return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k);
+    return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k, zero_point());
   }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {
@@ -88,7 +89,8 @@ inline W4A16GemmConfig warp_specialized_tile(W4A16GemmConfig c, bool nf4, int in
 struct W4A16PackConfig {
   bool unpack = false;                         // packed -> T instead of checkpoint -> packed
   Int4SourceFormat source_format = kInt4Compressed;
-  NF4Element element = kNF4BF16;               // unpack: T (the packed scales' type)
+  NF4Element element = kNF4BF16;               // unpack / zero points: T (the packed scales' type)
+  bool zero_point = false;                     // the zero-point kinds' {scale, bias} entries
 
   KernelDescriptor descriptor(const Arch& arch) const;
   static W4A16PackConfig from(const KernelDescriptor& descriptor);

@@ -19,6 +19,8 @@ from .activation import moe_activation
 from ._ops import (
     FORMAT_INT4_G32,
     FORMAT_INT4_G32_FP16,
+    FORMAT_INT4_G32_ZP,
+    FORMAT_INT4_G32_ZP_FP16,
     GROUP_SIZE,
     LAYOUT_VERSION,
     MAGIC,
@@ -56,7 +58,7 @@ __version__ = _lib.version()
 
 __all__ = [
     "Library", "load_library",
-    "FORMAT_INT4_G32", "FORMAT_INT4_G32_FP16", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
+    "FORMAT_INT4_G32", "FORMAT_INT4_G32_FP16", "FORMAT_INT4_G32_ZP", "FORMAT_INT4_G32_ZP_FP16", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
     "from_awq", "from_compressed_tensors", "from_gptq",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",

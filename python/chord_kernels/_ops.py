@@ -22,6 +22,9 @@ from ._native import native as _native
 MAGIC = int(_C.W4A16_MAGIC)
 FORMAT_INT4_G32 = int(_C.FORMAT_INT4_G32)  # bf16 scales, activations and outputs
 FORMAT_INT4_G32_FP16 = int(_C.FORMAT_INT4_G32_FP16)  # fp16 scales, activations and outputs
+# Asymmetric INT4 (a zero point per row and group): the scales buffer holds {scale, bias} pairs.
+FORMAT_INT4_G32_ZP = int(getattr(_C, "FORMAT_INT4_G32_ZP", 4))  # bf16
+FORMAT_INT4_G32_ZP_FP16 = int(getattr(_C, "FORMAT_INT4_G32_ZP_FP16", 5))  # fp16
 GROUP_SIZE = 32
 LAYOUT_VERSION = int(_C.layout_version())
 PACK_N = 16  # N must be a multiple of this (docs/packed_layout.md)
@@ -40,8 +43,11 @@ _I32 = torch.int32
 _U8 = torch.uint8
 
 # The activation / output dtype of each INT4 format: the type its scales are stored in.
-FORMAT_DTYPES = {FORMAT_INT4_G32: _BF16, FORMAT_INT4_G32_FP16: _F16}
-_DTYPE_FORMATS = {dtype: fmt for fmt, dtype in FORMAT_DTYPES.items()}
+FORMAT_DTYPES = {FORMAT_INT4_G32: _BF16, FORMAT_INT4_G32_FP16: _F16,
+                 FORMAT_INT4_G32_ZP: _BF16, FORMAT_INT4_G32_ZP_FP16: _F16}
+_DTYPE_FORMATS = {_BF16: FORMAT_INT4_G32, _F16: FORMAT_INT4_G32_FP16}
+_DTYPE_ZP_FORMATS = {_BF16: FORMAT_INT4_G32_ZP, _F16: FORMAT_INT4_G32_ZP_FP16}
+ZP_FORMATS = (FORMAT_INT4_G32_ZP, FORMAT_INT4_G32_ZP_FP16)
 
 try:
     _raw_stream = torch._C._cuda_getCurrentRawStream  # one C call, no Stream object
@@ -89,18 +95,24 @@ class W4A16Weight:
     def device(self) -> torch.device:
         return self.weight.device
 
+    @property
+    def has_zero_point(self) -> bool:
+        """True for asymmetric weights (pack_w4a16(..., zero_point=...)): W = T((code - zp) * scale)."""
+        return self.tag[1] in ZP_FORMATS
 
-def _format_of(dtype):
-    fmt = _DTYPE_FORMATS.get(dtype)
+
+def _format_of(dtype, zero_point=False):
+    fmt = (_DTYPE_ZP_FORMATS if zero_point else _DTYPE_FORMATS).get(dtype)
     if fmt is None:
         _fail(f"'dtype' must be torch.bfloat16 or torch.float16 (the activation and scale dtype), got {dtype}")
     return fmt
 
 
-def expected_tag(experts: int, n: int, k: int,
-                 dtype: torch.dtype = torch.bfloat16) -> Tuple[int, int, int, int, int, int, int]:
-    """The tag pack_w4a16(..., dtype=dtype) gives an [E, N, K] weight."""
-    return (MAGIC, _format_of(dtype), LAYOUT_VERSION, GROUP_SIZE, int(experts), int(n), int(k))
+def expected_tag(experts: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16,
+                 zero_point: bool = False) -> Tuple[int, int, int, int, int, int, int]:
+    """The tag pack_w4a16(..., dtype=dtype) gives an [E, N, K] weight (with zero_point=...:
+    zero_point=True)."""
+    return (MAGIC, _format_of(dtype, zero_point), LAYOUT_VERSION, GROUP_SIZE, int(experts), int(n), int(k))
 
 
 # -- checks (metadata only) ---------------------------------------------------------------
@@ -175,13 +187,17 @@ def _check_buffer(t, what, nbytes, e, n, k):
 
 
 def _int4_format(fmt):
-    """The INT4 packed format `fmt` (both scale dtypes have the same layout and sizes)."""
+    """The INT4 packed format `fmt` (both scale dtypes have the same layout and sizes; the
+    zero-point formats' scales buffer holds 4-byte {scale, bias} entries)."""
+    scale_bytes = (lambda e, n, k: checked_bytes(_C.zp_scale_bytes, e, n, k)) if fmt in ZP_FORMATS else \
+        (lambda e, n, k: checked_bytes(_C.scale_bytes, e, n, k))
     return _PackedFormat(
         label="packed weight", group_field="group_size", format=fmt,
         format_message=(f"packed weight format {{fmt}} is not INT4 group-32 ({FORMAT_INT4_G32}: bfloat16, "
-                        f"{FORMAT_INT4_G32_FP16}: float16)"),
+                        f"{FORMAT_INT4_G32_FP16}: float16, {FORMAT_INT4_G32_ZP} / {FORMAT_INT4_G32_ZP_FP16}: "
+                        "the same with zero points)"),
         version=LAYOUT_VERSION, group=GROUP_SIZE,
-        buffer_bytes=lambda e, n, k: (checked_bytes(_C.weight_bytes, e, n, k), checked_bytes(_C.scale_bytes, e, n, k)),
+        buffer_bytes=lambda e, n, k: (checked_bytes(_C.weight_bytes, e, n, k), scale_bytes(e, n, k)),
         weight_what="packed weight", second_what="packed scales")
 
 
@@ -364,6 +380,18 @@ def _launch_pack(src, src_format, scales, weight_out, scales_out, native=_C):
         raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {want}")
 
 
+def _launch_pack_zp(src, src_format, scales, zero_points, weight_out, scales_out, native=_C):
+    e, n = src.shape[0], src.shape[1]
+    k = scales.shape[2] * GROUP_SIZE
+    dev = _check_device(src, scales, zero_points, weight_out, scales_out)
+    _check_current(dev)
+    tag = native.pack_zp(src.data_ptr(), src_format, scales.data_ptr(), zero_points.data_ptr(), e, n, k,
+                         weight_out.data_ptr(), scales_out.data_ptr(), _raw_stream(dev))
+    want = expected_tag(e, n, k, scales.dtype, zero_point=True)
+    if tuple(tag) != want:
+        raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {want}")
+
+
 # -- torch ops ----------------------------------------------------------------------------
 
 # The operators are defined on a torch.library fragment and implemented for CUDA directly,
@@ -441,6 +469,26 @@ def _as_group32_scales(scale, e, n, k, group_size, dtype):
     return scale.contiguous()
 
 
+def _as_group32_zero_points(zero_point, e, n, k, group_size, device):
+    """Zero points [E, N, K/group_size] (or [N, K/group_size]), integers 0..15 -> uint8
+    [E, N, K/32], a coarser group repeated over its 32-wide slices (exact, as for the scales)."""
+    if zero_point.dim() == 2:
+        zero_point = zero_point.unsqueeze(0)
+    if tuple(zero_point.shape) != (e, n, k // group_size):
+        _fail(f"'zero_point' must have shape {(e, n, k // group_size)} (one per scale), got {tuple(zero_point.shape)}")
+    if zero_point.is_floating_point() or zero_point.is_complex() or zero_point.dtype == torch.bool:
+        _fail(f"'zero_point' must be an integer tensor (uint8, values 0..15), got {zero_point.dtype}")
+    if zero_point.device != device:
+        _fail(f"'weight' is on {device}, 'zero_point' on {zero_point.device}")
+    if zero_point.numel() and (int(zero_point.min()) < 0 or int(zero_point.max()) > 15):
+        _fail(f"'zero_point' values must be in 0..15 (unsigned, the codes' domain), got "
+              f"{int(zero_point.min())}..{int(zero_point.max())}")
+    zero_point = zero_point.to(_U8)
+    if group_size != GROUP_SIZE:
+        zero_point = zero_point.repeat_interleave(group_size // GROUP_SIZE, dim=-1)
+    return zero_point.contiguous()
+
+
 def _check_group_size(group_size):
     if isinstance(group_size, bool) or not isinstance(group_size, int):
         _fail(f"'group_size' must be an int, got {type(group_size).__name__}")
@@ -450,8 +498,9 @@ def _check_group_size(group_size):
 
 
 def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROUP_SIZE, *,
-               dtype: torch.dtype = torch.bfloat16, library=None) -> W4A16Weight:
-    """Packs symmetric INT4 weights into chord's layout (docs/packed_layout.md), on the GPU.
+               dtype: torch.dtype = torch.bfloat16, zero_point: Optional[torch.Tensor] = None,
+               library=None) -> W4A16Weight:
+    """Packs INT4 weights into chord's layout (docs/packed_layout.md), on the GPU.
 
     weight: codes 0..15 as uint8 (or int32) [E, N, K] / [N, K], or the compressed-tensors
     pack-quantized int32 [E, N, K/8] / [N, K/8] (8 codes per word, least significant
@@ -467,11 +516,19 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     dtype=torch.float16 serves them without rounding a scale (rounding them to bf16 changes
     about a fifth of the weights).
     The logical weight is W = dtype((code - 8) * scale), rounded once.
+    zero_point: None (symmetric: the zero point is 8), or integers 0..15 [E, N, K/group_size] /
+    [N, K/group_size], one per scale, unsigned as the codes are (AWQ's and GPTQ v2's stored
+    value, GPTQ v1's plus one, compressed-tensors' stored nibble). The logical weight is then
+    W = dtype((code - zero_point) * scale): the difference exact, one rounding. The result's
+    format is FORMAT_INT4_G32_ZP (bfloat16) or FORMAT_INT4_G32_ZP_FP16 (has_zero_point); its
+    scales buffer is twice as large. Packed eagerly (not traced by torch.compile).
     library: another build's libchord.so from load_library to pack with (eager calls only;
     every operator takes it).
     """
     native = _native(library)
     fmt_flag = SRC_SCALES_FP16 if _format_of(dtype) == FORMAT_INT4_G32_FP16 else 0
+    if zero_point is not None and _compiling(library):
+        _fail("pack_w4a16(..., zero_point=...) runs eagerly: pack before torch.compile traces the model")
     if weight.dim() == 2:
         weight = weight.unsqueeze(0)
     if weight.dim() != 3:
@@ -499,6 +556,11 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     if scales.device != src.device:
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
     weight_out = torch.empty(checked_bytes(native.weight_bytes, e, n, k), dtype=_U8, device=src.device)
+    if zero_point is not None:
+        zps = _as_group32_zero_points(zero_point, e, n, k, group_size, src.device)
+        scales_out = torch.empty(checked_bytes(native.zp_scale_bytes, e, n, k), dtype=_U8, device=src.device)
+        _launch_pack_zp(src, src_format, scales, zps, weight_out, scales_out, native)
+        return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k, dtype, zero_point=True))
     scales_out = torch.empty(checked_bytes(native.scale_bytes, e, n, k), dtype=_U8, device=src.device)
     if _compiling(library):
         torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
@@ -509,13 +571,13 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
 
 def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed",
                        group_size: int = GROUP_SIZE, *, dtype: torch.dtype = torch.bfloat16,
-                       library=None) -> W4A16Weight:
+                       zero_point: Optional[torch.Tensor] = None, library=None) -> W4A16Weight:
     """pack_w4a16 for a grouped GEMM mode. One layout serves every mode, so the result is
     the same for each; `mode` is checked so that a caller asking for an unknown mode learns
     it here rather than at the first GEMM."""
     if mode not in MODES:
         _fail(f"unknown mode '{mode}'; chord's packed layout serves {', '.join(MODES)}")
-    return pack_w4a16(weight, scale, group_size, dtype=dtype, library=library)
+    return pack_w4a16(weight, scale, group_size, dtype=dtype, zero_point=zero_point, library=library)
 
 
 def _packed(packed):
@@ -526,7 +588,8 @@ def _packed(packed):
 
 def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
     """The logical weight T [E, N, K] = T((code - 8) * scale) of a packed weight, T = packed.dtype
-    (bfloat16, or float16 for a weight packed with dtype=torch.float16)."""
+    (bfloat16, or float16 for a weight packed with dtype=torch.float16); with zero points
+    T((code - zero_point) * scale)."""
     p = _packed(packed)
     out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=p.dtype, device=p.weight.device)
     if _compiling(library):

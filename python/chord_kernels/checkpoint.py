@@ -3,22 +3,26 @@
 Each reader takes the tensors under the names and dtypes its format saves them, checks
 them, and packs them with pack_w4a16. Experts come first ([E, ...]) or are absent (one
 matrix). What chord cannot compute exactly is refused here with the reason, at load time:
-zero points other than 8 (AWQ, asymmetric GPTQ / compressed-tensors) and GPTQ act-order (a
-g_idx that is not k // group_size).
+GPTQ act-order (a g_idx that is not k // group_size) and zero points that cannot be read
+without doubt (GPTQ v1's overflowed zero 0, asymmetric GPTQ without its format).
 
 Formats (N = output features, K = input features, G = group size):
-- compressed-tensors pack-quantized, symmetric: weight_packed int32 [N, K/8] (8 codes along
-  K per word, code j in bits 4j..4j+3, stored value = q + 8), weight_scale [N, K/G] ([N, 1]
-  for the channel strategy).
-- GPTQ, symmetric (uint4b8): qweight int32 [K/8, N] (packed along K, same nibble order),
-  scales [K/G, N], qzeros int32 [K/G, N/8] holding 7 per nibble (the zero 8 stored minus
-  one; checkpoints saved in GPTQModel's v2 form hold 8), g_idx int32 [K] (optional).
+- compressed-tensors pack-quantized: weight_packed int32 [N, K/8] (8 codes along K per
+  word, code j in bits 4j..4j+3, stored value = q + 8), weight_scale [N, K/G] ([N, 1] for
+  the channel strategy); asymmetric (symmetric: false) adds weight_zero_point int32
+  [N/8, K/G] packed along N (nibble j = row 8r + j, stored value = zp + 8, so the nibble is
+  the unsigned zero point of the codes).
+- GPTQ: qweight int32 [K/8, N] (packed along K, same nibble order), scales [K/G, N],
+  qzeros int32 [K/G, N/8] packed along N (nibble j = column 8c + j), g_idx int32 [K]
+  (optional). v1 (AutoGPTQ, GPTQModel's default on disk) stores zero - 1, v2 (GPTQModel
+  format "gptq_v2") the zero as is. Symmetric: every zero is 8 (0x77777777 per v1 word,
+  0x88888888 per v2 word).
 - AWQ (GEMM layout): qweight int32 [K, N/8] (packed along N in the order 0, 2, 4, 6, 1, 3,
-  5, 7), qzeros int32 [K/G, N/8] (same order, the zero point as is), scales [K/G, N]:
-  W = (code - zero) * scale; served when every zero point is 8.
-All decode to W = (code - 8) * scale, which is chord's INT4 form, in the activations'
-type: bf16 (scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16
-(scales kept as stored).
+  5, 7), qzeros int32 [K/G, N/8] (same order, the zero point as is), scales [K/G, N].
+All decode to W = (code - zero) * scale, rounded once in the activations' type: bf16
+(scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16 (scales kept
+as stored). A layer whose zero points are all 8 packs as symmetric INT4 (the faster
+format); any other packs with its zero points (pack_w4a16(..., zero_point=...)).
 """
 from typing import Optional
 
@@ -50,16 +54,30 @@ def _group_size(groups, k, what):
     return group
 
 
+def _unpack_cols(words: torch.Tensor) -> torch.Tensor:
+    """int32 [E, R, C/8] packed along the last dimension in the plain order (nibble j = column
+    8c + j, as GPTQ's qzeros and compressed-tensors' weight_zero_point transposed) -> uint8
+    [E, R, C] values 0..15."""
+    e, r, c8 = words.shape
+    shifts = torch.arange(0, 32, 4, device=words.device, dtype=torch.int32)
+    return ((words.unsqueeze(-1) >> shifts) & 0xF).to(torch.uint8).reshape(e, r, c8 * 8)
+
+
+def unpack_compressed_tensors_zero_point(weight_zero_point: torch.Tensor) -> torch.Tensor:
+    """compressed-tensors' weight_zero_point int32 [E, N/8, K/G] (packed along N) -> uint8
+    [E, N, K/G], the unsigned zero point of the codes (the stored zp + 8)."""
+    z = _check(weight_zero_point, "weight_zero_point", torch.int32)
+    return _unpack_cols(z.transpose(1, 2).contiguous()).transpose(1, 2)
+
+
 def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Tensor,
                             weight_zero_point: Optional[torch.Tensor] = None,
                             weight_shape: Optional[torch.Tensor] = None,
                             dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
-    """Packs a compressed-tensors pack-quantized INT4 layer (symmetric; group or channel
-    strategy). weight_zero_point must be absent: asymmetric layers are refused. dtype: the
-    activations' (and scales') type, as pack_w4a16 takes it."""
-    if weight_zero_point is not None:
-        raise NotImplementedError("chord_kernels: compressed-tensors weight_zero_point (asymmetric INT4) is "
-                                  "unsupported: chord serves symmetric INT4")
+    """Packs a compressed-tensors pack-quantized INT4 layer (group or channel strategy).
+    weight_zero_point: absent for symmetric layers; for asymmetric ones (symmetric: false) the
+    int32 [E, N/8, K/G] tensor as stored. dtype: the activations' (and scales') type, as
+    pack_w4a16 takes it."""
     weight = _check(weight_packed, "weight_packed", torch.int32)
     scale = _check(weight_scale, "weight_scale")
     e, n, k8 = weight.shape
@@ -72,16 +90,49 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
         if not bool((shape == torch.tensor([n, k], device=shape.device, dtype=shape.dtype)).all()):
             _fail(f"'weight_shape' says {shape[0].tolist()}, weight_packed holds [{n}, {k}]")
     group = _group_size(scale.shape[2], k, "weight_scale")
-    return pack_w4a16(weight, scale, group_size=group, dtype=dtype)
+    zeros = None
+    if weight_zero_point is not None:
+        z = _check(weight_zero_point, "weight_zero_point", torch.int32)
+        if tuple(z.shape) != (e, n // 8, scale.shape[2]) or n % 8:
+            _fail(f"'weight_zero_point' must be int32 [{e}, {n // 8}, {scale.shape[2]}] (packed along N), "
+                  f"got {tuple(z.shape)}")
+        zeros = unpack_compressed_tensors_zero_point(z)
+    return _pack(weight, scale, group, dtype, zeros)
+
+
+def _pack(weight, scale_n_first, group, dtype, zeros):
+    """pack_w4a16, symmetric when every zero point is 8 (or there are none)."""
+    if zeros is None or bool((zeros == 8).all()):
+        return pack_w4a16(weight, scale_n_first, group_size=group, dtype=dtype)
+    return pack_w4a16(weight, scale_n_first, group_size=group, dtype=dtype, zero_point=zeros.contiguous())
+
+
+def unpack_gptq_zeros(qzeros: torch.Tensor, format: str) -> torch.Tensor:
+    """GPTQ's qzeros int32 [E, K/G, N/8] -> the zero points uint8 [E, N, K/G]. format "v1"
+    stores zero - 1 (its zero 0 is stored as -1, nibble 0xF, which AutoGPTQ's packing ORs
+    into the word and so corrupts the neighbouring nibbles: refused); "v2" the zero as is."""
+    if format not in ("v1", "v2"):
+        _fail(f"GPTQ 'format' must be 'v1' (zero - 1 stored: AutoGPTQ, GPTQModel format 'gptq') or 'v2' (GPTQModel "
+              f"format 'gptq_v2'), got {format!r}")
+    z = _unpack_cols(_check(qzeros, "qzeros", torch.int32))
+    if format == "v1":
+        if bool((z == 15).any()):
+            raise NotImplementedError("chord_kernels: GPTQ v1 qzeros hold a nibble 0xF, i.e. a zero point 0 stored "
+                                      "as -1, whose packing corrupts the neighbouring zero points: re-save the "
+                                      "checkpoint in the v2 form and pass format='v2'")
+        z = z + 1
+    return z.transpose(1, 2)
 
 
 def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torch.Tensor] = None,
-              g_idx: Optional[torch.Tensor] = None, dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
-    """Packs a symmetric 4-bit GPTQ layer. qzeros, when given, must hold the symmetric zero
-    (0x77777777 per word, or 0x88888888 in the v2 form); g_idx, when given, must be
-    k // group_size (act-order checkpoints are refused). dtype=torch.float16 keeps GPTQ's
-    float16 scales as they are (activations and outputs float16): the checkpoint's weights
-    bit for bit."""
+              g_idx: Optional[torch.Tensor] = None, dtype: torch.dtype = torch.bfloat16,
+              format: Optional[str] = None) -> W4A16Weight:
+    """Packs a 4-bit GPTQ layer. qzeros: absent or the symmetric zero (0x77777777 per word,
+    or 0x88888888 in the v2 form) packs symmetric INT4; any other qzeros (sym: false) is read
+    with `format`, which must then be given: "v1" (zero - 1 stored) or "v2" (zero stored).
+    g_idx, when given, must be k // group_size (act-order checkpoints are refused).
+    dtype=torch.float16 keeps GPTQ's float16 scales as they are (activations and outputs
+    float16): the checkpoint's weights bit for bit."""
     q = _check(qweight, "qweight", torch.int32)
     s = _check(scales, "scales")
     e, k8, n = q.shape
@@ -89,14 +140,22 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
     if s.shape[0] != e or s.shape[2] != n:
         _fail(f"'scales' must be [{e}, K/G, {n}] to match qweight {tuple(q.shape)}, got {tuple(s.shape)}")
     group = _group_size(s.shape[1], k, "scales")
+    if format is not None and format not in ("v1", "v2"):
+        _fail(f"GPTQ 'format' must be None, 'v1' or 'v2', got {format!r}")
+    zeros = None
     if qzeros is not None:
         z = _check(qzeros, "qzeros", torch.int32)
         if tuple(z.shape) != (e, s.shape[1], n // 8):
             _fail(f"'qzeros' must be [{e}, {s.shape[1]}, {n // 8}], got {tuple(z.shape)}")
-        v1, v2 = bool((z == _GPTQ_V1_SYMMETRIC_ZEROS).all()), bool((z == _GPTQ_V2_SYMMETRIC_ZEROS).all())
-        if not (v1 or v2):
-            raise NotImplementedError("chord_kernels: GPTQ qzeros other than the symmetric zero (sym: false) are "
-                                      "unsupported: chord serves symmetric INT4")
+        v1 = bool((z == _GPTQ_V1_SYMMETRIC_ZEROS).all())
+        v2 = bool((z == _GPTQ_V2_SYMMETRIC_ZEROS).all())
+        symmetric = (v1 and format != "v2") or (v2 and format != "v1")
+        if not symmetric:
+            if format is None:
+                raise NotImplementedError("chord_kernels: GPTQ qzeros are not the symmetric zero (sym: false): pass "
+                                          "format='v1' (zero - 1 stored; AutoGPTQ, GPTQModel format 'gptq') or "
+                                          "format='v2' (GPTQModel format 'gptq_v2') to read them")
+            zeros = unpack_gptq_zeros(z, format)
     if g_idx is not None:
         g = g_idx if g_idx.dim() == 2 else g_idx.unsqueeze(0)
         if g.dtype not in (torch.int32, torch.int64) or tuple(g.shape) != (e, k):
@@ -107,7 +166,7 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
                                       "is unsupported")
     # qweight packs 8 consecutive k of one column per word: transposed, it is the
     # compressed-tensors form [N, K/8], and the uint4b8 codes are chord's.
-    return pack_w4a16(q.transpose(1, 2).contiguous(), s.transpose(1, 2), group_size=group, dtype=dtype)
+    return _pack(q.transpose(1, 2).contiguous(), s.transpose(1, 2), group, dtype, zeros)
 
 
 # Nibble i of an AWQ word holds column 8 * word + _AWQ_ORDER[i] (AutoAWQ's GEMM packing).
@@ -137,15 +196,13 @@ def unpack_awq(qweight: torch.Tensor, qzeros: torch.Tensor):
 
 def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor,
              dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
-    """Packs an AWQ (GEMM layout) layer whose zero points are all 8, i.e. symmetric weights.
-    Any other zero point is refused: chord does not serve asymmetric INT4 yet."""
+    """Packs an AWQ (GEMM layout) layer: W = (code - zero) * scale with its zero points (a
+    layer whose zero points are all 8 packs as symmetric INT4). dtype=torch.float16 keeps
+    AWQ's float16 scales as stored: the checkpoint's weights bit for bit."""
     codes, zeros = unpack_awq(qweight, qzeros)
     s = _check(scales, "scales")
     e, n, k = codes.shape
     if tuple(s.shape) != (e, zeros.shape[2], n):
         _fail(f"'scales' must be [{e}, {zeros.shape[2]}, {n}] to match qweight / qzeros, got {tuple(s.shape)}")
-    if not bool((zeros == 8).all()):
-        raise NotImplementedError("chord_kernels: AWQ zero points other than 8 (asymmetric INT4) are unsupported: "
-                                  "chord serves symmetric INT4 (compressed-tensors, GPTQ sym)")
     group = _group_size(zeros.shape[2], k, "scales")
-    return pack_w4a16(codes.contiguous(), s.transpose(1, 2), group_size=group, dtype=dtype)
+    return _pack(codes.contiguous(), s.transpose(1, 2), group, dtype, zeros)

@@ -36,11 +36,11 @@ class IndexedW4A16Layer(torch.nn.Module):
         self.tag = None
 
     def load_weight(self, weight: torch.Tensor, scale: torch.Tensor, group_size: int = _ops.GROUP_SIZE, *,
-                    dtype: torch.dtype = torch.bfloat16) -> None:
+                    dtype: torch.dtype = torch.bfloat16, zero_point: Optional[torch.Tensor] = None) -> None:
         """weight: codes [E, N, K] (uint8/int32) or the checkpoint's compressed-tensors int32
         [E, N, K/8] (inferred from the last dimension); scale [E, N, K/group_size]
-        (pack_w4a16's group sizes); dtype: the scales' and the activations' dtype
-        (pack_w4a16's)."""
+        (pack_w4a16's group sizes); dtype: the scales' and the activations' dtype; zero_point:
+        None (symmetric) or [E, N, K/group_size] 0..15 (pack_w4a16's)."""
         expected_last = (self.k, self.k // 8)
         if weight.dim() != 3 or tuple(weight.shape[:2]) != (self.num_experts, self.n) \
                 or weight.shape[2] not in expected_last:
@@ -50,7 +50,8 @@ class IndexedW4A16Layer(torch.nn.Module):
         if device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())
         with torch.cuda.device(device):
-            packed = _ops.pack_w4a16(weight.to(device), scale.to(device), group_size, dtype=dtype)
+            packed = _ops.pack_w4a16(weight.to(device), scale.to(device), group_size, dtype=dtype,
+                                     zero_point=None if zero_point is None else zero_point.to(device))
         self.packed_weight = packed.weight
         self.packed_scales = packed.scales
         self.tag = packed.tag

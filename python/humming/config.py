@@ -120,5 +120,5 @@ class LayerConfig:
             "backend": "chord", "a_dtype": str(self.a_dtype), "b_dtype": str(self.b_dtype),
             "c_dtype": str(self.c_dtype), "bs_dtype": str(self.bs_dtype), "shape_n": self.shape_n,
             "shape_k": self.shape_k, "num_experts": self.num_experts,
-            "weight_scale_group_size": self.weight_scale_group_size,
+            "weight_scale_group_size": self.weight_scale_group_size, "has_zero_point": self.has_zero_point,
         }, sort_keys=True)

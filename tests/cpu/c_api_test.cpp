@@ -104,6 +104,16 @@ TEST_CASE("c api: size helpers answer -1 for negative, invalid or overflowing sh
   CHECK(chord_w4a16_scale_bytes(2, 16, 64) == 2 * 16 * 64 / 32 * 2);
 }
 
+// Every INT4 operator passes weight w's tag check (the next check, the null output, answers).
+static void expect_int4_operators_pass_tag(const chord_w4a16_weight_t& w, void* p, const int32_t* routing) {
+  expect_invalid(chord_w4a16_dequantize(&w, nullptr, nullptr), "'out' is a null pointer");
+  expect_invalid(chord_w4a16_offsets(p, 8, &w, routing, nullptr, nullptr), "'out' is a null pointer");
+  expect_invalid(chord_w4a16_contiguous(p, 8, &w, routing, nullptr, nullptr), "'out' is a null pointer");
+  expect_invalid(chord_w4a16_masked(p, 2, 4, &w, routing, 0, nullptr, nullptr), "'out' is a null pointer");
+  expect_invalid(chord_w4a16_indexed(p, 4, &w, routing, 16, routing, routing, 1, 16, nullptr, nullptr),
+                 "'out' is a null pointer");
+}
+
 TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everywhere a format is", "[capi]") {
   void* p = fake();
   const int32_t* routing = static_cast<const int32_t*>(fake());
@@ -120,12 +130,7 @@ TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everyw
   // Both INT4 formats pass every INT4 operator's tag check (the next check is the output's).
   for (uint32_t format : {uint32_t{CHORD_FORMAT_INT4_G32}, uint32_t{CHORD_FORMAT_INT4_G32_FP16}}) {
     chord_w4a16_weight_t w{CHORD_W4A16_MAGIC, format, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
-    expect_invalid(chord_w4a16_dequantize(&w, nullptr, nullptr), "'out' is a null pointer");
-    expect_invalid(chord_w4a16_offsets(p, 8, &w, routing, nullptr, nullptr), "'out' is a null pointer");
-    expect_invalid(chord_w4a16_contiguous(p, 8, &w, routing, nullptr, nullptr), "'out' is a null pointer");
-    expect_invalid(chord_w4a16_masked(p, 2, 4, &w, routing, 0, nullptr, nullptr), "'out' is a null pointer");
-    expect_invalid(chord_w4a16_indexed(p, 4, &w, routing, 16, routing, routing, 1, 16, nullptr, nullptr),
-                   "'out' is a null pointer");
+    expect_int4_operators_pass_tag(w, p, routing);
     // The NF4 operators refuse either INT4 format, in either dtype.
     for (int dtype : {CHORD_DTYPE_BF16, CHORD_DTYPE_FP16}) {
       expect_invalid(chord_nf4_offsets(p, dtype, 8, &w, routing, p, nullptr), "this operator needs NF4");
@@ -148,8 +153,31 @@ TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everyw
                  "format 2 (NF4); this operator needs INT4 group-32 (1: BF16 activations) or INT4 group-32 FP16 "
                  "(3: FP16 activations)");
   expect_invalid(chord_w4a16_masked(p, 2, 4, &nf4, routing, 0, p, nullptr), "format 2 (NF4)");
-  chord_w4a16_weight_t unknown{CHORD_W4A16_MAGIC, 4, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
-  expect_invalid(chord_w4a16_dequantize(&unknown, p, nullptr), "format 4 (unknown)");
+  chord_w4a16_weight_t unknown{CHORD_W4A16_MAGIC, 6, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
+  expect_invalid(chord_w4a16_dequantize(&unknown, p, nullptr), "format 6 (unknown)");
   expect_invalid(chord_w4a16_indexed(p, 4, &unknown, routing, 16, routing, routing, 1, 16, p, nullptr),
-                 "format 4 (unknown)");
+                 "format 6 (unknown)");
+}
+
+TEST_CASE("c api: zero-point formats - packed by chord_w4a16_pack_zp, twice the scale bytes, every INT4 operator",
+          "[capi]") {
+  void* p = fake();
+  const int32_t* routing = static_cast<const int32_t*>(fake());
+  chord_w4a16_weight_t tag{};
+  CHECK(chord_w4a16_zp_scale_bytes(2, 64, 128) == 2 * chord_w4a16_scale_bytes(2, 64, 128));
+  CHECK(chord_w4a16_zp_scale_bytes(2, 60, 128) == -1);
+  expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES | 0x20, p, p, 1, 16, 64, p, p, &tag, nullptr),
+                 "src_format");
+  expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES, p, nullptr, 1, 16, 64, p, p, &tag, nullptr),
+                 "'zero_points' is a null pointer");
+  expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES, p, p, 1, 16, 48, p, p, &tag, nullptr), "K");
+  const chord_status_t packed =
+      chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_SCALES_FP16, p, p, 1, 16, 64, p, p, &tag,
+                          nullptr);
+  CHECK((packed == CHORD_ERROR_NO_DRIVER || packed == CHORD_ERROR_CUDA));
+  for (uint32_t format : {uint32_t{CHORD_FORMAT_INT4_G32_ZP}, uint32_t{CHORD_FORMAT_INT4_G32_ZP_FP16}}) {
+    chord_w4a16_weight_t w{CHORD_W4A16_MAGIC, format, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
+    expect_int4_operators_pass_tag(w, p, routing);
+    expect_invalid(chord_nf4_offsets(p, CHORD_DTYPE_BF16, 8, &w, routing, p, nullptr), "this operator needs NF4");
+  }
 }

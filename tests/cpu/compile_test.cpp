@@ -125,7 +125,7 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
   // (C7511). The tables run only a few of them; kernel_check and forced configs reach the rest.
   int checked = 0;
   for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16,
-                      chord::kW4A16WeightInt4Fp16}) {
+                      chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
     for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
       for (int block_n : {128, 256}) {
         for (int stages : {5, 6}) {
@@ -145,7 +145,23 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
       }
     }
   }
-  CHECK(checked == 64);
+  CHECK(checked == 96);
+}
+
+// A mma.sync config of the compile matrices below.
+static chord::W4A16GemmConfig mma_sync_config(chord::W4A16WeightKind weight, chord::W4A16Mode mode, int bm, int bn, int bk,
+                                              int stages, int wm, int wn, int split_k) {
+  chord::W4A16GemmConfig c;
+  c.mode = mode;
+  c.block_m = bm;
+  c.block_n = bn;
+  c.block_k = bk;
+  c.stages = stages;
+  c.warps_m = wm;
+  c.warps_n = wn;
+  c.split_k = split_k;
+  c.weight = weight;
+  return c;
 }
 
 TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every engine and mode on every arch",
@@ -159,17 +175,7 @@ TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every e
     const chord::Arch arch = chord::parse_arch(arch_name);
     std::vector<chord::W4A16GemmConfig> configs;
     auto mma = [](chord::W4A16Mode mode, int bm, int bn, int bk, int stages, int wm, int wn, int split_k = 1) {
-      chord::W4A16GemmConfig c;
-      c.mode = mode;
-      c.block_m = bm;
-      c.block_n = bn;
-      c.block_k = bk;
-      c.stages = stages;
-      c.warps_m = wm;
-      c.warps_n = wn;
-      c.split_k = split_k;
-      c.weight = chord::kW4A16WeightInt4Fp16;
-      return c;
+      return mma_sync_config(chord::kW4A16WeightInt4Fp16, mode, bm, bn, bk, stages, wm, wn, split_k);
     };
     for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
       configs.push_back(mma(mode, 8, 64, 256, 4, 1, 4));
@@ -205,6 +211,88 @@ TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every e
     CHECK(chord::W4A16PackConfig::from(d).element == chord::kNF4FP16);
     CHECK(unpack.source().name == "w4a16_unpack_fp16");
     CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
+  }
+}
+
+TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, tile and mode on every arch",
+          "[compile]") {
+  // The kernel sets hold no zero-point kernels: this is their compile matrix. Per arch and
+  // element type, every mode on the 8-token decode tile (BF16: the fp32 group sums with the
+  // per-row bias seed, int4_group_mma_zp; FP16: dequantized), and in offsets mode the direct
+  // path (both the group-sum and the dequantizing decode), the 16-token tile (the narrow
+  // path), a prefill tile, split-K (sm_90+), the one-role WGMMA tiles, and the pack / unpack
+  // kernels. The warp-specialized builds are in the ptxas test above.
+  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    for (auto weight : {chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
+      std::vector<chord::W4A16GemmConfig> configs;
+      auto mma = [&](chord::W4A16Mode mode, int bm, int bn, int bk, int stages, int wm, int wn, int split_k = 1) {
+        return mma_sync_config(weight, mode, bm, bn, bk, stages, wm, wn, split_k);
+      };
+      for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+        configs.push_back(mma(mode, 8, 64, 256, 4, 1, 4));
+      }
+      configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 2, 1, 4));    // direct path, group sums
+      configs.push_back(mma(chord::kW4A16Offsets, 16, 64, 256, 2, 1, 4));   // direct path, dequantized
+      configs.push_back(mma(chord::kW4A16Offsets, 16, 128, 128, 4, 1, 4));  // 16 tokens, narrow path
+      configs.push_back(mma(chord::kW4A16Masked, 128, 128, 64, 4, 2, 4));   // prefill
+      if (arch.sm() >= 90) configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 4, 1, 4, 4));
+      for (const chord::W4A16GemmConfig& c : configs) {
+        REQUIRE(c.error() == nullptr);
+        chord::W4A16GemmConfig plain = c;
+        plain.weight = chord::kW4A16WeightInt4;
+        // Twice the scale tile per stage: BLOCK_K / 32 x BLOCK_N x 2 more bytes.
+        if (plain.smem_bytes() > chord::w4a16_smem_header_bytes(c.block_m) +
+                                     chord::w4a16_smem_epilogue_bytes(c.block_m, c.block_n)) {
+          CHECK(c.smem_bytes() == plain.smem_bytes() + c.stages * (c.block_k / 32) * c.block_n * 2);
+        }
+        const chord::KernelDescriptor d = c.descriptor(arch);
+        CHECK(chord::W4A16GemmConfig::from(d).weight == weight);
+        const chord::KernelSource source = c.source();
+        INFO(source.name);
+        CHECK(source.name.find(weight == chord::kW4A16WeightInt4Zp ? "_zp" : "_zpf16") != std::string::npos);
+        auto kernel = chord::JitRuntime::global().compile(d);
+        CHECK(kernel->info.arch == arch_name);
+        if (kernel->info.meta.threads == 256 && c.launch_min_blocks() == 2) CHECK(kernel->info.registers <= 128);
+      }
+      // The one-role WGMMA tiles (two warpgroups, BN128 and BN256; the warp-specialized builds
+      // are in the ptxas test above): they trap off sm_90a but compile; on sm_90a no wgmma may
+      // be serialized.
+      for (int block_n : {128, 256}) {
+        for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Indexed}) {
+          chord::W4A16GemmConfig w = mma(mode, block_n == 256 ? 64 : 128, block_n, chord::kW4A16WgmmaBlockK, 4, 1, 4);
+          w.engine = chord::W4A16Engine::kWgmma;
+          w.warpgroups = 2;
+          REQUIRE(w.error() == nullptr);
+          const chord::KernelSource source = w.source();
+          INFO(source.name);
+          if (arch.sm() == 90) {
+            compile_sm90a_unserialized(source.name, source.text, source.options);
+          } else {
+            CHECK(chord::JitRuntime::global().compile(w.descriptor(arch))->info.arch == arch_name);
+          }
+        }
+      }
+
+      const bool fp16 = weight == chord::kW4A16WeightInt4ZpFp16;
+      for (bool unpack : {false, true}) {
+        for (auto src : {chord::kInt4Codes, chord::kInt4Compressed}) {
+          if (unpack && src == chord::kInt4Compressed) continue;
+          chord::W4A16PackConfig pack;
+          pack.unpack = unpack;
+          pack.source_format = src;
+          pack.zero_point = true;
+          pack.element = fp16 ? chord::kNF4FP16 : chord::kNF4BF16;
+          const chord::KernelDescriptor d = pack.descriptor(arch);
+          const chord::W4A16PackConfig back = chord::W4A16PackConfig::from(d);
+          CHECK(back.zero_point);
+          CHECK(back.element == pack.element);
+          INFO(pack.source().name);
+          CHECK(pack.source().name.find("_zp") != std::string::npos);
+          CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
+        }
+      }
+    }
   }
 }
 

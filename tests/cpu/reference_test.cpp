@@ -5,8 +5,10 @@
 #include <tuple>
 
 #include "kernels_src/w4a16_wgmma_args.cuh"
+#include "kernels_src/weight_kind_args.cuh"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
+#include "reference/nf4_reference.hpp"
 #include "reference/w4a16_pack.hpp"
 
 using namespace chord::ref;
@@ -129,4 +131,65 @@ TEST_CASE("reference: the warp-specialized kernel's TMA boxes cut the packed wei
   const chord::W4A16MapShape nf4 = chord::w4a16_scale_map_shape(e, n, k, 256, true);
   CHECK(nf4.rows * nf4.cols * nf4.element_bytes == static_cast<long long>(packed.scales.size()) * 2);
   CHECK(nf4.box_rows * nf4.box_cols * nf4.element_bytes == 256 * 4);
+}
+
+TEST_CASE("reference: zero points decode as T((code - zp) * scale) from the packed {scale, bias} pairs, bit for bit",
+          "[reference]") {
+  // The kernels' decode (dequant_word_zp): (M + code) + bias with bias = -(M + zp) stored in T
+  // beside the scale, exact, then one rounding of the product with the scale. The packed form
+  // must give the checkpoint reference's weights for every code, zero point and scale.
+  CHECK(bf16_to_float(static_cast<uint16_t>(chord::int4_zp_bias(chord::kNF4BF16, 0))) == -128.0f);
+  CHECK(bf16_to_float(static_cast<uint16_t>(chord::int4_zp_bias(chord::kNF4BF16, 15))) == -143.0f);
+  CHECK(fp16_to_float(static_cast<uint16_t>(chord::int4_zp_bias(chord::kNF4FP16, 0))) == -1024.0f);
+  CHECK(fp16_to_float(static_cast<uint16_t>(chord::int4_zp_bias(chord::kNF4FP16, 15))) == -1039.0f);
+  // zp 8 stores the symmetric kinds' constant -(M + 8).
+  CHECK(chord::int4_zp_bias(chord::kNF4BF16, 8) == 0xc308u);
+  CHECK(chord::int4_zp_bias(chord::kNF4FP16, 8) == 0xe408u);
+
+  const int E = 2, N = 32, K = 128;
+  std::mt19937 rng(26);
+  std::vector<uint8_t> codes(static_cast<size_t>(E) * N * K), zps(static_cast<size_t>(E) * N * K / 32);
+  for (auto& c : codes) c = static_cast<uint8_t>(rng() % 16);
+  for (auto& z : zps) z = static_cast<uint8_t>(rng() % 16);
+  std::uniform_real_distribution<float> mag(1e-4f, 2e-2f);
+  for (bool fp16 : {false, true}) {
+    INFO((fp16 ? "fp16" : "bf16"));
+    std::vector<uint16_t> scales(zps.size());
+    for (auto& s : scales) {
+      const float v = (rng() & 1 ? -1.0f : 1.0f) * mag(rng);
+      s = fp16 ? float_to_fp16(v) : float_to_bf16(v);
+    }
+    const W4A16PackedZp packed = pack_w4a16_zp(codes.data(), scales.data(), zps.data(), E, N, K, fp16);
+    const auto want = dequantize_codes_zp(codes, scales, zps, static_cast<int64_t>(E) * N, K, fp16);
+    const auto got = dequantize_packed_zp(packed);
+    REQUIRE(got.size() == want.size());
+    size_t diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
+    CHECK(diff == 0);
+    // Every pair holds its row's scale (low half) and bias (high half) where the symmetric
+    // packer puts the scale alone.
+    const W4A16Packed plain = pack_w4a16(codes.data(), scales.data(), E, N, K);
+    for (size_t i = 0; i < plain.scales.size(); ++i) CHECK((packed.pairs[i] & 0xffffu) == plain.scales[i]);
+    // The reference is (c - zp) * s rounded once, never c*s - zp*s (two roundings): some BF16
+    // scale tells them apart, and the reference takes the single rounding.
+    if (!fp16) {
+      int differing = 0;
+      for (uint16_t sb = 0x3c00; sb < 0x3d00; ++sb) {
+        const std::vector<uint8_t> c1(32, 15), z1(1, 3);
+        const std::vector<uint16_t> s1 = {sb};
+        const float sv = bf16_to_float(sb);
+        const uint16_t once = float_to_bf16(12.0f * sv);
+        const uint16_t twice = float_to_bf16(bf16_to_float(float_to_bf16(15.0f * sv)) -
+                                             bf16_to_float(float_to_bf16(3.0f * sv)));
+        CHECK(dequantize_codes_zp(c1, s1, z1, 1, 32)[0] == once);
+        differing += once != twice;
+      }
+      CHECK(differing > 0);
+    }
+  }
+  // All zero points 8 reproduce the symmetric weights.
+  std::vector<uint8_t> eights(zps.size(), 8);
+  std::vector<uint16_t> scales(zps.size(), float_to_bf16(0.01f));
+  CHECK(dequantize_packed_zp(pack_w4a16_zp(codes.data(), scales.data(), eights.data(), E, N, K, false)) ==
+        dequantize_packed(pack_w4a16(codes.data(), scales.data(), E, N, K)));
 }

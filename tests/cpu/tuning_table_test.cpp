@@ -568,10 +568,11 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
 }
 
-TEST_CASE("tuning: INT4 FP16 takes INT4's config (same bytes, no pair table) for every table and the heuristic",
-          "[tuning]") {
-  // Shapes of each sm90a table's split, one the heuristic serves, and sm_80 (mma.sync only).
-  int checked = 0;
+// Calls f(p) on the resolver's problems over the sm90a tables' splits, one shape the heuristic
+// serves, and sm_80 (mma.sync only): every mode and a range of rows per expert. Returns the count.
+template <typename F>
+int for_each_table_problem(F f) {
+  int count = 0;
   for (const char* arch : {"sm_90a", "sm_80"}) {
     for (auto [n, k] : {std::pair{4096, 7168}, std::pair{7168, 2048}, std::pair{512, 7168}, std::pair{7168, 256},
                         std::pair{3072, 4096}, std::pair{1536, 2048}}) {
@@ -583,18 +584,52 @@ TEST_CASE("tuning: INT4 FP16 takes INT4's config (same bytes, no pair table) for
           p.block_size = rows >= 128 ? 128 : 64;
           p.sm_count = 132;
           p.a_rows = static_cast<int>(rows * 8);
-          chord::W4A16GemmConfig int4 = chord::resolve_w4a16_config(p);
-          p.weight = chord::kW4A16WeightInt4Fp16;
-          const chord::W4A16GemmConfig fp16 = chord::resolve_w4a16_config(p);
           INFO(arch << " N=" << n << " K=" << k << " mode " << mode << " rows " << rows);
-          CHECK(fp16.weight == chord::kW4A16WeightInt4Fp16);
-          CHECK(!fp16.nf4());
-          int4.weight = chord::kW4A16WeightInt4Fp16;
-          CHECK(fp16.descriptor(p.arch) == int4.descriptor(p.arch));
-          ++checked;
+          f(p);
+          ++count;
         }
       }
     }
   }
+  return count;
+}
+
+TEST_CASE("tuning: INT4 FP16 takes INT4's config (same bytes, no pair table) for every table and the heuristic",
+          "[tuning]") {
+  const int checked = for_each_table_problem([](chord::W4A16Problem p) {
+    chord::W4A16GemmConfig int4 = chord::resolve_w4a16_config(p);
+    p.weight = chord::kW4A16WeightInt4Fp16;
+    const chord::W4A16GemmConfig fp16 = chord::resolve_w4a16_config(p);
+    CHECK(fp16.weight == chord::kW4A16WeightInt4Fp16);
+    CHECK(!fp16.nf4());
+    int4.weight = chord::kW4A16WeightInt4Fp16;
+    CHECK(fp16.descriptor(p.arch) == int4.descriptor(p.arch));
+  });
   CHECK(checked == 2 * 6 * 4 * 7);
+}
+
+TEST_CASE("tuning: zero-point INT4 takes INT4's engine and tile on every table and the heuristic, valid with its "
+          "larger scale tiles",
+          "[tuning]") {
+  // Only a one-role WGMMA tile whose doubled scale bytes would cost its second CTA per SM gives
+  // up stages (w4a16_config_for_weight); every result is a valid config of its kind.
+  int wgmma = 0;
+  const int checked = for_each_table_problem([&](chord::W4A16Problem p) {
+    const chord::W4A16GemmConfig int4 = chord::resolve_w4a16_config(p);
+    for (auto weight : {chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
+      p.weight = weight;
+      const chord::W4A16GemmConfig zp = chord::resolve_w4a16_config(p);
+      INFO("weight " << weight);
+      CHECK(zp.weight == weight);
+      CHECK(zp.zero_point());
+      CHECK(zp.error() == nullptr);
+      CHECK(zp.engine == int4.engine);
+      CHECK((zp.block_m == int4.block_m && zp.block_n == int4.block_n && zp.block_k == int4.block_k));
+      CHECK(zp.split_k == int4.split_k);
+      CHECK(zp.stages <= int4.stages);
+      wgmma += zp.wgmma();
+    }
+  });
+  CHECK(checked == 2 * 6 * 4 * 7);
+  CHECK(wgmma > 0);
 }

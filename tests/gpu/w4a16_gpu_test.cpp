@@ -62,10 +62,44 @@ std::vector<uint16_t> random_scales_t(size_t count, std::mt19937& rng) {
 
 int pack_flags() { return g_fp16 ? CHORD_W4A16_SRC_SCALES_FP16 : 0; }
 
+bool g_zp = false;  // set by ZpScope: make_weight packs with random zero points (formats *_ZP*)
+
+struct ZpScope {
+  explicit ZpScope(bool zp) { g_zp = zp; }
+  ~ZpScope() { g_zp = false; }
+  ZpScope(const ZpScope&) = delete;
+  ZpScope& operator=(const ZpScope&) = delete;
+};
+
+// Asymmetric weights: zero points 0..15 per (row, group), W = T((code - zp) * scale).
+PackedWeight make_zp_weight(PackedWeight w, std::mt19937& rng, const Stream& stream) {
+  std::vector<uint8_t> zps(static_cast<size_t>(w.e) * w.n * (w.k / 32));
+  for (auto& z : zps) z = static_cast<uint8_t>(rng() % 16);
+  w.logical = chord::ref::dequantize_codes_zp(w.codes, w.scales, zps, static_cast<int64_t>(w.e) * w.n, w.k, g_fp16);
+  DeviceBuffer codes(w.codes), scales(w.scales), d_zps(zps);
+  w.weight_dev = std::make_unique<DeviceBuffer>(chord_w4a16_weight_bytes(w.e, w.n, w.k));
+  w.scales_dev = std::make_unique<DeviceBuffer>(chord_w4a16_zp_scale_bytes(w.e, w.n, w.k));
+  REQUIRE(chord_w4a16_zp_scale_bytes(w.e, w.n, w.k) == 2 * chord_w4a16_scale_bytes(w.e, w.n, w.k));
+  REQUIRE(chord_w4a16_pack_zp(codes.get(), CHORD_W4A16_SRC_CODES | pack_flags(), scales.get(), d_zps.get(), w.e, w.n,
+                              w.k, w.weight_dev->get(), w.scales_dev->get(), &w.tag, stream.get()) == CHORD_SUCCESS);
+  CHECK(w.tag.format == (g_fp16 ? CHORD_FORMAT_INT4_G32_ZP_FP16 : CHORD_FORMAT_INT4_G32_ZP));
+  stream.sync();
+  // The packed pairs are the reference packer's, and the dequantized weight is the logical one.
+  const auto ref = chord::ref::pack_w4a16_zp(w.codes.data(), w.scales.data(), zps.data(), w.e, w.n, w.k, g_fp16);
+  CHECK(w.weight_dev->download<uint32_t>() == ref.weight);
+  CHECK(w.scales_dev->download<uint32_t>() == ref.pairs);
+  DeviceBuffer out(static_cast<size_t>(w.e) * w.n * w.k * 2);
+  REQUIRE(chord_w4a16_dequantize(&w.tag, out.get(), stream.get()) == CHORD_SUCCESS);
+  stream.sync();
+  CHECK(out.download<uint16_t>() == w.logical);
+  return w;
+}
+
 PackedWeight make_weight(int e, int n, int k, std::mt19937& rng, const Stream& stream) {
   PackedWeight w{e, n, k, {}, {}, {}, nullptr, nullptr, {}};
   w.codes = random_codes(static_cast<size_t>(e) * n * k, rng);
   w.scales = random_scales_t(static_cast<size_t>(e) * n * (k / 32), rng);
+  if (g_zp) return make_zp_weight(std::move(w), rng, stream);
   w.logical = chord::ref::dequantize_codes(w.codes, w.scales, static_cast<int64_t>(e) * n, k, g_fp16);
   DeviceBuffer codes(w.codes), scales(w.scales);
   w.weight_dev = std::make_unique<DeviceBuffer>(chord_w4a16_weight_bytes(e, n, k));
@@ -363,8 +397,10 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
           "[gpu][w4a16]") {
   // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
   // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
-  // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty.
+  // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty. With zero
+  // points too (the {scale, bias} TMA box).
   const Fp16Scope dtype(GENERATE(false, true));
+  const ZpScope zp(GENERATE(false, true));
   std::mt19937 rng(61);
   Stream stream;
   const int e = 8, n = 256, k = 768;
@@ -376,7 +412,8 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     if (device.arch.sm() != 90 || chord::env().w4a16_engine.candidates == chord::W4A16EngineKnob::kPortable) return;
     chord::W4A16Problem p;
     p.mode = mode;
-    p.weight = g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4;
+    p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpFp16 : chord::kW4A16WeightInt4Zp)
+                    : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
     p.n = shape_n ? shape_n : n;
@@ -452,6 +489,51 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   out.upload(std::vector<uint16_t>(want.size(), kPoison));
   capture_and_replay(stream, call);
   CHECK(out.download<uint16_t>() == eager);  // rank 0 adds the partials in rank order
+}
+
+TEST_CASE("gpu w4a16: zero points (BF16 and FP16) in every mode: ragged, empty experts, M = 0 / 1, decode, prefill, "
+          "split-K, CUDA Graph; pack and dequantize bit-exact",
+          "[gpu][w4a16][zp]") {
+  // make_weight checks the packed bytes against the reference packer and the dequantized
+  // weight bit for bit; every GEMM against the fp32 reference of that weight, then replayed
+  // from a CUDA Graph (run_and_check). mma.sync decode tiles (8 tokens: int4_group_mma_zp in
+  // BF16), wider tiles and the one-role WGMMA prefill (sm_90a, 256-row groups) dequant_word_zp;
+  // the warp-specialized prefill is in the large-prefill test.
+  const Fp16Scope dtype(GENERATE(false, true));
+  const ZpScope zp(true);
+  std::mt19937 rng(26);
+  Stream stream;
+  {
+    PackedWeight w = make_weight(6, 256, 512, rng, stream);
+    check_contiguous(w, {1, 0, 130, 7, 0, 256}, rng, stream);
+    check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 8, rng, stream);        // decode-sized groups
+    check_masked(w, {200, 0, 256, 17, 1, 256}, 256, 256, rng, stream);  // prefill-sized groups
+    check_offsets(w, {1, 0, 0, 5, 2, 0}, rng, stream);                // M = 8 routed rows, ragged
+    check_offsets(w, {300, 0, 17, 513, 1, 64}, rng, stream);
+    check_offsets(w, {0, 1, 0, 0, 0, 0}, rng, stream);                // one row
+  }
+  {
+    const int e = 16, n = 256, k = 512;
+    PackedWeight w = make_weight(e, n, k, rng, stream);
+    for (auto [m, top_k, block_size] : {std::tuple{1, 8, 16}, std::tuple{37, 8, 16}, std::tuple{300, 4, 64}}) {
+      std::vector<bool> local(e, true);
+      for (int x = 0; x < e; x += 3) local[x] = false;
+      Routing r = align_routing(m, top_k, e, block_size, local, block_size, rng);
+      check_indexed(w, r, m, top_k, block_size, rng, stream);      // gate_up
+      check_indexed(w, r, m * top_k, 1, block_size, rng, stream);  // down
+    }
+  }
+  {
+    // Few rows and a long K: split-K on sm_90+ (clusters), one CTA per tile elsewhere.
+    PackedWeight w = make_weight(4, 128, 4096, rng, stream);
+    check_offsets(w, {1, 0, 2, 1}, rng, stream);
+  }
+  {
+    // M = 0 launches nothing and succeeds.
+    PackedWeight w = make_weight(2, 16, 64, rng, stream);
+    CHECK(chord_w4a16_offsets(w.weight_dev->get(), 0, &w.tag, nullptr, nullptr, stream.get()) == CHORD_SUCCESS);
+    check_contiguous(w, {5, 0}, rng, stream);  // the smallest N and K
+  }
 }
 
 TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch, zero rows launch nothing",

@@ -420,12 +420,13 @@ def test_weight_schema_from_config():
     ({"group_size": 16}, "group_size 16"),
     ({"strategy": "tensor"}, "strategy 'tensor'"),
     ({"strategy": "block"}, "strategy 'block'"),
-    ({"symmetric": False}, "asymmetric"),
     ({"actorder": "group"}, "actorder 'group'"),
     ({"quant_method": "gptq", "group_size": 100}, "GPTQ group_size 100"),
     ({"quant_method": "gptq", "group_size": 0}, "GPTQ group_size 0"),
-    ({"quant_method": "gptq", "sym": False, "desc_act": True}, "GPTQ asymmetric weights .*, desc_act"),
-    ({"quant_method": "awq"}, "AWQ weights"),
+    ({"quant_method": "gptq", "sym": False, "desc_act": True}, "GPTQ desc_act"),
+    ({"quant_method": "gptq", "format": "marlin"}, "GPTQ format 'marlin'"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": False}, "AWQ zero_point: false"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 128, "version": "gemv"}, "AWQ version 'gemv'"),
     ({"quant_method": "fp8"}, "FP8 weights"),
     ({"quant_method": "mxfp4"}, "MXFP4 weights"),
     ({"quant_method": "quark"}, "weight quant_method 'quark'"),
@@ -442,8 +443,8 @@ def test_unsupported_humming_and_input_schemes():
         HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=100)
     assert HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128).group_size == 128
     assert HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=0).group_size == 0  # channel-wise
-    with pytest.raises(NotImplementedError, match="zero point"):
-        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32, has_zero_point=True)
+    with pytest.raises(NotImplementedError, match="floating-point weight zero point"):
+        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32, has_zero_point=True, is_fp_zero_point=True)
     with pytest.raises(NotImplementedError, match="activation type float8e4m3"):
         HummingInputSchema(a_dtype="float8e4m3")
     with pytest.raises(NotImplementedError, match="quantized activations"):
@@ -576,6 +577,77 @@ def test_unpack_awq_column_order():
     assert torch.equal(zeros[..., 0], codes[..., 0])
 
 
+def _pack_cols(values):
+    """uint [..., R, C] 0..15 -> int32 [..., R, C/8], nibble j = column 8c + j (GPTQ's qzeros,
+    compressed-tensors' zero point transposed)."""
+    v = values.to(torch.int64)
+    words = sum(v[..., j::8] << (4 * j) for j in range(8))
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def test_gptq_zero_points_v1_v2_and_the_overflow():
+    """v1 stores zero - 1, v2 the zero; a v1 nibble 0xF (zero 0 stored as -1) is refused."""
+    from chord_kernels.checkpoint import unpack_gptq_zeros
+    gen = torch.Generator().manual_seed(3)
+    zeros = torch.randint(1, 16, (2, 4, 64), generator=gen)  # [E, K/G, N], v1-representable
+    got = unpack_gptq_zeros(_pack_cols(zeros - 1), "v1")
+    assert got.shape == (2, 64, 4) and got.dtype == torch.uint8
+    assert torch.equal(got.to(torch.int64), zeros.transpose(1, 2))
+    zeros[0, 0, 0] = 0
+    assert torch.equal(unpack_gptq_zeros(_pack_cols(zeros), "v2").to(torch.int64), zeros.transpose(1, 2))
+    with pytest.raises(NotImplementedError, match="0xF"):
+        unpack_gptq_zeros(_pack_cols(torch.where(zeros == 0, 15, zeros - 1)), "v1")
+    with pytest.raises(ValueError, match="'format' must be 'v1'"):
+        unpack_gptq_zeros(_pack_cols(zeros), "gptq")
+
+
+def test_gptq_asymmetric_needs_its_format():
+    _, qweight, scales, qzeros, g_idx = gptq_tensors()
+    with pytest.raises(NotImplementedError, match="pass format='v1'"):
+        ck.from_gptq(qweight, scales, qzeros ^ 1, g_idx)
+    with pytest.raises(ValueError, match="'format' must be None, 'v1' or 'v2'"):
+        ck.from_gptq(qweight, scales, qzeros, g_idx, format="gptq_v2")
+    for fmt in ("v1", "v2"):  # read, then packed on the GPU
+        with pytest.raises(ValueError, match="CUDA device"):
+            ck.from_gptq(qweight, scales, qzeros ^ 1, g_idx, format=fmt)
+    # A v2 checkpoint whose zeros are all 8 stays symmetric under format="v2"; under "v1" the
+    # same words mean zero 9.
+    v2_eights = torch.full_like(qzeros, 0x88888888 - 2**32)
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.from_gptq(qweight, scales, v2_eights, g_idx, format="v1")
+
+
+def test_compressed_tensors_zero_point_unpacks_along_n():
+    """weight_zero_point int32 [E, N/8, K/G]: nibble j of word (r, g) is row 8r + j's zero point
+    (stored zp + 8, the codes' unsigned domain)."""
+    from chord_kernels.checkpoint import unpack_compressed_tensors_zero_point
+    gen = torch.Generator().manual_seed(4)
+    zeros = torch.randint(0, 16, (2, 64, 4), generator=gen)  # [E, N, K/G]
+    packed = _pack_cols(zeros.transpose(1, 2)).transpose(1, 2).contiguous()  # [E, N/8, K/G]
+    assert packed.shape == (2, 8, 4)
+    got = unpack_compressed_tensors_zero_point(packed)
+    assert torch.equal(got.to(torch.int64), zeros)
+    # By hand: row 9 is nibble 1 of word row 1.
+    one = torch.zeros(1, 2, 1, dtype=torch.int32)
+    one[0, 1, 0] = 5 << 4
+    assert unpack_compressed_tensors_zero_point(one)[0, :, 0].tolist() == [0] * 9 + [5] + [0] * 6
+
+
+def test_pack_w4a16_zero_point_checks():
+    codes = torch.zeros(1, 64, 128, dtype=torch.uint8)
+    scale = torch.ones(1, 64, 4, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="'zero_point' must have shape"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.zeros(1, 64, 2, dtype=torch.uint8))
+    with pytest.raises(ValueError, match="must be an integer tensor"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.zeros(1, 64, 4))
+    with pytest.raises(ValueError, match="in 0..15"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.full((1, 64, 4), 16, dtype=torch.int32))
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.pack_w4a16(codes, scale, zero_point=torch.full((1, 64, 4), 3, dtype=torch.uint8))
+    assert ck.expected_tag(1, 64, 128, torch.float16, zero_point=True)[1] == _ops.FORMAT_INT4_G32_ZP_FP16
+    assert ck.expected_tag(1, 64, 128, zero_point=True)[1] == _ops.FORMAT_INT4_G32_ZP
+
+
 def test_checkpoint_readers_refuse_what_they_cannot_serve():
     _, qweight, scales, qzeros, g_idx = gptq_tensors()
     with pytest.raises(NotImplementedError, match="symmetric zero"):
@@ -595,18 +667,82 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
     awq_q = torch.zeros(2, 256, 8, dtype=torch.int32)
     awq_s = torch.ones(2, 2, 64, dtype=torch.float16)
     eights = torch.full((2, 2, 8), 0x88888888 - 2**32, dtype=torch.int32)
-    with pytest.raises(NotImplementedError, match="zero points other than 8"):
+    # Zero points other than 8 are served: the reader gets to the pack, which needs the GPU.
+    with pytest.raises(ValueError, match="CUDA device"):
         ck.from_awq(awq_q, eights ^ 0x10, awq_s)  # one column's zero point is 9
     with pytest.raises(ValueError, match="'qzeros' must be"):
         ck.from_awq(awq_q, eights[:, :, :4], awq_s)
     with pytest.raises(ValueError, match="'scales' must be"):
         ck.from_awq(awq_q, eights, awq_s[:, :, :32])
     packed = torch.zeros(2, 64, 32, dtype=torch.int32)
-    with pytest.raises(NotImplementedError, match="weight_zero_point"):
+    with pytest.raises(ValueError, match="CUDA device"):  # asymmetric: served, packed on the GPU
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 8, 2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="'weight_zero_point' must be int32"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 64, 2, dtype=torch.int32))
     with pytest.raises(ValueError, match="weight_shape"):
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), weight_shape=torch.tensor([[64, 128]] * 2))
     with pytest.raises(ValueError, match="group size 48"):
         ck.from_compressed_tensors(torch.zeros(2, 64, 24, dtype=torch.int32), torch.ones(2, 64, 4))
     with pytest.raises(ValueError, match="'weight_scale' must be"):
         ck.from_compressed_tensors(packed, torch.ones(2, 32, 2))
+
+
+def test_facade_converts_zero_points_into_the_humming_form():
+    """GPTQ sym: false (v1 and gptq_v2), AWQ and compressed-tensors symmetric: false convert to
+    HummingWeightSchema(has_zero_point=True) with zero_point int32 [E, N/8, K/G] packed along N,
+    and dequantize to (code - zero) * scale; prepare_and_transform requires the tensor exactly
+    when the schema has zero points."""
+    from humming.utils.weight import pack_zero_point, unpack_zero_point
+    gen = torch.Generator().manual_seed(5)
+    e, n, k, group = 2, 64, 256, 128
+    codes = torch.randint(0, 16, (e, n, k), generator=gen)  # [E, N, K]
+    zeros = torch.randint(1, 16, (e, n, k // group), generator=gen)  # [E, N, K/G]
+    scales = torch.rand(e, n, k // group, generator=gen).to(torch.bfloat16)
+    zp_form = pack_zero_point(zeros)
+    assert zp_form.shape == (e, n // 8, k // group) and torch.equal(unpack_zero_point(zp_form).long(), zeros)
+    want = (codes - zeros.repeat_interleave(group, -1)).float() * scales.float().repeat_interleave(group, -1)
+
+    def check(schema, tensors):
+        humming, out = schema.convert_humming(tensors, [n], [k], torch.bfloat16, num_experts=e)
+        assert humming.has_zero_point and torch.equal(out["zero_point"], zp_form)
+        assert torch.equal(humming.dequant_tensors(out), want)
+
+    qweight = pack_int4(codes.transpose(1, 2).reshape(e, k // 8, 8, n).transpose(2, 3)).reshape(e, k // 8, n)
+    assert torch.equal(unpack_int4(qweight.transpose(1, 2).contiguous()).long(), codes)
+    for fmt, stored in ((None, zeros - 1), ("gptq_v2", zeros)):
+        schema = BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": group,
+                                               "desc_act": False, "sym": False, "format": fmt})
+        qzeros = pack_int4(stored.transpose(1, 2))  # [E, K/G, N/8] packed along N
+        check(schema, {"qweight": qweight, "scales": scales.transpose(1, 2), "qzeros": qzeros})
+    awq_order = (0, 2, 4, 6, 1, 3, 5, 7)
+
+    def awq_words(v):  # [E, R, N] -> [E, R, N/8] in AWQ's column order
+        w = v.reshape(*v.shape[:2], -1, 8)
+        words = sum(w[..., c].to(torch.int64) << (4 * i) for i, c in enumerate(awq_order))
+        return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+    awq = BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True})
+    check(awq, {"qweight": awq_words(codes.transpose(1, 2)), "qzeros": awq_words(zeros.transpose(1, 2)),
+                "scales": scales.transpose(1, 2)})
+    ct = BaseWeightSchema.from_config({**CT_CONFIG, "group_size": group, "symmetric": False})
+    check(ct, {"weight_packed": pack_int4(codes), "weight_scale": scales, "weight_zero_point": zp_form})
+    with pytest.raises(ValueError, match="weight_zero_point int32"):
+        ct.convert_humming({"weight_packed": pack_int4(codes), "weight_scale": scales}, [n], [k], torch.bfloat16,
+                           num_experts=e)
+    # The transform: a zero_point tensor needs a schema with zero points, and the reverse.
+    sym = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=group)
+    asym = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=group, has_zero_point=True)
+    common = dict(shape_n=n, shape_k=k, num_experts=e)
+    with pytest.raises(NotImplementedError, match="has_zero_point=False"):
+        prepare_and_transform_humming_tensors({"weight": pack_int4(codes), "weight_scale": scales,
+                                               "zero_point": zp_form}, weight_schema=sym, **common)
+    with pytest.raises(ValueError, match="'zero_point' is missing"):
+        prepare_and_transform_humming_tensors({"weight": pack_int4(codes), "weight_scale": scales},
+                                              weight_schema=asym, **common)
+    with pytest.raises(ValueError, match="'zero_point' must be int32"):
+        prepare_and_transform_humming_tensors({"weight": pack_int4(codes), "weight_scale": scales,
+                                               "zero_point": zp_form[:, :4]}, weight_schema=asym, **common)
+    # The --quantization humming path allocates the zero point beside the weight and scale.
+    attrs = asym.get_tensors_attrs(n, k, torch.bfloat16, num_experts=e)
+    assert attrs["zero_point"]["shape"] == (e, n // 8, k // group) and attrs["zero_point"]["dtype"] == torch.int32
+    assert "qzeros" in awq.get_tensors_attrs(n, k, torch.bfloat16)

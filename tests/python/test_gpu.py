@@ -21,43 +21,72 @@ def rel_err(out, ref):
     return ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
 
 
-def make_weights(e, n, k, seed, dtype=torch.bfloat16):
-    """Codes, scales in dtype (fp16 ones use their whole fraction, as GPTQ / AWQ scales do) and
-    the logical weight dtype((code - 8) * scale): the fp32 product is exact, rounded once."""
+def make_weights(e, n, k, seed, dtype=torch.bfloat16, zero_point=False):
+    """Codes, scales in dtype (fp16 ones use their whole fraction, as GPTQ / AWQ scales do),
+    zero points (0..15 per row and group with zero_point, else None) and the logical weight
+    dtype((code - zp) * scale), zp = 8 without zero points: the fp32 product is exact, rounded
+    once."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
     scales = (torch.rand(e, n, k // 32, device="cuda", generator=gen) * 0.02 + 0.001).to(dtype)
-    ref = ((codes.float() - 8) * scales.float().repeat_interleave(32, -1)).to(dtype)
-    return codes, scales, ref
+    zps = torch.randint(0, 16, (e, n, k // 32), dtype=torch.uint8, device="cuda", generator=gen) if zero_point else None
+    zero = zps.float().repeat_interleave(32, -1) if zero_point else 8
+    ref = ((codes.float() - zero) * scales.float().repeat_interleave(32, -1)).to(dtype)
+    return codes, scales, ref, zps
 
 
-# Every test on this fixture runs with bf16 weights (FORMAT_INT4_G32) and with fp16 ones
-# (FORMAT_INT4_G32_FP16: fp16 scales, activations and outputs).
-@pytest.fixture(scope="module", params=[torch.bfloat16, torch.float16], ids=["bf16", "fp16"])
+class WeightCase(tuple):
+    """(packed, codes, scales, ref), with the zero points it was packed with (or None)."""
+    zero_point = None
+
+
+# Every test on this fixture runs with bf16 weights (FORMAT_INT4_G32), fp16 ones
+# (FORMAT_INT4_G32_FP16: fp16 scales, activations and outputs) and both with zero points
+# (FORMAT_INT4_G32_ZP / _ZP_FP16: asymmetric INT4).
+@pytest.fixture(scope="module", params=[(torch.bfloat16, False), (torch.float16, False), (torch.bfloat16, True),
+                                        (torch.float16, True)], ids=["bf16", "fp16", "bf16-zp", "fp16-zp"])
 def weights(request):
     e, n, k = 8, 256, 512
-    codes, scales, ref = make_weights(e, n, k, 11, request.param)
-    return ck.pack_w4a16(codes, scales, dtype=request.param), codes, scales, ref
+    dt, zp = request.param
+    codes, scales, ref, zps = make_weights(e, n, k, 11, dt, zp)
+    case = WeightCase((ck.pack_w4a16(codes, scales, dtype=dt, zero_point=zps), codes, scales, ref))
+    case.zero_point = zps
+    return case
 
 
 def test_pack_dequantize_exact(weights):
     packed, codes, scales, ref = weights
+    zps = weights.zero_point
     dt = packed.dtype
     assert dt == scales.dtype
-    assert packed.tag == ck.expected_tag(8, 256, 512, dt)
+    assert packed.has_zero_point == (zps is not None)
+    assert packed.tag == ck.expected_tag(8, 256, 512, dt, zero_point=zps is not None)
     out = ck.dequantize(packed)
     assert out.dtype == dt
-    assert torch.equal(out, ref)  # bit for bit: dtype((code - 8) * scale), one rounding
+    assert torch.equal(out, ref)  # bit for bit: dtype((code - zp) * scale), one rounding
     if dt == torch.float16:
         # Rounding the fp16 scales to bf16 (what a bf16 layout would do) changes many weights.
-        via_bf16 = ((codes.float() - 8) * scales.to(torch.bfloat16).float().repeat_interleave(32, -1)).to(dt)
+        zero = zps.float().repeat_interleave(32, -1) if zps is not None else 8
+        via_bf16 = ((codes.float() - zero) * scales.to(torch.bfloat16).float().repeat_interleave(32, -1)).to(dt)
         assert (via_bf16 != ref).float().mean().item() > 0.05
+    if zps is not None:
+        # Never c * s - zp * s: that rounds twice and differs from the reference somewhere.
+        s = scales.float().repeat_interleave(32, -1)
+        z = zps.float().repeat_interleave(32, -1)
+        twice = ((codes.float() * s).to(dt).float() - (z * s).to(dt).float()).to(dt)
+        assert (twice != ref).any()
     # The checkpoint int32 form packs to the same bytes as the codes.
-    again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="indexed", dtype=dt)
+    again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="indexed", dtype=dt, zero_point=zps)
     assert torch.equal(again.weight, packed.weight) and torch.equal(again.scales, packed.scales)
     assert again.tag == packed.tag
     for mode in ck.MODES:
-        assert torch.equal(ck.pack_w4a16_grouped(codes, scales, mode=mode, dtype=dt).weight, packed.weight)
+        assert torch.equal(ck.pack_w4a16_grouped(codes, scales, mode=mode, dtype=dt, zero_point=zps).weight,
+                           packed.weight)
+    if zps is not None:
+        # Zero points all 8 give the symmetric weights (in the zero-point format).
+        eights = ck.pack_w4a16(codes, scales, dtype=dt, zero_point=torch.full_like(zps, 8))
+        assert torch.equal(eights.weight, packed.weight)
+        assert torch.equal(ck.dequantize(eights), ck.dequantize(ck.pack_w4a16(codes, scales, dtype=dt)))
 
 
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
@@ -140,6 +169,89 @@ def test_awq_symmetric_checkpoint_layout():
     packed = ck.from_awq(awq_words(codes), qzeros, scales, dtype=torch.float16)
     ref = ((codes.float() - 8) * scales.float().repeat_interleave(group, 1)).to(torch.float16)
     assert torch.equal(ck.dequantize(packed), ref.transpose(1, 2))
+
+
+def _awq_words(values):
+    """[E, R, N] 0..15 -> int32 [E, R, N/8] in AWQ's order: nibble i = column 8c + (0, 2, 4, 6, 1, 3, 5, 7)[i]."""
+    order = (0, 2, 4, 6, 1, 3, 5, 7)
+    v = values.to(torch.int64).reshape(*values.shape[:2], -1, 8)
+    words = sum(v[..., column] << (4 * i) for i, column in enumerate(order))
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def _cols_words(values):
+    """[E, R, C] 0..15 -> int32 [E, R, C/8], nibble j = column 8c + j (GPTQ qzeros / qweight^T)."""
+    v = values.to(torch.int64).reshape(*values.shape[:2], -1, 8)
+    words = sum(v[..., j] << (4 * j) for j in range(8))
+    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
+
+
+def _check_offsets_gemm(packed, ref, dt, gen):
+    e, k = ref.shape[0], ref.shape[2]
+    counts = torch.zeros(e, dtype=torch.int64, device="cuda")
+    counts[0], counts[-1] = 3, 40
+    a = torch.randn(int(counts.sum()), k, device="cuda", generator=gen).to(dt)
+    out = ck.grouped_mm(a, counts.cumsum(0).to(torch.int32), packed)
+    expert = torch.repeat_interleave(torch.arange(e, device="cuda"), counts)
+    assert rel_err(out, torch.einsum("mk,mnk->mn", a.float(), ref[expert].float())) < REL_TOL
+
+
+def test_awq_g128_zero_points_checkpoint_layout():
+    """An AWQ group-128 layer with its zero points (qweight int32 [E, K, N/8] in the interleaved
+    order, qzeros int32 [E, K/128, N/8] the same, scales fp16 [E, K/128, N]) through from_awq:
+    the checkpoint's weights fp16((code - zero) * scale) bit for bit, and a GEMM on them."""
+    e, n, k, group = 2, 128, 256, 128
+    gen = torch.Generator(device="cuda").manual_seed(28)
+    codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
+    zeros = torch.randint(0, 16, (e, k // group, n), dtype=torch.int64, device="cuda", generator=gen)
+    scales = (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16)
+    for dt in (torch.float16, torch.bfloat16):
+        packed = ck.from_awq(_awq_words(codes), _awq_words(zeros), scales, dtype=dt)
+        assert packed.has_zero_point and packed.dtype == dt
+        s = scales.to(dt).float().repeat_interleave(group, 1)
+        ref = ((codes.float() - zeros.float().repeat_interleave(group, 1)) * s).to(dt).transpose(1, 2)
+        assert torch.equal(ck.dequantize(packed), ref)
+        _check_offsets_gemm(packed, ref, dt, gen)
+
+
+@pytest.mark.parametrize("fmt", ["v1", "v2"])
+def test_gptq_g128_asymmetric_checkpoint_layout(fmt):
+    """An asymmetric (sym: false) GPTQ group-128 layer: qweight int32 [E, K/8, N], scales fp16
+    [E, K/128, N], qzeros int32 [E, K/128, N/8] holding zero - 1 (v1) or the zero (v2), g_idx;
+    from_gptq(format=...) gives fp16((code - zero) * scale) bit for bit."""
+    e, n, k, group = 2, 256, 512, 128
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
+    zeros = torch.randint(1, 16, (e, k // group, n), dtype=torch.int64, device="cuda", generator=gen)
+    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))
+    tensors = {
+        "qweight": torch.where(words >= 2**31, words - 2**32, words).to(torch.int32),
+        "scales": (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16),
+        "qzeros": _cols_words(zeros - 1 if fmt == "v1" else zeros),
+        "g_idx": (torch.arange(k, dtype=torch.int32, device="cuda") // group).expand(e, k).contiguous(),
+    }
+    packed = ck.from_gptq(**tensors, dtype=torch.float16, format=fmt)
+    assert packed.has_zero_point
+    ref = ((codes.float() - zeros.float().repeat_interleave(group, 1)) *
+           tensors["scales"].float().repeat_interleave(group, 1)).to(torch.float16).transpose(1, 2)
+    assert torch.equal(ck.dequantize(packed), ref)
+    _check_offsets_gemm(packed, ref, torch.float16, gen)
+
+
+def test_compressed_tensors_asymmetric_layout():
+    """compressed-tensors symmetric: false: weight_zero_point int32 [E, N/8, K/G] packed along N
+    (stored zp + 8 = the unsigned zero point), bf16 scales: bf16((code - zero) * scale)."""
+    e, n, k, group = 2, 128, 256, 64
+    gen = torch.Generator(device="cuda").manual_seed(30)
+    codes = torch.randint(0, 16, (e, n, k), dtype=torch.int64, device="cuda", generator=gen)
+    zeros = torch.randint(0, 16, (e, n, k // group), dtype=torch.int64, device="cuda", generator=gen)
+    scales = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.02 + 0.001).to(torch.bfloat16)
+    zp = _cols_words(zeros.transpose(1, 2)).transpose(1, 2).contiguous()  # [E, N/8, K/G]
+    packed = ck.from_compressed_tensors(_cols_words(codes), scales, zp)
+    ref = ((codes.float() - zeros.float().repeat_interleave(group, -1)) *
+           scales.float().repeat_interleave(group, -1)).to(torch.bfloat16)
+    assert torch.equal(ck.dequantize(packed), ref)
+    _check_offsets_gemm(packed, ref, torch.bfloat16, gen)
 
 
 def ragged_counts(e, mean, gen):

@@ -213,13 +213,13 @@ def test_tuning_rows_are_what_vllm_looks_up():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: facade.AWQWeightSchema(),
-    lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 128,
+    lambda: facade.AWQWeightSchema(zero_point=False),
+    lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 8, "group_size": 128,
                                                  "zero_point": True}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
                                                  "desc_act": True, "sym": True}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
-                                                 "desc_act": False, "sym": False}),
+                                                 "desc_act": True, "sym": False}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 48,
                                                  "desc_act": False, "sym": True}),
     lambda: facade.Fp8InputSchema(),
@@ -232,7 +232,8 @@ def test_tuning_rows_are_what_vllm_looks_up():
     lambda: facade.ModeloptNvfp4WeightSchema(),
     lambda: facade.CompressedTensorsInputSchema(num_bits=8),
     lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=48),
-    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128, has_zero_point=True),
+    lambda: facade.HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=128, has_zero_point=True,
+                                       is_fp_zero_point=True),
     lambda: facade.HummingInputSchema(a_dtype="float8e4m3"),
 ])
 def test_unsupported_formats_are_refused_by_name(make):
@@ -261,3 +262,20 @@ def test_awq_unpack_matches_vllms_awq_pack():
     got_codes, got_zeros = unpack_awq(awq_pack(codes, 4, k, n), awq_pack(zeros, 4, k // group, n))
     assert torch.equal(got_codes[0].to(torch.int32), codes.T)
     assert torch.equal(got_zeros[0].to(torch.int32), zeros.T)
+
+
+def test_gptq_and_compressed_tensors_zero_points_match_vllms_pack_cols():
+    """GPTQ's qzeros [K/G, N/8] and compressed-tensors' weight_zero_point [N/8, K/G] are both
+    packed along N in the plain order, as vLLM's pack_cols writes them: the readers return
+    the zero points N first (GPTQ v1 + 1, v2 as stored; compressed-tensors' nibble is the
+    unsigned zero point)."""
+    from chord_kernels.checkpoint import unpack_compressed_tensors_zero_point, unpack_gptq_zeros
+    from vllm.model_executor.layers.quantization.utils.quant_utils import pack_cols
+    gen = torch.Generator().manual_seed(2)
+    k, n, group = 512, 64, 128
+    zeros = torch.randint(1, 16, (k // group, n), generator=gen, dtype=torch.int32)
+    v2 = unpack_gptq_zeros(pack_cols(zeros, 4, k // group, n), "v2")
+    v1 = unpack_gptq_zeros(pack_cols(zeros - 1, 4, k // group, n), "v1")
+    assert torch.equal(v2[0].to(torch.int32), zeros.T) and torch.equal(v1[0].to(torch.int32), zeros.T)
+    ct = pack_cols(zeros, 4, k // group, n).T.contiguous()  # [N/8, K/G], packed along N
+    assert torch.equal(unpack_compressed_tensors_zero_point(ct)[0].to(torch.int32), zeros.T)

@@ -19,7 +19,7 @@ from humming.forward import humming_forward, may_process_input
 from humming.schema import BaseWeightSchema, HummingInputSchema
 from humming.transform import prepare_and_transform_humming_tensors
 from humming.tune import get_heuristics_config
-from humming.utils.weight import pack_int4
+from humming.utils.weight import pack_int4, pack_zero_point
 
 pytestmark = pytest.mark.gpu  # skipped without a GPU, with the reason (conftest.py)
 
@@ -179,21 +179,26 @@ def test_activation_layouts_and_graph_replay():
 
 # -- the MoE flow ---------------------------------------------------------------------------
 
-def ct_sublayer(e, n, k, gen, group):
+def ct_sublayer(e, n, k, gen, group, zero_point=False):
     """A compressed-tensors pack-quantized sublayer as vLLM's CT MoE layer holds it, and the
-    dense weight it stands for (W = bf16((code - 8) * scale))."""
+    dense weight it stands for (W = bf16((code - 8) * scale); with zero_point, symmetric:
+    false: weight_zero_point int32 [E, N/8, K/G] and W = bf16((code - zero) * scale))."""
     codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
     scale = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.01 + 0.002).to(torch.bfloat16)
-    dense = ((codes.float() - 8) * scale.float().repeat_interleave(group, -1)).to(torch.bfloat16)
+    zeros = torch.randint(0, 16, (e, n, k // group), device="cuda", generator=gen) if zero_point else None
+    zero = zeros.float().repeat_interleave(group, -1) if zero_point else 8
+    dense = ((codes.float() - zero) * scale.float().repeat_interleave(group, -1)).to(torch.bfloat16)
     tensors = {"weight_packed": pack_int4(codes), "weight_scale": scale,
                "weight_shape": torch.tensor([n, k], device="cuda").expand(e, 2)}
+    if zero_point:
+        tensors["weight_zero_point"] = pack_zero_point(zeros)
     return tensors, dense
 
 
-def transform(e, n, k, stacks, gen, group):
+def transform(e, n, k, stacks, gen, group, zero_point=False):
     """vLLM's convert_to_humming_moe_kernel_format for one sublayer."""
-    tensors, dense = ct_sublayer(e, n, k, gen, group)
-    schema = BaseWeightSchema.from_config(dict(CT_CONFIG, group_size=group))
+    tensors, dense = ct_sublayer(e, n, k, gen, group, zero_point)
+    schema = BaseWeightSchema.from_config(dict(CT_CONFIG, group_size=group, symmetric=not zero_point))
     weight_schema, tensors = schema.convert_humming(tensors=tensors, shape_n_stacks=stacks, shape_k_stacks=[k],
                                                     param_dtype=torch.bfloat16, num_experts=e)
     input_schema, _ = HummingInputSchema().convert_humming(tensors=tensors, shape_n_stacks=stacks,
@@ -204,17 +209,18 @@ def transform(e, n, k, stacks, gen, group):
         input_schema=input_schema, weight_schema=weight_schema, has_bias=False, num_experts=e,
         torch_dtype=torch.bfloat16, device=torch.device("cuda"))
     assert tensors["weight"].size(0) == e and config.shape_n - config.pad_shape_n == n
+    assert config.has_zero_point == zero_point and set(tensors) == {"weight", "weight_scale"}
     return config, tensors, dense
 
 
 class Model:
     """One MoE layer's transformed sublayers, and the dense weights they stand for."""
 
-    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed, group=32):
+    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed, group=32, zero_point=False):
         gen = torch.Generator(device="cuda").manual_seed(seed)
         self.hidden, self.inter, self.local, self.global_experts = hidden, inter, local, global_experts
-        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen, group)
-        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen, group)
+        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen, group, zero_point)
+        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen, group, zero_point)
         self.gemm_type = gemm_type
         self.compute = json.dumps({"use_batch_invariant": False, "use_f16_accum": False,
                                    "gemm_type": gemm_type.value})
@@ -365,12 +371,13 @@ SHAPES = {"kimi_k2_ep8": (7168, 2048, 48, 384, 8), "qwen3_30b_a3b": (2048, 768, 
 _models = {}
 
 
-def model_for(shape, gemm_type, group=32):
-    key = (shape, gemm_type, group)
+def model_for(shape, gemm_type, group=32, zero_point=False):
+    key = (shape, gemm_type, group, zero_point)
     if key not in _models:
         _models.clear()  # one model at a time: the Kimi layer's dense reference is 4 GB
         hidden, inter, local, global_experts, _ = SHAPES[shape]
-        _models[key] = Model(hidden, inter, local, global_experts, gemm_type, seed=len(shape), group=group)
+        _models[key] = Model(hidden, inter, local, global_experts, gemm_type, seed=len(shape), group=group,
+                             zero_point=zero_point)
     return _models[key]
 
 
@@ -413,6 +420,21 @@ def test_vllm_flow_coarser_groups(group, tokens):
     x, w, ids, emap = routing("qwen3_30b_a3b", tokens, seed=tokens + 5)
     out = indexed_apply(model, x, w, ids, emap)
     assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
+
+
+@pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])
+@pytest.mark.parametrize("tokens", [0, 1, 64, 600])
+def test_vllm_flow_zero_points(gemm_type, tokens):
+    """compressed-tensors symmetric: false group-128 (Qwen3-30B-A3B shapes): the transform
+    folds weight_zero_point into the packed scales (no zero_point tensor is handed back) and
+    the flow matches the dense weights bf16((code - zero) * scale)."""
+    model = model_for("qwen3_30b_a3b", gemm_type, 128, zero_point=True)
+    assert model.cfg13.has_zero_point and model.cfg2.has_zero_point
+    x, w, ids, emap = routing("qwen3_30b_a3b", tokens, seed=tokens + 7)
+    out = APPLY[gemm_type](model, x, w, ids, emap)
+    assert out.shape == (tokens, model.hidden)
+    if tokens:
+        assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
 
 
 @pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])

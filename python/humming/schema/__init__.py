@@ -1,13 +1,13 @@
 """Checkpoint schemas, by quant_method. Served (converted into HummingWeightSchema, INT4
-symmetric, group size a multiple of 32 or channel-wise): humming, compressed-tensors
-pack-quantized, GPTQ. Every other format
+with or without zero points, group size a multiple of 32 or channel-wise): humming,
+compressed-tensors pack-quantized, GPTQ, AWQ. Every other format
 has a schema class that refuses to be built, with a message naming the format."""
+from humming.schema.awq import AWQWeightSchema
 from humming.schema.base import SERVED, BaseInputSchema, BaseWeightSchema
 from humming.schema.compressed_tensors import CompressedTensorsInputSchema, CompressedTensorsWeightSchema
 from humming.schema.gptq import GPTQWeightSchema
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema
 from humming.schema.refused import (
-    AWQWeightSchema,
     BitnetWeightSchema,
     Fp8InputSchema,
     Fp8WeightSchema,

@@ -7,11 +7,12 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import torch
 
 from humming import dtypes
+from humming.utils.weight import GROUP_SIZE
 
 
-SERVED = ("chord serves INT4 W4A16: bfloat16 activations x 4-bit integer weights, symmetric, group size a "
-          "multiple of 32 (32, 64, 128, ...) or channel-wise (humming uint4 / int4, compressed-tensors "
-          "pack-quantized int4 symmetric, GPTQ 4-bit sym without desc_act)")
+SERVED = ("chord serves INT4 W4A16: bfloat16 activations x 4-bit integer weights, with or without integer zero "
+          "points, group size a multiple of 32 (32, 64, 128, ...) or channel-wise (humming uint4 / int4, "
+          "compressed-tensors pack-quantized int4, GPTQ 4-bit without desc_act, AWQ 4-bit GEMM)")
 
 
 def unsupported(what: str) -> NotImplementedError:
@@ -144,6 +145,17 @@ class BaseInputSchema:
                         shape_k_stacks: List[int], param_dtype: torch.dtype, num_experts: Optional[int] = None,
                         sm_version=None, device=None):
         raise NotImplementedError
+
+
+def int4_bits_and_group_problems(bits: int, group_size: int) -> List[str]:
+    """What a GPTQ / AWQ config's bits and group_size ask for that chord cannot serve: 4 bits,
+    a group a multiple of 32, or -1 (one group per row)."""
+    problems = []
+    if bits != 4:
+        problems.append(f"{bits}-bit weights")
+    if group_size != -1 and (group_size <= 0 or group_size % GROUP_SIZE):
+        problems.append(f"group_size {group_size}")
+    return problems
 
 
 def check_param_dtype(param_dtype: torch.dtype):

@@ -1,10 +1,11 @@
-"""compressed-tensors checkpoints: the pack-quantized INT4 symmetric scheme, group strategy
-(group size a multiple of 32) or channel strategy.
+"""compressed-tensors checkpoints: the pack-quantized INT4 scheme, symmetric or not, group
+strategy (group size a multiple of 32) or channel strategy.
 
 Tensors per layer: weight_packed int32 [N, K/8] (8 codes per word, element j in bits
 4j..4j+3, value + 8), weight_scale [N, K/group] ([N, 1] channel-wise), weight_shape int64
-[2]. That word order is what chord's packer reads (src_format 1), so the conversion only
-renames.
+[2]; asymmetric (symmetric: false) adds weight_zero_point int32 [N/8, K/group] packed along N
+(stored zp + 8: the codes' unsigned zero point), which is the humming form's zero_point. That
+word order is what chord's packer reads (src_format 1), so the conversion only renames.
 """
 import dataclasses
 from typing import Any, Optional
@@ -40,8 +41,6 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
             and self.group_size % GROUP_SIZE == 0
         if not group_ok and self.strategy != "channel":
             problems.append(f"strategy '{self.strategy}' with group_size {self.group_size}")
-        if not self.symmetric:
-            problems.append("asymmetric weights (zero points)")
         if self.actorder not in (None, "weight", "static"):
             problems.append(f"actorder '{self.actorder}' (needs g_idx)")
         if self.dynamic not in (False, None):
@@ -50,12 +49,14 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
             raise unsupported("compressed-tensors " + ", ".join(problems))
 
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
-        attrs = int4_tensor_attrs("weight_packed", shape_n, shape_k, param_dtype, has_bias, self.layout_group_size)
+        attrs = int4_tensor_attrs("weight_packed", shape_n, shape_k, param_dtype, has_bias, self.layout_group_size,
+                                  None if self.symmetric else "weight_zero_point")
         attrs["weight_shape"] = {"shape": (2,), "dtype": torch.int64, "extra_attrs": {}}
         return add_expert_dim(attrs, num_experts)
 
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:
-        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=self.layout_group_size)
+        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=self.layout_group_size,
+                                   has_zero_point=not self.symmetric)
 
     @property
     def layout_group_size(self) -> int:
@@ -82,6 +83,13 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
             raise ValueError(f"humming: compressed-tensors tensors have shapes {tuple(weight.shape)} / "
                              f"{tuple(scale.shape)}, expected {lead + (n, k // 8)} / {lead + (n, groups)}")
         out = {"weight": weight, "weight_scale": scale.to(param_dtype)}
+        if not self.symmetric:
+            zp = tensors.get("weight_zero_point")
+            if zp is None or zp.dtype != torch.int32 or tuple(zp.shape) != lead + (n // 8, groups):
+                raise ValueError(f"humming: asymmetric compressed-tensors needs weight_zero_point int32 "
+                                 f"{lead + (n // 8, groups)} (packed along N), got "
+                                 f"{None if zp is None else (zp.dtype, tuple(zp.shape))}")
+            out["zero_point"] = zp
         return self.to_humming_schema(param_dtype), out
 
 

@@ -1,17 +1,20 @@
 """GPTQ checkpoints (quant_method "gptq"): qweight int32 [.., K/8, N] (8 codes per word
-along K, least significant first), scales [.., K/g, N], qzeros, g_idx. A symmetric GPTQ
-weight stores code = q + 8 (uint4b8), so W = (code - 8) * scale: chord's form once
-transposed to N-first. Served: 4 bits, symmetric, group size a multiple of 32 or -1
-(channel-wise), no desc_act."""
+along K, least significant first), scales [.., K/g, N], qzeros int32 [.., K/g, N/8] (packed
+along N), g_idx. A symmetric GPTQ weight stores code = q + 8 (uint4b8), so W = (code - 8) *
+scale: chord's form once transposed to N-first. sym: false stores a zero point per (group,
+column): W = (code - zero) * scale, qzeros holding zero - 1 (format "gptq", v1: AutoGPTQ,
+GPTQModel's default on disk) or the zero (format "gptq_v2"). Served: 4 bits, symmetric or
+not, group size a multiple of 32 or -1 (channel-wise), no desc_act."""
 import dataclasses
 from typing import Any, Optional
 
 import torch
 
 from humming import dtypes
-from humming.schema.base import BaseWeightSchema, check_param_dtype, unsupported
+from humming.schema.base import BaseWeightSchema, check_param_dtype, int4_bits_and_group_problems, unsupported
 from humming.schema.humming import HummingWeightSchema
-from humming.utils.weight import GROUP_SIZE, scale_group
+from humming.utils.weight import pack_zero_point, scale_group
+from chord_kernels.checkpoint import unpack_gptq_zeros
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -22,26 +25,28 @@ class GPTQWeightSchema(BaseWeightSchema):
     desc_act: bool = False
     sym: bool = True
     checkpoint_format: Optional[str] = None
+    format: Optional[str] = None  # GPTQModel's current name of checkpoint_format
     lm_head: Any = False
     dynamic: Any = None
 
     def __post_init__(self):
-        problems = []
-        if self.bits != 4:
-            problems.append(f"{self.bits}-bit weights")
-        if self.group_size != -1 and (self.group_size <= 0 or self.group_size % GROUP_SIZE):
-            problems.append(f"group_size {self.group_size}")
-        if not self.sym:
-            problems.append("asymmetric weights (sym: false, zero points)")
+        problems = int4_bits_and_group_problems(self.bits, self.group_size)
         if self.desc_act:
             problems.append("desc_act (act-order, g_idx)")
-        if self.checkpoint_format not in (None, "gptq"):
-            problems.append(f"checkpoint_format '{self.checkpoint_format}'")
+        for key in ("checkpoint_format", "format"):
+            if getattr(self, key) not in (None, "gptq", "gptq_v2"):
+                problems.append(f"{key} '{getattr(self, key)}'")
         if problems:
             raise unsupported("GPTQ " + ", ".join(problems))
 
+    @property
+    def zeros_format(self) -> str:
+        """How qzeros store the zero point: "v2" (as is) for format gptq_v2, else "v1" (zero - 1)."""
+        return "v2" if "gptq_v2" in (self.format, self.checkpoint_format) else "v1"
+
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:
-        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=max(self.group_size, 0))
+        return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=max(self.group_size, 0),
+                                   has_zero_point=not self.sym)
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
         check_param_dtype(param_dtype)
@@ -60,4 +65,11 @@ class GPTQWeightSchema(BaseWeightSchema):
                              f"{tuple(scales.shape)}")
         out = {"weight": qweight.transpose(-1, -2).contiguous(),
                "weight_scale": scales.transpose(-1, -2).contiguous().to(param_dtype)}
+        if not self.sym:
+            qzeros = tensors.get("qzeros")
+            if qzeros is None or qzeros.dtype != torch.int32 or tuple(qzeros.shape) != lead + (groups, n // 8):
+                raise ValueError(f"humming: asymmetric GPTQ needs qzeros int32 {lead + (groups, n // 8)}, got "
+                                 f"{None if qzeros is None else (qzeros.dtype, tuple(qzeros.shape))}")
+            zeros = unpack_gptq_zeros(qzeros if qzeros.dim() == 3 else qzeros.unsqueeze(0), self.zeros_format)
+            out["zero_point"] = pack_zero_point(zeros).reshape(lead + (n // 8, groups))
         return self.to_humming_schema(param_dtype), out

@@ -14,17 +14,25 @@ from humming.schema.base import (
     check_param_dtype,
     unsupported,
 )
-from humming.utils.weight import GROUP_SIZE, dequantize_weight, quantize_weight, scale_group
+from humming.utils.weight import GROUP_SIZE, dequantize_weight, pack_zero_point, quantize_weight, scale_group
 
 
-def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, group_size):
+def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, group_size, zero_point_name=None):
     """Checkpoint tensors of one INT4 layer: int32 words of 8 codes along K and a scale per
-    group of K elements (group size 0 or -1: one per row). The humming and
-    compressed-tensors forms differ only in the weight tensor's name."""
+    group of K elements (group size 0 or -1: one per row), and with zero_point_name the zero
+    points, int32 [N/8, K/group] packed along N. The humming and compressed-tensors forms
+    differ only in the tensors' names."""
     if has_bias:
         raise unsupported("a bias")
     group = scale_group(group_size, shape_k)
-    return {
+    attrs = {} if zero_point_name is None else {
+        zero_point_name: {
+            "shape": (shape_n // 8, shape_k // group),
+            "dtype": torch.int32,
+            "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 0, "packed_factor": 8},
+        },
+    }
+    return attrs | {
         weight_name: {
             "shape": (shape_n, shape_k // 8),
             "dtype": torch.int32,
@@ -40,7 +48,8 @@ def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, grou
 @dataclasses.dataclass(kw_only=True)
 class HummingWeightSchema(BaseWeightSchema):
     """weight int32 [N, K/8] (uint4 codes, 8 per word) + weight_scale [N, K/group]
-    (group a multiple of 32, or channel-wise: [N, 1])."""
+    (group a multiple of 32, or channel-wise: [N, 1]); with has_zero_point, zero_point int32
+    [N/8, K/group] (integer zero points 0..15 packed along N: W = (code - zero) * scale)."""
 
     quant_method: str = "humming"
     b_dtype: Any = None
@@ -99,16 +108,16 @@ class HummingWeightSchema(BaseWeightSchema):
             raise unsupported(f"block scales (group_size_n = {self.weight_scale_group_size_n})")
         if self.weight_scale_2_type != WeightScale2Type.NONE:
             raise unsupported(f"a second weight scale ('{self.weight_scale_2_type.value}')")
-        if self.has_zero_point or self.is_fp_zero_point:
-            raise unsupported("a weight zero point (asymmetric weights)")
+        if self.is_fp_zero_point:
+            raise unsupported("a floating-point weight zero point")
         if self.bs_dtype not in (None, dtypes.bfloat16):
             raise unsupported(f"weight scale type {self.bs_dtype}")
         if self.hadamard_block_size not in (0, 1):
             raise unsupported(f"Hadamard-rotated weights (block {self.hadamard_block_size})")
 
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
-        return add_expert_dim(int4_tensor_attrs("weight", shape_n, shape_k, param_dtype, has_bias, self.group_size),
-                              num_experts)
+        return add_expert_dim(int4_tensor_attrs("weight", shape_n, shape_k, param_dtype, has_bias, self.group_size,
+                                                "zero_point" if self.has_zero_point else None), num_experts)
 
     @property
     def group_size(self) -> int:
@@ -129,7 +138,7 @@ class HummingWeightSchema(BaseWeightSchema):
         return dataclasses.replace(self), out
 
     def dequant_tensors(self, tensors: Dict[str, torch.Tensor]) -> torch.Tensor:
-        return dequantize_weight(tensors["weight"], tensors["weight_scale"], packed=True)
+        return dequantize_weight(tensors["weight"], tensors["weight_scale"], tensors.get("zero_point"), packed=True)
 
     def quant_tensor(self, tensor: torch.Tensor, target=None, param_dtype=None) -> Dict[str, torch.Tensor]:
         """Quantizes a float weight into this schema's tensors. Called as (tensor, param_dtype)
@@ -141,7 +150,10 @@ class HummingWeightSchema(BaseWeightSchema):
             raise unsupported(f"quantizing into {type(schema).__name__}")
         weight, scale, _, _ = quantize_weight(tensor, schema.b_dtype, schema.bs_dtype or dtypes.bfloat16,
                                               schema.weight_scale_group_size, pack=True)
-        return {"weight": weight, "weight_scale": scale.to(param_dtype or torch.bfloat16)}
+        out = {"weight": weight, "weight_scale": scale.to(param_dtype or torch.bfloat16)}
+        if schema.has_zero_point:  # symmetric codes in a zero-point schema: every zero point is 8
+            out["zero_point"] = pack_zero_point(torch.full(scale.shape, 8, dtype=torch.int32, device=scale.device))
+        return out
 
     def requant_tensors(self, tensors, target_weight_schema: "HummingWeightSchema", param_dtype):
         if not isinstance(target_weight_schema, HummingWeightSchema):

@@ -16,10 +16,6 @@ class _Refused:
         raise unsupported(cls.WHAT)
 
 
-class AWQWeightSchema(_Refused, BaseWeightSchema):
-    WHAT = "AWQ weights (zero points and AWQ's interleaved packing)"
-
-
 class Fp8WeightSchema(_Refused, BaseWeightSchema):
     WHAT = "FP8 weights"
 

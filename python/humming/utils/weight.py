@@ -52,6 +52,19 @@ def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
     return codes.reshape(*packed.shape[:-1], packed.shape[-1] * 8)
 
 
+def pack_zero_point(zero_point: torch.Tensor) -> torch.Tensor:
+    """Zero points 0..15 [..., N, K/group] -> the humming form int32 [..., N/8, K/group], packed
+    along N (nibble j of word r is row 8r + j), as compressed-tensors stores weight_zero_point."""
+    if zero_point.shape[-2] % 8:
+        raise ValueError(f"pack_zero_point: N = {zero_point.shape[-2]} is not a multiple of 8")
+    return pack_int4(zero_point.transpose(-1, -2)).transpose(-1, -2).contiguous()
+
+
+def unpack_zero_point(zero_point: torch.Tensor) -> torch.Tensor:
+    """The humming form int32 [..., N/8, K/group] -> zero points uint8 [..., N, K/group]."""
+    return unpack_int4(zero_point.transpose(-1, -2).contiguous()).transpose(-1, -2).to(torch.uint8).contiguous()
+
+
 def quantize_weight(
     weight: torch.Tensor,
     dtype: dtypes.DataType,
@@ -109,16 +122,19 @@ def dequantize_weight(
     packed: bool = False,
 ) -> torch.Tensor:
     """codes (int32 [.., N, K], or [.., N, K/8] packed) and scales [.., N, K/group] -> float32
-    (code - 8) * scale."""
+    (code - zero) * scale, zero = 8, or zero_point in the humming form (int32 [.., N/8, K/group],
+    packed along N; pack_zero_point)."""
     dtype = dtypes.DataType.from_str(dtype)
     if dtype not in (dtypes.uint4, dtypes.int4):
         _unsupported(f"weight type {dtype}")
-    if zero_point is not None:
-        _unsupported("a zero point (asymmetric quantization)")
     if global_scale is not None:
         _unsupported("a global (tensor) scale")
     codes = unpack_int4(weight) if packed else weight.to(torch.int32)
-    values = (codes - 8).float()
+    if zero_point is not None:
+        zero = unpack_zero_point(zero_point).to(torch.int32)
+        values = (codes - zero.repeat_interleave(codes.shape[-1] // zero.shape[-1], -1)).float()
+    else:
+        values = (codes - 8).float()
     if weight_scale is None:
         return values
     group = values.shape[-1] // weight_scale.shape[-1]
