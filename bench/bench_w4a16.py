@@ -5,6 +5,9 @@ One command on a GPU machine (after scripts/install_wheel.sh: it runs through ch
     python3 bench/bench_w4a16.py --set generalization --out DIR [--quick]
 The second runs the generalization set (other models' shapes, decode sizes) instead: each row's
 time against its read floor and the config the resolver picked, no BF16 anchor (run_generalization).
+    python3 bench/bench_w4a16.py --peers humming --out DIR [--quick]
+also times inclusionAI's Humming (bench/peers.py; installed from scripts/peer-wheels.sh) on the
+same weights and inputs, rep by rep with ours, checked against the same reference.
 Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
 accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor
 are reported side by side from the same routing draw, activations and weights. Writes
@@ -86,12 +89,17 @@ def time_us(fn, flush, reps=100, warmup=10):
 
 class ExpertWeights:
     """Random INT4 g32 experts packed by chord (through `library`: None = this package's
-    libchord), plus the BF16 dequantized copy."""
+    libchord), plus the BF16 dequantized copy; with the humming peer loaded (peers: name ->
+    bench/peers.PeerModules), the same codes and scales in Humming's layout too (self.humming)."""
 
-    def __init__(self, library, experts, n, k, gen):
+    def __init__(self, library, experts, n, k, gen, peers=None):
         codes = torch.randint(0, 16, (experts, n, k), dtype=torch.uint8, device="cuda", generator=gen)
         scales = (torch.randn(experts, n, k // 32, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
         self.packed = ck.pack_w4a16(codes, scales, library=library)
+        self.humming = None
+        if peers and "humming" in peers:
+            import peers as peer_adapters
+            self.humming = peer_adapters.HummingMoE(peers["humming"], codes, scales)
         del codes
         self.bf16 = ck.dequantize(self.packed, library=library)  # [E, N, K], exact (code-8)*scale
         self.experts, self.n, self.k = experts, n, k
@@ -210,18 +218,33 @@ def routing_block(library, arch, experts, n, k, routed_rows):
 
 
 def indexed_routing(library, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
-                    fixed_block=False):
+                    fixed_block=False, with_topk_ids=False):
     """A skewed top-k draw aligned as vLLM would for our kernels: the routing block our
     exported tuning table gives the shape (both projections use it), `block_size` where no table
     holds it or with fixed_block. Returns (routes, offsets, active, block, sorted_ids, expert_ids,
-    num_tokens_padded); routes / offsets / active as grouped_rows gives them."""
+    num_tokens_padded[, topk_ids with with_topk_ids]); routes / offsets / active as grouped_rows gives them."""
     topk_ids = skewed_topk(tokens, num_global, top_k, gen)
     routes, offsets, active = grouped_rows(topk_ids, local_of_global, weights_up.experts)
     if not fixed_block:
         block_size = routing_block(library, ARCH, weights_up.experts, weights_up.n, weights_up.k,
                                    routes.numel()) or block_size
     sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
+    if with_topk_ids:  # the draw itself too (a peer aligns it at its own block)
+        return routes, offsets, active, block_size, sorted_ids, expert_ids, ntp, topk_ids
     return routes, offsets, active, block_size, sorted_ids, expert_ids, ntp
+
+
+def peer_alignment(topk_ids, local_of_global, experts, block_size):
+    """moe_align_block_size for a peer, over this rank's experts only: routes on other ranks'
+    experts go to one last group (expert id -1) that num_tokens_padded leaves out, so no block in
+    range has expert id -1 (vLLM drops them: ignore_invalid_experts)."""
+    local = local_of_global[topk_ids.long()]
+    local = torch.where(local >= 0, local, torch.full_like(local, experts))
+    with_other = torch.cat((torch.arange(experts, device="cuda"), torch.tensor([-1], device="cuda"))).to(torch.int32)
+    sorted_ids, expert_ids, _ = align_block_size(local, experts + 1, with_other, block_size)
+    counts = torch.bincount(local.flatten().long(), minlength=experts + 1)[:experts]
+    total = int(((counts + block_size - 1) // block_size * block_size).sum())
+    return sorted_ids, expert_ids, torch.tensor([total], dtype=torch.int32, device="cuda")
 
 
 def rel_error(out, ref):
@@ -229,21 +252,28 @@ def rel_error(out, ref):
 
 
 class Suite:
-    def __init__(self, library, quick, only=None, fixed_blocks=False, interleaved=False, against=None):
+    def __init__(self, library, quick, only=None, fixed_blocks=False, interleaved=False, against=None,
+                 peers=None):
         # library: ours (None = this package's libchord, or --library's); against: another
-        # build's Library (ck.load_library), timed rep by rep with ours and the anchor.
+        # build's Library (ck.load_library), timed rep by rep with ours and the anchor; peers:
+        # name -> bench/peers.PeerModules (--peers), timed rep by rep with ours on the rows they serve.
         self.library, self.quick, self.only, self.fixed_blocks = library, quick, only, fixed_blocks
         self.interleaved = interleaved  # time ours and the anchor rep by rep (time_interleaved_us)
         self.against = against
+        self.peers = peers or {}
+        self.peer_failures = 0
         self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
         self.failures = 0
 
-    def record(self, scenario, x, proj, routed_rows, weights, active, flop, call, ref_fn, check):
+    def record(self, scenario, x, proj, routed_rows, weights, active, flop, call, ref_fn, check, peer_calls=None):
         """call(library) -> the timed function through that build; check() -> (ok, error) of the
         output it wrote. Times ours and the grouped_mm anchor (and the --against build's call,
-        checked too, all three rep by rep); appends a row."""
+        checked too, all three rep by rep); appends a row. peer_calls: name -> a function giving
+        (timed function, check, extra row fields) of that --peers peer on this row, or None
+        where the peer does not serve it; each is run once, checked, and timed rep by rep with
+        the others (its failed check is counted apart: peer_failures)."""
         if self.only and self.only not in scenario:
             return
         ours_fn = call(self.library)
@@ -261,6 +291,21 @@ class Suite:
             timed.append(against_fn)
         if not ok:
             self.failures += 1
+        peer_rows, peer_slots = {}, []
+        for name in self.peers:
+            make = (peer_calls or {}).get(name)
+            if make is None:
+                peer_rows.update({f"{name}_us": None, f"vs_{name}": None, f"{name}_check": "not run"})
+                continue
+            peer_fn, peer_check, extra = make()
+            peer_fn()
+            torch.cuda.synchronize()
+            peer_ok, peer_err = peer_check()
+            self.peer_failures += not peer_ok
+            peer_rows.update({f"{name}_check": "ok" if peer_ok else "FAIL", f"{name}_rel_error": peer_err,
+                              **{f"{name}_{k}": v for k, v in extra.items()}})
+            peer_slots.append((name, len(timed)))
+            timed.append(peer_fn)
         if ref_fn is not None and (self.interleaved or len(timed) > 1):
             times = time_interleaved_us(timed + [ref_fn], self.flush)
             anchor = times[-1]
@@ -268,6 +313,8 @@ class Suite:
             times = [time_us(fn, self.flush) for fn in timed]
             anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
         ours = times[0]
+        for name, slot in peer_slots:
+            peer_rows.update({f"{name}_us": round(times[slot], 2), f"vs_{name}": round(times[slot] / ours, 3)})
         if self.against is not None:
             against = dict(against_us=round(times[1], 2), vs_against=round(times[1] / ours, 3),
                            against_check="ok" if against_ok else "FAIL", against_rel_error=against_err)
@@ -278,9 +325,12 @@ class Suite:
                    tflops=round(flop / ours / 1e6, 1), weight_gbps=round(wbytes / ours / 1e3, 1),
                    vs_grouped_mm=round(anchor / ours, 3), vs_floor=round(floor / ours, 3),
                    check="ok" if ok else "FAIL", rel_error=err, first_call_ms=round(first_call_ms, 1),
-                   routing_block=self.block_size, **against)
+                   routing_block=self.block_size, **against, **peer_rows)
         self.rows.append(row)
         other = f"against={against['against_us']:9.1f}us ({against['vs_against']:.3f}x) " if against else ""
+        for name in self.peers:
+            if row.get(f"{name}_us") is not None:
+                other += f"{name}={row[name + '_us']:9.1f}us ({row['vs_' + name]:.3f}x, {row[name + '_check']}) "
         print(f"{scenario:22s} {str(x):>6s} {proj:8s} rows={routed_rows:6d} chord={ours:9.1f}us {other}"
               f"bf16_gmm={anchor:9.1f}us floor={floor:8.1f}us {row['tflops']:6.1f}TF "
               f"{row['weight_gbps']:7.1f}GB/s {row['check']} err={err:.2e}", flush=True)
@@ -288,9 +338,9 @@ class Suite:
     # -- indexed (vLLM routing) -------------------------------------------------------------
     def indexed(self, scenario, x, weights_up, weights_down, tokens, num_global, top_k, local_of_global,
                 block_size, gen):
-        routes, offsets, active, block_size, sorted_ids, expert_ids, ntp = indexed_routing(
+        routes, offsets, active, block_size, sorted_ids, expert_ids, ntp, topk_ids = indexed_routing(
             self.library, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
-            self.fixed_blocks)
+            self.fixed_blocks, with_topk_ids=True)
         routed = routes.numel()
         self.block_size = block_size
         for proj, w, a_rows, kernel_top_k in (("gate_up", weights_up, tokens, top_k),
@@ -307,7 +357,7 @@ class Suite:
             def anchor():
                 grouped_mm(x_grouped, w.bf16, offsets)
 
-            def check():
+            def check(out=out):
                 ref = grouped_mm(x_grouped, w.bf16, offsets)
                 got = out[routes]
                 untouched = torch.ones(tokens * top_k, dtype=torch.bool, device="cuda")
@@ -316,7 +366,16 @@ class Suite:
                 err = rel_error(got, ref) if routed else 0.0
                 return clean and err < 1e-2 and not torch.isnan(got).any().item(), err
 
-            self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, call, anchor, check)
+            def humming(w=w, a=a, kernel_top_k=kernel_top_k, check=check):
+                # Humming as vLLM runs it: its own routing block for this row count (realigned)
+                block = w.humming.block_size(routed)
+                ids, experts_of_blocks, padded = peer_alignment(topk_ids, local_of_global, w.experts, block)
+                peer_out = torch.full_like(out, float("nan"))
+                return (lambda: w.humming.indexed(a, peer_out, ids, experts_of_blocks, padded, kernel_top_k, routed),
+                        lambda: check(peer_out), dict(block=block))
+
+            self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, call, anchor, check,
+                        dict(humming=humming if w.humming is not None else None))
         self.block_size = None
 
     # -- grouped contiguous ------------------------------------------------------------------
@@ -328,13 +387,14 @@ class Suite:
         offsets = torch.cumsum(torch.full((e,), rows_per_expert, device="cuda"), 0).to(torch.int32)
         out = torch.full((m, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
 
-        def check():
+        def check(out=out):
             err = rel_error(out, grouped_mm(a, w.bf16, offsets))
             return err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, m, w, e, 2.0 * m * w.n * w.k,
                     lambda library: lambda: ck.contiguous(a, w.packed, m_indices, out, library=library),
-                    lambda: grouped_mm(a, w.bf16, offsets), check)
+                    lambda: grouped_mm(a, w.bf16, offsets), check,
+                    dict(humming=self.humming_contiguous(w, a, out, offsets, check)))
 
     # -- grouped masked ----------------------------------------------------------------------
     def masked(self, scenario, x, w, tokens_per_expert, gen):
@@ -370,21 +430,37 @@ class Suite:
         launch = ck.nf4_grouped_mm if nf4 else ck.grouped_mm
         weights_exact = w.dequantize_exact if nf4 else True
 
-        def check():
+        def check(out=out):
             err = rel_error(out, grouped_mm(a, w.bf16, offsets))
             return weights_exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
         self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
                     lambda library: lambda: launch(a, offsets, w.packed, out, library=library),
-                    lambda: grouped_mm(a, w.bf16, offsets), check)
+                    lambda: grouped_mm(a, w.bf16, offsets), check,
+                    dict(humming=None if nf4 else self.humming_contiguous(w, a, out, offsets, check)))
+
+    @staticmethod
+    def humming_contiguous(w, a, out, offsets, check):
+        """The humming peer's call on rows sorted by expert (its grouped_contiguous GEMM, the
+        gemm type vLLM uses under expert parallelism), or None without it."""
+        if getattr(w, "humming", None) is None:
+            return None
+
+        def make():
+            import peers as peer_adapters
+            layout = peer_adapters.expert_layout_from_offsets(offsets)
+            peer_out = torch.full_like(out, float("nan"))
+            rows = a.size(0)
+            return lambda: w.humming.contiguous(a, peer_out, layout, rows), lambda: check(peer_out), {}
+        return make
 
 
 def run_kimi(suite, chord, quick, gen):
     # Kimi EP8: 48 local experts of 384 (EP16/EP32 use the first 24/12 of them).
     e_all, n_up, k_up, n_down, k_down = MODELS["kimi"]
     e_ep8 = shapes.SPLITS["ep8"]["experts_local"]
-    up = ExpertWeights(chord, e_ep8, n_up, k_up, gen)
-    down = ExpertWeights(chord, e_ep8, n_down, k_down, gen)
+    up = ExpertWeights(chord, e_ep8, n_up, k_up, gen, suite.peers)
+    down = ExpertWeights(chord, e_ep8, n_down, k_down, gen, suite.peers)
     local_ep8 = torch.where(torch.arange(e_all, device="cuda") < e_ep8, torch.arange(e_all, device="cuda"),
                             torch.full((e_all,), -1, device="cuda")).to(torch.int32)
     local_only = torch.arange(e_ep8, dtype=torch.int32, device="cuda")
@@ -399,6 +475,12 @@ def run_kimi(suite, chord, quick, gen):
             sub.packed = full.first_experts(experts)
             sub.experts = experts
             sub.bf16 = full.bf16[:experts]
+            sub.humming = None
+            if full.humming is not None:
+                try:  # Humming's layer config for fewer experts, over the same tensors' slices
+                    sub.humming = full.humming.first_experts(experts)
+                except Exception as e:  # the rows still run; the peer's columns say "not run"
+                    print(f"humming: no {ep} subset ({type(e).__name__}: {e})", flush=True)
         subsets[ep] = subset
     # Decode-sized rows (indexed decode, masked) run before the prefill-sized ones: a row of
     # 1-3 ms repeated 110 times leaves the GPU at its power cap (1500 MHz against 1980 idle),
@@ -425,8 +507,8 @@ def run_kimi(suite, chord, quick, gen):
 
 def run_tp8(suite, chord, quick, gen):
     e_tp, n_up, k_up, n_down, k_down = MODELS["tp8"]
-    up = ExpertWeights(chord, e_tp, n_up, k_up, gen)
-    down = ExpertWeights(chord, e_tp, n_down, k_down, gen)
+    up = ExpertWeights(chord, e_tp, n_up, k_up, gen, suite.peers)
+    down = ExpertWeights(chord, e_tp, n_down, k_down, gen, suite.peers)
     all_local = torch.arange(e_tp, dtype=torch.int32, device="cuda")
     for t in shapes.sweep("indexed TP8", quick):
         over, top_k, block = shapes.routing("indexed TP8")
@@ -570,12 +652,27 @@ def commit_label():
     return head + ("+modified" if changed else "")
 
 
-def run(args):
+def load_peers(names):
+    """name -> bench/peers.PeerModules for --peers; exits with bench/peers' message (naming
+    scripts/peer-wheels.sh) where one is not installed."""
+    if not names:
+        return {}
+    import peers as peer_adapters
+    loaded = {}
+    for name in names:
+        try:
+            loaded[name] = peer_adapters.load_humming()
+        except peer_adapters.PeerMissing as e:
+            sys.exit(f"error: {e}")
+    return loaded
+
+
+def run(args, loaded_peers=None):
     chord = ck.load_library(args.library) if args.library else None  # ours: None = this package's
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
     against = ck.load_library(args.against) if args.against else None
-    suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved, against)
+    suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved, against, loaded_peers)
     settle_clocks()
     quick = args.quick
 
@@ -590,8 +687,8 @@ def run(args):
 
     e_q, n_up, k_up, n_down, k_down = MODELS["qwen3"]
     if section("offsets Qwen3 INT4"):
-        up = ExpertWeights(chord, e_q, n_up, k_up, gen)
-        down = ExpertWeights(chord, e_q, n_down, k_down, gen)
+        up = ExpertWeights(chord, e_q, n_up, k_up, gen, suite.peers)
+        down = ExpertWeights(chord, e_q, n_down, k_down, gen, suite.peers)
         for suite.proj, w in (("gate_up", up), ("down", down)):
             for t in shapes.sweep("offsets Qwen3 INT4", quick):
                 suite.offsets_mode("offsets Qwen3 INT4", t, w, t, shapes.model("qwen3")["top_k"], gen)
@@ -644,7 +741,8 @@ def command_line(args):
     for flag, on in (("--quick", args.quick), ("--fixed-blocks", args.fixed_blocks), ("--interleaved", args.interleaved)):
         if on:
             parts.append(flag)
-    for flag, value in (("--only", args.only), ("--library", args.library), ("--against", args.against)):
+    for flag, value in (("--only", args.only), ("--library", args.library), ("--against", args.against),
+                        ("--peers", ",".join(args.peers) if args.peers else None)):
         if value:
             parts += [flag, shlex.quote(value)]
     return " ".join(parts)
@@ -674,10 +772,25 @@ def main():
                              "set (decode rows of other models: time against the read floor and the chosen config; "
                              "--only, --quick and --library apply, the other options do not)")
     parser.add_argument("--reps", type=int, default=50, help="--set generalization: timed reps per row")
+    parser.add_argument("--peers", default=None, type=lambda v: [p for p in v.split(",") if p],
+                        help="comma-separated peers to time on the same weights and inputs, rep by rep with ours, "
+                             "checked against the same reference: humming (inclusionAI's Humming, as vLLM 0.33 "
+                             "calls it; installed by scripts/peer-wheels.sh into .peer-site or PEER_SITE). "
+                             "Rows gain <peer>_us, vs_<peer> (peer time / ours) and <peer>_check; indexed, "
+                             "contiguous and INT4 offsets rows (masked and NF4 rows: 'not run'). --set suite only")
     args = parser.parse_args()
+    for name in args.peers or ():
+        if name != "humming":
+            parser.error(f"--peers: unknown peer {name!r} (known: humming)")
+    if args.peers and args.set != "suite":
+        parser.error("--peers runs with the suite (--set suite) only")
+    loaded_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command=command_line(args))
+    if loaded_peers:
+        import peers as peer_adapters
+        meta["peers"] = {name: peer_adapters.peer_version(p) for name, p in loaded_peers.items()}
     if args.set == "generalization":
         started = time.perf_counter()
         rows, failures = run_generalization(args)
@@ -691,11 +804,12 @@ def main():
         print(f"\n{len(rows)} rows, {failures} failed checks, {meta['seconds']} s; generalization.json and "
               f"generalization_summary.txt in {args.out}")
         return 1 if failures else 0
-    suite = run(args)
+    suite = run(args, loaded_peers)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))
-    print(f"\n{len(suite.rows)} rows, {suite.failures} failed checks; JSON and PNG in {args.out}")
+    peer_note = f" (peers: {suite.peer_failures} failed checks)" if loaded_peers else ""
+    print(f"\n{len(suite.rows)} rows, {suite.failures} failed checks{peer_note}; JSON and PNG in {args.out}")
     return 1 if suite.failures else 0
 
 
