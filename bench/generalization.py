@@ -134,7 +134,8 @@ def config_args(call, arch=ARCH, sms=SMS):
     if call["mode"] == "masked":
         args += ["--groups", str(call["groups"]), "--max-m", str(call["max_m"])]
     if call["mode"] == "indexed":
-        args += ["--capacity", str(call["capacity"]), "--block-size", str(call["block_size"])]
+        args += ["--capacity", str(call["capacity"]), "--block-size", str(call["block_size"]),
+                 "--top-k", str(call["kernel_top_k"])]
     return args
 
 

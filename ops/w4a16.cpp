@@ -108,6 +108,7 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
   problem.num_groups = args.num_groups;
   problem.max_m = args.max_m;
   problem.capacity = args.capacity;
+  problem.top_k = args.top_k;
   l.device = current_device_context(stream);
   problem.n = static_cast<int>(w->n);
   problem.k = static_cast<int>(w->k);

@@ -279,6 +279,7 @@ int config(const Args& args) {
   p.num_groups = static_cast<int>(number(args, "--groups", 0));
   p.max_m = static_cast<int>(number(args, "--max-m", 0));
   p.capacity = static_cast<int>(number(args, "--capacity", 0));
+  p.top_k = static_cast<int>(number(args, "--top-k", 0));
   p.block_size = static_cast<int>(number(args, "--block-size", 0, 1));
   p.sm_count = static_cast<int>(number(args, "--sms", 132, 1));
   const std::string cubin_path = args.count("--cubin") ? args.at("--cubin") : "";
@@ -411,6 +412,7 @@ const std::vector<Command>& commands() {
           {"--groups", "G", false, "masked: number of groups"},
           {"--max-m", "M", false, "masked: rows per group"},
           {"--capacity", "C", false, "indexed: the length of sorted_ids"},
+          {"--top-k", "T", false, "indexed: routes per row of A (with --a-rows: the routed rows the decode rule spreads)"},
           {"--block-size", "B", false, "indexed: the routing block (default 128)"},
           {"--sms", "SMS", false, "SM count of the GPU (default 132, an H100 / H200)"},
           {"--cubin", "FILE", false,

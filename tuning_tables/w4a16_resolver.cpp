@@ -1,6 +1,7 @@
 #include "tuning_tables/w4a16_resolver.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -24,6 +25,29 @@
 // larger scale tiles may cost a one-role WGMMA tile a stage: w4a16_config_for_weight).
 namespace chord {
 namespace {
+
+// The M tiles a decode call is expected to run (the CTAs that stream weights; the grid's other
+// tiles exit at once), from what the host knows: routed rows R over E experts land on
+// E * (1 - (1 - 1/E)^R) distinct experts under uniform routing, each with ceil(rows / BM)
+// tiles; masked calls run every group. 0 when the grid's count is exact (contiguous: the
+// caller's rows are the tiles) or the call's routed rows are unknown.
+double expected_active_tiles(const W4A16Problem& p, int block_m) {
+  double routed = 0;
+  if (p.mode == kW4A16Contiguous) return 0;
+  if (p.mode == kW4A16Masked) {
+    if (p.num_groups <= 0) return 0;
+    return double(p.num_groups) * std::ceil(double(std::max<int64_t>(p.rows_per_expert, 1)) / block_m);
+  }
+  if (p.mode == kW4A16Indexed) {
+    routed = p.top_k > 0 ? double(p.a_rows) * p.top_k : 0;
+  } else {
+    routed = p.a_rows;
+  }
+  if (routed <= 0 || p.experts <= 0) return 0;
+  const double e = p.experts;
+  const double active = std::max(1.0, e * (1.0 - std::pow(1.0 - 1.0 / e, routed)));
+  return active * std::ceil(routed / active / block_m);
+}
 
 // Configs measured on the H200 with lab/kernel_check:
 //  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
@@ -66,6 +90,11 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
     c.block_k = 256;
     c.stages = 2;
     c.warps_n = 4;
+  } else if (decode && !w4a16_is_nf4(p.weight) && c.block_n == 128 && p.n % 64 == 0) {
+    // INT4 decode calls that leave SMs without a CTA (few active experts: one or two experts
+    // of a large N x K) take 64-row weight tiles, twice the CTAs before split-K adds more.
+    const double ctas = expected_active_tiles(p, c.block_m) * (p.n / c.block_n);
+    if (ctas > 0 && ctas < p.sm_count) c.block_n = 64;
   }
   return c;
 }
@@ -205,25 +234,37 @@ void apply_override(int* field, const std::optional<int>& value) {
 }
 
 // Split-K for decode grids that leave SMs idle (few active experts, e.g. Qwen3 at 1 token:
-// 8 tiles x 12 n blocks = 96 CTAs on 132 SMs): double the split while the grid stays within
-// two CTAs per SM (the 256-thread tiles' occupancy) and every split keeps >= 1024 of K.
-// Measured on the H200 (lab/device_compare.sh): Qwen3 INT4 1 token
-// gate_up (16 k blocks) 15.3 -> 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768, 6 k
-// blocks) 10.8 -> 11.3 us with split 2, so short K stays whole. 512 of K per split loses to
-// 1024 where the grid would allow both: NF4's 256-row tile (48 CTAs at 1 token, BK 128)
-// measured 14.3 us with split 4 against 13.6 with split 2 (decode_sweep, four runs each).
-// Clusters need sm_90+.
+// 8 tiles x 12 n blocks = 96 CTAs on 132 SMs). The CTAs counted are those expected to stream
+// weights (expected_active_tiles; the grid's tile count where the routed rows are unknown).
+//  - INT4: double the split while the split grid stays under 3 CTAs per SM and one wave of the
+//    decode tile's occupancy (5 CTAs per SM), up to 4, each split keeping >= 1024 of K. Fitted on
+//    lab/kernel_check/decode_explore's 96 forced configs x 453 decode calls of 13 models (H200):
+//    geometric mean 0.92x the time of the grid-count rule on the calls the heuristic serves, no
+//    model slower; e.g. one active expert of 5120 x 8192 at 1 token: 66 -> 30 us.
+//  - NF4 (its pair table costs occupancy): while the split grid stays within 1 CTA per SM, up to 8.
+// Measured on the H200 (lab/device_compare.sh): Qwen3 INT4 1 token gate_up (16 k blocks) 15.3 ->
+// 13.8 us with split 2, NF4 20.9 -> 16.8; down (K 768) stays whole. Clusters need sm_90+.
 // CHORD_W4A16_SPLIT_K forces a value for every mma.sync call (WGMMA calls never split).
 int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
   if (c.wgmma()) return 1;  // a forced value applies to the mma.sync kernel only
   if (e.w4a16_split_k) return *e.w4a16_split_k;
   if (p.arch.sm() < 90 || c.block_m > 32) return 1;
-  const long long ctas = w4a16_m_tiles(p.mode, c.block_m, p.a_rows, p.experts, p.num_groups, p.max_m, p.capacity) *
-                         (p.n / c.block_n);
+  double tiles = expected_active_tiles(p, c.block_m);
+  if (tiles <= 0) {
+    tiles = double(w4a16_m_tiles(p.mode, c.block_m, p.a_rows, p.experts, p.num_groups, p.max_m, p.capacity));
+  }
+  const double ctas = tiles * (p.n / c.block_n);
   if (ctas <= 0) return 1;  // geometry unknown (a_rows etc. not given): no split
   constexpr int kMinSplitK = 1024;  // K per split
+  const bool nf4 = w4a16_is_nf4(p.weight);
+  const int max_split = nf4 ? 8 : 4;
+  const double sms = p.sm_count;
+  auto more = [&](int split) {
+    const double next = ctas * split * 2;
+    return nf4 ? next <= 2 * sms : (ctas * split < 3 * sms && next <= 5 * sms);
+  };
   int split = 1;
-  while (split < 8 && ctas * split * 2 <= 2LL * p.sm_count && p.k / (split * 2) >= kMinSplitK) split *= 2;
+  while (split < max_split && more(split) && p.k / (split * 2) >= kMinSplitK) split *= 2;
   W4A16GemmConfig with = c;
   with.split_k = split;
   return with.error() == nullptr ? split : 1;

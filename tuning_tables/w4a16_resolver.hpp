@@ -18,6 +18,7 @@ struct W4A16Problem {
   // Routing geometry as the operator knows it on the host (W4A16Args fields of the same
   // names): bounds the tile count for the split-K choice.
   int a_rows = 0, num_groups = 0, max_m = 0, capacity = 0;
+  int top_k = 0;                // indexed: routes per row of A (0: unknown)
   W4A16WeightKind weight = kW4A16WeightInt4;  // NF4: the pair table (more shared memory)
   Arch arch;
   int sm_count = 132;

@@ -509,6 +509,55 @@ TEST_CASE("tuning: split-K only where the decode grid leaves SMs idle, only with
   CHECK(std::string(bad.error()).find("split-K") != std::string::npos);
 }
 
+TEST_CASE("tuning: decode split-K counts the tiles the routed rows are expected to fill", "[tuning]") {
+  // One token routed to one of 16 experts of 5120 x 8192 (a down projection under EP8): the
+  // grid has a tile for every expert, but one expert streams weights. INT4 takes 64-row weight
+  // tiles (80 CTAs) and splits K 4 ways (320 CTAs, under 3 per SM).
+  auto one_token = [](int n, int k, int experts, int top_k) {
+    chord::W4A16Problem p = problem(n, k, 1, chord::kW4A16Indexed);
+    p.experts = experts;
+    p.block_size = 16;
+    p.a_rows = 1;
+    p.top_k = top_k;
+    p.capacity = top_k + experts * 15;  // vLLM's sorted_ids length
+    return p;
+  };
+  chord::W4A16Problem one = one_token(5120, 8192, 16, 1);
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(one);
+  CHECK(c.block_m == 8);
+  CHECK(c.block_n == 64);
+  CHECK(c.split_k == 4);
+  CHECK(c.error() == nullptr);
+  // NF4 keeps its 128-row tile and its rule (the split grid within one CTA per SM): 40 -> 160.
+  chord::W4A16Problem nf4 = one;
+  nf4.weight = chord::kW4A16WeightNF4;
+  const chord::W4A16GemmConfig n = chord::resolve_w4a16_config(nf4);
+  CHECK(n.block_n == 128);
+  CHECK(n.split_k == 4);
+  // Without top_k the routed rows are unknown: the grid's tiles count (16 experts' worth of
+  // tiles, 640 CTAs), so no split and the 128-row tile.
+  chord::W4A16Problem unknown = one;
+  unknown.top_k = 0;
+  const chord::W4A16GemmConfig u = chord::resolve_w4a16_config(unknown);
+  CHECK(u.block_n == 128);
+  CHECK(u.split_k == 1);
+  // Two routes of one token over 8 experts of 28672 x 4096: ~1.9 experts x 224 CTAs already
+  // fill the GPU past 3 per SM: whole K, 128-row tiles.
+  const chord::W4A16Problem wide = one_token(28672, 4096, 8, 2);
+  const chord::W4A16GemmConfig w = chord::resolve_w4a16_config(wide);
+  CHECK(w.block_n == 128);
+  CHECK(w.split_k == 1);
+  // A split never leaves a piece of K under 1024: K 2048 splits at most in two.
+  chord::W4A16Problem short_k = one;
+  short_k.k = 2048;
+  CHECK(chord::resolve_w4a16_config(short_k).split_k == 2);
+  // Masked calls count every group's expected rows: 48 groups x 1 tile x 4096 / 128 = 1536 CTAs.
+  chord::W4A16Problem masked = problem(4096, 7168, 8, chord::kW4A16Masked);
+  masked.num_groups = 48;
+  masked.max_m = 16;
+  CHECK(chord::resolve_w4a16_config(masked).split_k == 1);
+}
+
 TEST_CASE("tuning: offsets tiles are bounded by the rows and the experts that can hold them", "[tuning]") {
   CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 8, 128, 0, 0, 0) == 8);      // 1 token x top-8
   CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 64, 128, 0, 0, 0) == 64);    // 8 tokens

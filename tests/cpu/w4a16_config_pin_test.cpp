@@ -351,7 +351,7 @@ sm_100a n256 k64 r4 m3 w0 E128 a512 b48 s132: e0 m3 bm8 bn128 bk64 s3 wm1 wn4 wg
 sm_100a n256 k64 r4 m3 w1 E128 a512 b96 s132: e0 m3 bm8 bn128 bk64 s3 wm1 wn4 wg2 w1 sk1
 sm_100a n256 k64 r11 m3 w2 E128 a1408 b96 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
 sm_100a n256 k512 r42 m3 w2 E128 a5376 b32 s132: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
-sm_100a n256 k2048 r5 m0 w0 E128 a640 b0 s132: e0 m0 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk1
+sm_100a n256 k2048 r5 m0 w0 E128 a640 b0 s132: e0 m0 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk2
 sm_100a n512 k512 r22 m2 w2 E128 a2816 b0 s132: e0 m2 bm64 bn128 bk64 s4 wm2 wn4 wg2 w2 sk1
 sm_100a n512 k7168 r52 m3 w1 E128 a6656 b96 s132: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
 sm_100a n1664 k7168 r42 m3 w2 E128 a5376 b32 s132: e0 m3 bm32 bn128 bk128 s3 wm1 wn4 wg2 w2 sk1
