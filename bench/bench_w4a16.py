@@ -5,6 +5,9 @@ One command on a GPU machine (after scripts/install_wheel.sh: it runs through ch
     python3 bench/bench_w4a16.py --set generalization --out DIR [--quick]
 The second runs the generalization set (other models' shapes, decode sizes) instead: each row's
 time against its read floor and the config the resolver picked, no BF16 anchor (run_generalization).
+    python3 bench/bench_w4a16.py --set formats --out DIR [--quick]
+runs the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes in group 32 / 128,
+symmetric / zero-point, BF16 / FP16), the variants of a row rep by rep (run_formats).
     python3 bench/bench_w4a16.py --peers humming --out DIR [--quick]
 also times inclusionAI's Humming (bench/peers.py; installed from scripts/peer-wheels.sh) on the
 same weights and inputs, rep by rep with ours, checked against the same reference.
@@ -619,6 +622,146 @@ def run_generalization(args):
     return rows, failures
 
 
+class FormatWeights:
+    """One projection's experts in every variant of bench/formats.py, from one draw of codes:
+    group-32 and group-128 scales N(0, 0.02), zero points uniform in 0..15, each variant packed by
+    pack_w4a16 in its dtype. `logical[name]` is the variant's weight computed here in torch,
+    T((code - zero) * scale) rounded once (zero 8 when symmetric), checked bit for bit against
+    chord's dequantize of the packed weight (`dequantize_exact`) and against the variant's
+    packed byte count (`read_bytes_match`: formats.expert_bytes(..., "chord"))."""
+
+    DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+
+    def __init__(self, library, experts, n, k, gen):
+        import formats
+        codes = torch.randint(0, 16, (experts, n, k), dtype=torch.uint8, device="cuda", generator=gen)
+        scales = {g: torch.randn(experts, n, k // g, device="cuda", generator=gen) * 0.02 for g in (32, 128)}
+        zeros = torch.randint(0, 16, (experts, n, k // 128), dtype=torch.uint8, device="cuda", generator=gen)
+        self.packed, self.logical, self.dequantize_exact, self.read_bytes_match = {}, {}, {}, {}
+        for v in formats.VARIANTS:
+            dt, g = self.DTYPES[v["dtype"]], v["group_size"]
+            scale = scales[g].to(dt)
+            zp = zeros if v["zero_point"] else None
+            packed = ck.pack_w4a16(codes, scale, group_size=g, dtype=dt, zero_point=zp, library=library)
+            logical = torch.empty(experts, n, k, dtype=dt, device="cuda")
+            for e in range(experts):  # one expert at a time: the FP32 temporaries stay small
+                zero = zp[e].float().repeat_interleave(g, -1) if zp is not None else 8.0
+                logical[e] = ((codes[e].float() - zero) * scale[e].float().repeat_interleave(g, -1)).to(dt)
+            name = v["name"]
+            self.packed[name], self.logical[name] = packed, logical
+            self.dequantize_exact[name] = bool(torch.equal(ck.dequantize(packed, library=library).view(torch.int16),
+                                                           logical.view(torch.int16)))
+            self.read_bytes_match[name] = (packed.weight.numel() + packed.scales.numel() ==
+                                           experts * formats.expert_bytes(n, k, g, v["zero_point"], "chord"))
+        del codes, scales, zeros
+        self.experts, self.n, self.k = experts, n, k
+        torch.cuda.synchronize()
+
+
+def reference_fp32(x_grouped, w, counts):
+    """FP32 x @ W^T expert by expert over rows grouped by expert (counts: rows per expert, on
+    the host): the reference of every variant, whichever its dtype."""
+    out, start = torch.empty(x_grouped.size(0), w.size(1), device="cuda"), 0
+    for e, c in enumerate(counts):
+        if c:
+            out[start:start + c] = x_grouped[start:start + c].float() @ w[e].float().T
+            start += c
+    return out
+
+
+def run_formats(args):
+    """The formats set: every row of bench/formats.py (its routing drawn there), each variant's
+    call checked against an FP32 reference of its logical weight, then the variants and the BF16
+    grouped_mm anchor timed rep by rep (time_interleaved_us: one clock), --reps after 10 warm-ups,
+    L2 flushed before each. One row per (scenario, T, projection, variant)."""
+    import formats
+    chord = ck.load_library(args.library) if args.library else None
+    cases = formats.cases(quick=args.quick, only=args.only)
+    gen = torch.Generator(device="cuda")
+    gen.manual_seed(SEED)
+    flush = l2_flush_buffer()
+    settle_clocks()
+    weights, rows, failures = {}, [], 0
+    for case in cases:
+        split = shapes.SPLITS[case["split"]]
+        if case["split"] not in weights:
+            weights[case["split"]] = {proj: FormatWeights(chord, case["experts"], split[proj]["n"], split[proj]["k"],
+                                                          gen) for proj in ("gate_up", "down")}
+        ws = weights[case["split"]]
+        e, over, t = case["experts"], case["routed_over"], case["x"]
+        topk_ids = torch.tensor(case["topk_ids"], dtype=torch.int32, device="cuda")
+        glob = torch.arange(over, device="cuda")
+        local_of_global = torch.where(glob < e, glob, torch.full_like(glob, -1)).to(torch.int32)
+        routes, offsets, active = grouped_rows(topk_ids, local_of_global, e)
+        plan_up = case["projs"]["gate_up"]
+        if routes.numel() != plan_up["routed_rows"] or active != plan_up["active_experts"]:
+            raise RuntimeError(f"{case['scenario']} T={t}: the device routing disagrees with bench/formats.py")
+        block = case["routing_block"]
+        if not args.fixed_blocks:
+            block = routing_block(chord, ARCH, e, ws["gate_up"].n, ws["gate_up"].k, routes.numel()) or block
+        sorted_ids, expert_ids, ntp = align_block_size(topk_ids, over, local_of_global, block)
+        for proj, plan in case["projs"].items():
+            w, kernel_top_k = ws[proj], plan["kernel_top_k"]
+            a32 = torch.randn(plan["a_rows"], w.k, device="cuda", generator=gen)
+            in_rows = routes // kernel_top_k
+            fns, checks, first_ms = [], {}, {}
+            for v in formats.VARIANTS:
+                name, dt = v["name"], FormatWeights.DTYPES[v["dtype"]]
+                a = a32.to(dt)
+                out = torch.full((plan["a_rows"] * kernel_top_k, w.n), float("nan"), dtype=dt, device="cuda")
+                fn = (lambda a=a, p=w.packed[name], out=out, top=kernel_top_k, block=block:
+                      ck.indexed(a, p, sorted_ids, expert_ids, ntp, top, out, block_size=block, library=chord))
+                t1 = time.perf_counter()
+                fn()
+                torch.cuda.synchronize()
+                first_ms[name] = (time.perf_counter() - t1) * 1000.0
+                ref = reference_fp32(a[in_rows], w.logical[name], plan["counts"])
+                got = out[routes]
+                untouched = torch.ones(out.size(0), dtype=torch.bool, device="cuda")
+                untouched[routes] = False
+                clean = bool(torch.isnan(out[untouched]).all()) if untouched.any() else True
+                err = rel_error(got, ref) if routes.numel() else 0.0
+                problems = [what for what, bad in (
+                    ("dequantize not bit-exact", not w.dequantize_exact[name]),
+                    ("packed bytes differ from formats.expert_bytes", not w.read_bytes_match[name]),
+                    ("wrote rows outside the routes", not clean), ("NaN in routed rows", bool(torch.isnan(got).any())),
+                    (f"rel error {err:.2e}", not err < 1e-2)) if bad]
+                checks[name] = ("ok" if not problems else "FAIL: " + "; ".join(problems), err)
+                fns.append(fn)
+                del ref, got
+            x_bf16 = a32.to(torch.bfloat16)[in_rows]
+            w_bf16 = w.logical[formats.BASELINE]
+            fns.append(lambda: grouped_mm(x_bf16, w_bf16, offsets))
+            times = dict(zip([v["name"] for v in formats.VARIANTS] + ["grouped_mm"],
+                             time_interleaved_us(fns, flush, reps=args.reps)))
+            ratio = formats.ratios(times)
+            for v in formats.VARIANTS:
+                name = v["name"]
+                us, floors, check = times[name], plan["variants"][name], checks[name]
+                failures += check[0] != "ok"
+                row = dict(scenario=case["scenario"], phase=case["phase"], split=case["split"], x=t, proj=proj,
+                           variant=name, group_size=v["group_size"], zero_point=v["zero_point"], dtype=v["dtype"],
+                           n=w.n, k=w.k, experts=e, routed_rows=plan["routed_rows"],
+                           active_experts=plan["active_experts"], rows_read=plan["rows_read"], routing_block=block,
+                           chord_us=round(us, 2), grouped_mm_bf16_us=round(times["grouped_mm"], 2),
+                           floor_us=round(floors["floor_us"], 2), floor_read_us=round(floors["floor_read_us"], 2),
+                           checkpoint_bytes=floors["checkpoint_bytes"], read_bytes=floors["read_bytes"],
+                           pct_floor=round(100.0 * floors["floor_us"] / us, 1),
+                           pct_floor_read=round(100.0 * floors["floor_read_us"] / us, 1),
+                           **ratio[name], check=check[0], rel_error=check[1],
+                           first_call_ms=round(first_ms[name], 1))
+                rows.append(row)
+            line = " ".join(f"{v['name']}={times[v['name']]:.1f}us" for v in formats.VARIANTS)
+            zp = " ".join(f"{n}/sym={ratio[n]['zp_over_sym']:.3f}" for n in formats.SYMMETRIC_OF)
+            fail = sum(checks[v["name"]][0] != "ok" for v in formats.VARIANTS)
+            print(f"{case['scenario']:22s} {t:>5} {proj:7s} rows={plan['routed_rows']:6d} "
+                  f"experts={plan['active_experts']:3d} {line} bf16_gmm={times['grouped_mm']:.1f}us {zp} "
+                  f"{'ok' if not fail else f'{fail} FAIL'}", flush=True)
+    del weights
+    torch.cuda.empty_cache()
+    return rows, failures
+
+
 def generalization_summary(rows, worst=15):
     """Text: % of the read floor per scenario and projection (min / median / max), then the
     worst rows."""
@@ -748,6 +891,25 @@ def command_line(args):
     return " ".join(parts)
 
 
+def run_set(args, meta, name, run_rows, summarize):
+    """--set generalization / formats: runs the set (run_rows(args) -> rows, failures), writes
+    NAME.json (meta and rows) and NAME_summary.txt (summarize(rows), also printed) to --out.
+    meta gains the run's seconds and the first calls' share of them (their JIT compiles)."""
+    started = time.perf_counter()
+    rows, failures = run_rows(args)
+    summary = summarize(rows)
+    meta["seconds"] = round(time.perf_counter() - started, 1)
+    meta["first_call_s"] = round(sum(r["first_call_ms"] for r in rows) / 1000.0, 1)
+    with open(os.path.join(args.out, f"{name}.json"), "w") as f:
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    with open(os.path.join(args.out, f"{name}_summary.txt"), "w") as f:
+        f.write(summary + "\n")
+    print("\n" + summary)
+    print(f"\n{len(rows)} rows, {failures} failed checks, {meta['seconds']} s (first calls, JIT compiles included: "
+          f"{meta['first_call_s']} s); {name}.json and {name}_summary.txt in {args.out}")
+    return 1 if failures else 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
@@ -767,11 +929,15 @@ def main():
                              "call through the same chord_kernels functions (on our packed weights, checked the "
                              "same way), rep by rep with ours and the anchor (one clock); a before / after "
                              "comparison in one process")
-    parser.add_argument("--set", choices=("suite", "generalization"), default="suite",
-                        help="the section of shapes/suite.json to run: the suite (default) or the generalization "
-                             "set (decode rows of other models: time against the read floor and the chosen config; "
-                             "--only, --quick and --library apply, the other options do not)")
-    parser.add_argument("--reps", type=int, default=50, help="--set generalization: timed reps per row")
+    parser.add_argument("--set", choices=("suite", "generalization", "formats"), default="suite",
+                        help="what to run: the suite (default), the generalization set of shapes/suite.json "
+                             "(decode rows of other models: time against the read floor and the chosen config) "
+                             "or the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes under group "
+                             "32 / 128, zero points and FP16, against the checkpoint format's read floor); with "
+                             "the two sets --only, --quick and --library apply (and --fixed-blocks with formats, "
+                             "whose rows are always timed rep by rep), the other options do not")
+    parser.add_argument("--reps", type=int, default=None,
+                        help="--set generalization / formats: timed reps per row (default 50 / 100)")
     parser.add_argument("--peers", default=None, type=lambda v: [p for p in v.split(",") if p],
                         help="comma-separated peers to time on the same weights and inputs, rep by rep with ours, "
                              "checked against the same reference: humming (inclusionAI's Humming, as vLLM 0.33 "
@@ -784,6 +950,10 @@ def main():
             parser.error(f"--peers: unknown peer {name!r} (known: humming)")
     if args.peers and args.set != "suite":
         parser.error("--peers runs with the suite (--set suite) only")
+    if args.set == "formats" and (args.against or args.interleaved):
+        parser.error("--set formats: --against does not apply, and its rows are always interleaved")
+    if args.reps is None:
+        args.reps = 100 if args.set == "formats" else 50
     loaded_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
@@ -792,18 +962,10 @@ def main():
         import peers as peer_adapters
         meta["peers"] = {name: peer_adapters.peer_version(p) for name, p in loaded_peers.items()}
     if args.set == "generalization":
-        started = time.perf_counter()
-        rows, failures = run_generalization(args)
-        summary = generalization_summary(rows)
-        meta["seconds"] = round(time.perf_counter() - started, 1)
-        with open(os.path.join(args.out, "generalization.json"), "w") as f:
-            json.dump(dict(meta=meta, rows=rows), f, indent=1)
-        with open(os.path.join(args.out, "generalization_summary.txt"), "w") as f:
-            f.write(summary + "\n")
-        print("\n" + summary)
-        print(f"\n{len(rows)} rows, {failures} failed checks, {meta['seconds']} s; generalization.json and "
-              f"generalization_summary.txt in {args.out}")
-        return 1 if failures else 0
+        return run_set(args, meta, "generalization", run_generalization, generalization_summary)
+    if args.set == "formats":
+        import formats
+        return run_set(args, meta, "formats", run_formats, formats.summary)
     suite = run(args, loaded_peers)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
