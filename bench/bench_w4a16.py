@@ -8,9 +8,10 @@ time against its read floor and the config the resolver picked, no BF16 anchor (
     python3 bench/bench_w4a16.py --set formats --out DIR [--quick]
 runs the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes in group 32 / 128,
 symmetric / zero-point, BF16 / FP16), the variants of a row rep by rep (run_formats).
-    python3 bench/bench_w4a16.py --peers humming --out DIR [--quick]
-also times inclusionAI's Humming (bench/peers.py; installed from scripts/peer-wheels.sh) on the
-same weights and inputs, rep by rep with ours, checked against the same reference.
+    python3 bench/bench_w4a16.py --peers marlin,humming --out DIR [--quick]
+also times vLLM's Marlin MoE (scripts/peer-marlin.sh) and inclusionAI's Humming
+(scripts/peer-wheels.sh) through bench/peers.py on the same weights and inputs, rep by rep with
+ours, checked against the same reference.
 Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
 accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor
 are reported side by side from the same routing draw, activations and weights. Writes
@@ -92,17 +93,21 @@ def time_us(fn, flush, reps=100, warmup=10):
 
 class ExpertWeights:
     """Random INT4 g32 experts packed by chord (through `library`: None = this package's
-    libchord), plus the BF16 dequantized copy; with the humming peer loaded (peers: name ->
-    bench/peers.PeerModules), the same codes and scales in Humming's layout too (self.humming)."""
+    libchord), plus the BF16 dequantized copy; with --peers loaded (peers: name -> the loaded
+    peer), the same codes and scales in Humming's and Marlin's layouts too (self.humming,
+    self.marlin)."""
 
     def __init__(self, library, experts, n, k, gen, peers=None):
         codes = torch.randint(0, 16, (experts, n, k), dtype=torch.uint8, device="cuda", generator=gen)
         scales = (torch.randn(experts, n, k // 32, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
         self.packed = ck.pack_w4a16(codes, scales, library=library)
-        self.humming = None
+        self.humming = self.marlin = None
         if peers and "humming" in peers:
             import peers as peer_adapters
             self.humming = peer_adapters.HummingMoE(peers["humming"], codes, scales)
+        if peers and "marlin" in peers:
+            import peers as peer_adapters
+            self.marlin = peer_adapters.MarlinMoE(peers["marlin"], codes, scales)
         del codes
         self.bf16 = ck.dequantize(self.packed, library=library)  # [E, N, K], exact (code-8)*scale
         self.experts, self.n, self.k = experts, n, k
@@ -377,8 +382,23 @@ class Suite:
                 return (lambda: w.humming.indexed(a, peer_out, ids, experts_of_blocks, padded, kernel_top_k, routed),
                         lambda: check(peer_out), dict(block=block))
 
+            def marlin(w=w, a=a, kernel_top_k=kernel_top_k, check=check, down=proj == "down"):
+                # Marlin as vLLM's fused_marlin_moe runs it: its block rule, its own alignment
+                # (the expert map under EP), router weights multiplied in the down GEMM (all
+                # ones here: the reference has none)
+                import peers as peer_adapters
+                block = peer_adapters.marlin_block_size(tokens, top_k, w.experts, num_global)
+                expert_map = None if num_global == w.experts else local_of_global
+                ids, experts_of_blocks, total = w.marlin.align(topk_ids, block, num_global, expert_map)
+                ones = torch.ones(tokens, top_k, dtype=torch.float32, device="cuda")
+                peer_out = torch.full_like(out, float("nan"))
+                return (lambda: w.marlin.indexed(a, peer_out, ids, experts_of_blocks, total, ones, block,
+                                                 kernel_top_k, down),
+                        lambda: check(peer_out), dict(block=block))
+
             self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, call, anchor, check,
-                        dict(humming=humming if w.humming is not None else None))
+                        dict(humming=humming if w.humming is not None else None,
+                             marlin=marlin if getattr(w, "marlin", None) is not None else None))
         self.block_size = None
 
     # -- grouped contiguous ------------------------------------------------------------------
@@ -478,7 +498,7 @@ def run_kimi(suite, chord, quick, gen):
             sub.packed = full.first_experts(experts)
             sub.experts = experts
             sub.bf16 = full.bf16[:experts]
-            sub.humming = None
+            sub.humming = sub.marlin = None  # marlin serves the indexed rows only (full weights)
             if full.humming is not None:
                 try:  # Humming's layer config for fewer experts, over the same tensors' slices
                     sub.humming = full.humming.first_experts(experts)
@@ -796,18 +816,29 @@ def commit_label():
 
 
 def load_peers(names):
-    """name -> bench/peers.PeerModules for --peers; exits with bench/peers' message (naming
-    scripts/peer-wheels.sh) where one is not installed."""
+    """(name -> the loaded peer, name -> why it is missing) for --peers: a peer that is not
+    installed is left out with bench/peers' message (naming the script that installs it), and
+    the bench runs with the others."""
     if not names:
-        return {}
+        return {}, {}
     import peers as peer_adapters
-    loaded = {}
+    loaded, missing = {}, {}
     for name in names:
         try:
-            loaded[name] = peer_adapters.load_humming()
+            loaded[name] = peer_adapters.load_peer(name)
         except peer_adapters.PeerMissing as e:
-            sys.exit(f"error: {e}")
-    return loaded
+            missing[name] = str(e)
+            print(f"peer {name} not run: {e}", flush=True)
+    return loaded, missing
+
+
+def peer_names(value):
+    """--peers' type: the names (bench/peers.parse_peers), an argparse error for an unknown one."""
+    import peers as peer_adapters
+    try:
+        return peer_adapters.parse_peers(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def run(args, loaded_peers=None):
@@ -830,8 +861,9 @@ def run(args, loaded_peers=None):
 
     e_q, n_up, k_up, n_down, k_down = MODELS["qwen3"]
     if section("offsets Qwen3 INT4"):
-        up = ExpertWeights(chord, e_q, n_up, k_up, gen, suite.peers)
-        down = ExpertWeights(chord, e_q, n_down, k_down, gen, suite.peers)
+        offsets_peers = {name: p for name, p in suite.peers.items() if name != "marlin"}  # indexed rows only
+        up = ExpertWeights(chord, e_q, n_up, k_up, gen, offsets_peers)
+        down = ExpertWeights(chord, e_q, n_down, k_down, gen, offsets_peers)
         for suite.proj, w in (("gate_up", up), ("down", down)):
             for t in shapes.sweep("offsets Qwen3 INT4", quick):
                 suite.offsets_mode("offsets Qwen3 INT4", t, w, t, shapes.model("qwen3")["top_k"], gen)
@@ -938,29 +970,31 @@ def main():
                              "whose rows are always timed rep by rep), the other options do not")
     parser.add_argument("--reps", type=int, default=None,
                         help="--set generalization / formats: timed reps per row (default 50 / 100)")
-    parser.add_argument("--peers", default=None, type=lambda v: [p for p in v.split(",") if p],
+    parser.add_argument("--peers", default=None, type=peer_names,
                         help="comma-separated peers to time on the same weights and inputs, rep by rep with ours, "
                              "checked against the same reference: humming (inclusionAI's Humming, as vLLM 0.33 "
-                             "calls it; installed by scripts/peer-wheels.sh into .peer-site or PEER_SITE). "
-                             "Rows gain <peer>_us, vs_<peer> (peer time / ours) and <peer>_check; indexed, "
-                             "contiguous and INT4 offsets rows (masked and NF4 rows: 'not run'). --set suite only")
+                             "calls it; installed by scripts/peer-wheels.sh into .peer-site or PEER_SITE; "
+                             "indexed, contiguous and INT4 offsets rows), marlin (vLLM 0.33's Marlin MoE, as "
+                             "fused_marlin_moe calls it; built by scripts/peer-marlin.sh into .peer-marlin or "
+                             "PEER_MARLIN; indexed rows). Rows gain <peer>_us, vs_<peer> (peer time / ours) and "
+                             "<peer>_check ('not run' where the peer does not serve the row); a peer that is not "
+                             "installed is left out, saying so. --set suite only")
     args = parser.parse_args()
-    for name in args.peers or ():
-        if name != "humming":
-            parser.error(f"--peers: unknown peer {name!r} (known: humming)")
     if args.peers and args.set != "suite":
         parser.error("--peers runs with the suite (--set suite) only")
     if args.set == "formats" and (args.against or args.interleaved):
         parser.error("--set formats: --against does not apply, and its rows are always interleaved")
     if args.reps is None:
         args.reps = 100 if args.set == "formats" else 50
-    loaded_peers = load_peers(args.peers)
+    loaded_peers, missing_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command=command_line(args))
     if loaded_peers:
         import peers as peer_adapters
         meta["peers"] = {name: peer_adapters.peer_version(p) for name, p in loaded_peers.items()}
+    if missing_peers:
+        meta["peers_missing"] = missing_peers
     if args.set == "generalization":
         return run_set(args, meta, "generalization", run_generalization, generalization_summary)
     if args.set == "formats":
@@ -971,6 +1005,8 @@ def main():
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))
     peer_note = f" (peers: {suite.peer_failures} failed checks)" if loaded_peers else ""
+    if missing_peers:
+        peer_note += f" (not run, not installed: {', '.join(missing_peers)})"
     print(f"\n{len(suite.rows)} rows, {suite.failures} failed checks{peer_note}; JSON and PNG in {args.out}")
     return 1 if suite.failures else 0
 

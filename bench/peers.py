@@ -18,6 +18,17 @@ The adapter (HummingMoE) follows the call sequence of vLLM 0.33's Humming MoE ex
 get_heuristics_config -> humming_forward, with routing from moe_align_block_size (indexed) or
 expert offsets (grouped_contiguous). Weights: uint4 offset-binary codes (value = code - 8, the
 bench's symmetric INT4) with one bf16 scale per 32 along K, no zero point.
+
+marlin: vLLM 0.33's Marlin MoE GEMM (torch.ops._moe_C.moe_wna16_marlin_gemm), with vLLM's
+moe_align_block_size and gptq_marlin_repack, compiled from vLLM's source for sm_90a by
+scripts/peer-marlin.sh into one small library (PEER_MARLIN, default
+<repo>/.peer-marlin/libvllm_marlin_moe_sm90a.so) that torch.ops.load_library loads (libtorch
+stable ABI, torch >= 2.11). The adapter (MarlinMoE) follows vLLM 0.33's fused_marlin_moe
+(fused_moe/experts/marlin_moe.py): the same weights as GPTQ (K-packed int32 qweight, uint4b8,
+g32) -> gptq_marlin_repack per expert, scales [K / 32, N] permuted as marlin_permute_scales
+does; its block rule (the first of 8, 16, 32, 48, 64 with M * top_k / E / block < 0.9, M scaled
+by E / global experts under EP), moe_align_block_size with the expert map; then
+moe_wna16_marlin_gemm with the flags of _fused_marlin_moe (fp32 reduce, no atomic add).
 """
 import importlib
 import importlib.machinery
@@ -28,6 +39,7 @@ import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_SITE = os.path.join(REPO, ".peer-site")
+KNOWN = ("humming", "marlin")
 HOW_TO_INSTALL = ("run scripts/peer-wheels.sh where the package index is reachable, carry .peer-wheels, and "
                   "install it offline with: python3 -m pip install --no-index --no-deps --target .peer-site "
                   ".peer-wheels/*.whl (docs/benchmarking.md, 'Peers')")
@@ -35,6 +47,24 @@ HOW_TO_INSTALL = ("run scripts/peer-wheels.sh where the package index is reachab
 
 class PeerMissing(RuntimeError):
     pass
+
+
+def parse_peers(value):
+    """--peers' value -> the peer names, in order, each once; ValueError naming an unknown one."""
+    names = []
+    for name in (p.strip() for p in value.split(",")):
+        if not name:
+            continue
+        if name not in KNOWN:
+            raise ValueError(f"unknown peer {name!r} (known: {', '.join(KNOWN)})")
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def load_peer(name):
+    """The loaded peer `name` (for the bench's Suite); PeerMissing, saying how to install it."""
+    return {"humming": load_humming, "marlin": load_marlin}[name]()
 
 
 def _owned(name, package):
@@ -142,6 +172,8 @@ def load_humming(site=None):
 
 
 def peer_version(peer):
+    if isinstance(peer, MarlinPeer):
+        return peer.version
     try:
         return peer.get("_version").__version__
     except (KeyError, AttributeError):
@@ -240,3 +272,138 @@ def expert_layout_from_offsets(offsets):
     import torch
     return torch.nn.functional.pad(offsets.long(), (1, 0), value=0)
 
+
+
+# -- marlin ----------------------------------------------------------------------------------
+
+MARLIN_LIBRARY = "libvllm_marlin_moe_sm90a.so"
+DEFAULT_MARLIN = os.path.join(REPO, ".peer-marlin", MARLIN_LIBRARY)
+HOW_TO_BUILD_MARLIN = ("run scripts/peer-marlin.sh where the network, nvcc and torch are (it builds vLLM 0.33's "
+                       "Marlin MoE from source for sm_90a into .peer-marlin, under 1 MB) and carry .peer-marlin "
+                       "(docs/benchmarking.md, 'Peers')")
+MARLIN_OPS = (("_moe_C", "moe_wna16_marlin_gemm"), ("_moe_C", "moe_align_block_size"), ("_C", "gptq_marlin_repack"))
+
+
+def scalar_type_id(exponent, mantissa, signed, bias, finite_values_only=False, nan_repr=1):
+    """vLLM's ScalarType.id: the fields packed from bit 0 up, in widths 8, 8, 1, 32, 1, 8 (the
+    layout vllm::ScalarType::from_id reads); nan_repr 1 is NAN_IEEE (vLLM's default)."""
+    value, offset = 0, 0
+    for field, width in ((exponent, 8), (mantissa, 8), (signed, 1), (bias, 32), (finite_values_only, 1),
+                         (nan_repr, 8)):
+        value |= (int(field) & ((1 << width) - 1)) << offset
+        offset += width
+    return value
+
+
+UINT4B8_ID = scalar_type_id(0, 4, False, 8)  # scalar_types.uint4b8: GPTQ's symmetric INT4 (value = code - 8)
+
+
+class MarlinPeer:
+    """The loaded Marlin library: its path and the BUILD note scripts/peer-marlin.sh wrote."""
+
+    def __init__(self, path, version):
+        self.path, self.version = path, version
+
+
+def load_marlin(path=None):
+    """Loads the Marlin MoE library (PEER_MARLIN or .peer-marlin) into torch.ops; PeerMissing
+    (saying how to build it) if absent, if it does not load, or if it lacks one of the ops."""
+    path = path or os.environ.get("PEER_MARLIN") or DEFAULT_MARLIN
+    if not os.path.isfile(path):
+        raise PeerMissing(f"--peers marlin: no {path}; {HOW_TO_BUILD_MARLIN}")
+    import torch
+    try:
+        torch.ops.load_library(path)
+    except (OSError, RuntimeError) as e:
+        cause = e.__cause__ or e
+        raise PeerMissing(f"--peers marlin: {path} does not load ({cause}); {HOW_TO_BUILD_MARLIN}") from e
+    for namespace, op in MARLIN_OPS:
+        if not hasattr(getattr(torch.ops, namespace), op):
+            raise PeerMissing(f"--peers marlin: {path} registers no torch.ops.{namespace}.{op}; "
+                              + HOW_TO_BUILD_MARLIN)
+    note = os.path.join(os.path.dirname(path), "BUILD")
+    version = "unknown"
+    if os.path.isfile(note):
+        with open(note) as f:
+            version = f.readline().strip() or version
+    return MarlinPeer(path, version)
+
+
+def gptq_qweight(codes):
+    """uint8 codes [N, K] (0..15) -> GPTQ's qweight, int32 [K / 8, N]: word (k / 8, n) holds the
+    codes of k .. k + 7 at column n, code k + i in bits 4i .. 4i + 3."""
+    import torch
+    n, k = codes.shape
+    by_k = codes.t().reshape(k // 8, 8, n).to(torch.int64)
+    shifts = (4 * torch.arange(8, dtype=torch.int64, device=codes.device)).view(1, 8, 1)
+    words = (by_k << shifts).sum(dim=1)  # 0 .. 2^32 - 1, then the int32 of the same bits
+    return torch.where(words >= 1 << 31, words - (1 << 32), words).to(torch.int32)
+
+
+def marlin_scales(scales):
+    """Per-group scales [N, K / g] (the bench's layout) -> Marlin's [K / g, N]: GPTQ's [K / g, N],
+    each run of 64 along N read as an 8 x 8 block and transposed (position 8 i + j takes
+    i + 8 j: the permutation vLLM's marlin_permute_scales applies where group_size < K)."""
+    groups, n = scales.shape[1], scales.shape[0]
+    assert n % 64 == 0, n
+    by_k = scales.t().contiguous()
+    return by_k.reshape(-1, 8, 8).transpose(1, 2).reshape(groups, n).contiguous()
+
+
+def marlin_block_size(tokens, top_k, experts, global_experts=None):
+    """vLLM 0.33 fused_marlin_moe's routing block: M = tokens (times experts / global experts
+    under EP, rounded up); the first block of 8, 16, 32, 48, 64 with M * top_k / experts / block
+    < 0.9, else 64."""
+    m = tokens
+    if global_experts is not None and global_experts != experts:
+        m = -(-tokens * experts // global_experts)
+    for block in (8, 16, 32, 48, 64):
+        if m * top_k / experts / block < 0.9:
+            return block
+    return 64
+
+
+class MarlinMoE:
+    """One MoE projection's experts in Marlin's layout, built from the bench's weights: codes
+    uint8 [E, N, K] (0..15, value code - 8) and bf16 scales [E, N, K / 32]."""
+
+    def __init__(self, peer, codes, scales):
+        import torch
+        e, n, k = codes.shape
+        assert scales.shape == (e, n, k // 32) and scales.dtype == torch.bfloat16, scales.shape
+        assert k % 128 == 0 and n % 64 == 0, (n, k)
+        self.peer, self.experts, self.n, self.k = peer, e, n, k
+        repack = torch.ops._C.gptq_marlin_repack
+        self.weight = torch.empty(e, k // 16, n * 2, dtype=torch.int32, device=codes.device)
+        self.scales = torch.empty(e, k // 32, n, dtype=torch.bfloat16, device=codes.device)
+        for i in range(e):  # as vLLM's gptq_marlin_moe_repack / marlin_moe_permute_scales: one expert at a time
+            self.weight[i] = repack(gptq_qweight(codes[i]), k, n, 4, False)
+            self.scales[i] = marlin_scales(scales[i])
+        sms = torch.cuda.get_device_properties(codes.device).multi_processor_count
+        # vLLM's marlin_make_workspace_new(device, MARLIN_MAX_BLOCKS_PER_SM = 4)
+        self.workspace = torch.zeros(sms * 4, dtype=torch.int32, device=codes.device)
+
+    def align(self, topk_ids, block, global_experts, expert_map=None):
+        """vLLM's moe_align_block_size(topk_ids, block, global_experts, expert_map,
+        ignore_invalid_experts=True): routes to other ranks' experts are left out."""
+        import torch
+        numel = topk_ids.numel()
+        padded = numel + global_experts * (block - 1)
+        if numel < global_experts:
+            padded = min(numel * block, padded)
+        dev = topk_ids.device
+        sorted_ids = torch.empty(padded, dtype=torch.int32, device=dev)
+        expert_ids = torch.empty(-(-padded // block), dtype=torch.int32, device=dev)
+        total = torch.empty(1, dtype=torch.int32, device=dev)
+        torch.ops._moe_C.moe_align_block_size(topk_ids, global_experts, block, sorted_ids, expert_ids, total,
+                                              expert_map, None)
+        return sorted_ids, expert_ids, total
+
+    def indexed(self, a, out, sorted_ids, expert_ids, total, topk_weights, block, top_k, mul_topk_weights):
+        """out[route] = a[route // top_k] @ W[expert]^T (times topk_weights[route] with
+        mul_topk_weights), as _fused_marlin_moe calls the kernel; out has a.size(0) * top_k rows."""
+        import torch
+        return torch.ops._moe_C.moe_wna16_marlin_gemm(
+            a, out, self.weight, None, self.scales, None, None, None, self.workspace, sorted_ids, expert_ids,
+            total, topk_weights, block, top_k, mul_topk_weights, UINT4B8_ID, a.size(0), self.n, self.k,
+            False, True, False, -1, -1, -1)
