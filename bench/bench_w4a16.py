@@ -15,7 +15,8 @@ ours, checked against the same reference.
 Every row is checked against torch (BF16 dequantized weights, torch._grouped_mm, FP32
 accumulation) before it is timed; ours, torch._grouped_mm BF16 and the byte/FLOP floor
 are reported side by side from the same routing draw, activations and weights. Writes
-DIR/bench.json and DIR/bench.png and prints a table. Exit code 1 if any check fails.
+DIR/bench.json and DIR/bench.png (and, where --peers timed a peer, DIR/peers.png: chord's time /
+each peer's, bench/peers_chart.py) and prints a table. Exit code 1 if any check fails.
 """
 import argparse
 import json
@@ -460,7 +461,33 @@ class Suite:
         self.record(scenario, x, self.proj, s_rows, w, active, 2.0 * s_rows * w.n * w.k,
                     lambda library: lambda: launch(a, offsets, w.packed, out, library=library),
                     lambda: grouped_mm(a, w.bf16, offsets), check,
-                    dict(humming=None if nf4 else self.humming_contiguous(w, a, out, offsets, check)))
+                    dict(humming=None if nf4 else self.humming_contiguous(w, a, out, offsets, check),
+                         marlin=None if nf4 else self.marlin_offsets(w, a, out, routes, topk_ids, tokens, top_k,
+                                                                     check)))
+
+    @staticmethod
+    def marlin_offsets(w, a, out, routes, topk_ids, tokens, top_k, check):
+        """The marlin peer on an offsets row, or None without it: the row's routing draw (topk_ids,
+        every expert local) as vLLM's fused_marlin_moe runs its second GEMM, one input row per route
+        (route = token * top_k + k) with top_k 1: its block rule for (tokens, top_k),
+        moe_align_block_size over the draw, no router weights (chord's offsets call has none). The
+        rows of `a` (sorted by expert: row i is route routes[i]) are put in route order before and
+        the output taken back to chord's order for the check (neither is timed)."""
+        if getattr(w, "marlin", None) is None:
+            return None
+
+        def make():
+            import peers as peer_adapters
+            block = peer_adapters.marlin_block_size(tokens, top_k, w.experts)
+            ids, experts_of_blocks, total = w.marlin.align(topk_ids.reshape(-1, 1), block, w.experts)
+            a_routes = torch.empty_like(a)
+            a_routes[routes] = a
+            out_routes = torch.full_like(out, float("nan"))
+            ones = torch.ones(routes.numel(), 1, dtype=torch.float32, device=a.device)
+            return (lambda: w.marlin.indexed(a_routes, out_routes, ids, experts_of_blocks, total, ones, block, 1,
+                                             False),
+                    lambda: check(out_routes[routes]), dict(block=block))
+        return make
 
     @staticmethod
     def humming_contiguous(w, a, out, offsets, check):
@@ -498,7 +525,7 @@ def run_kimi(suite, chord, quick, gen):
             sub.packed = full.first_experts(experts)
             sub.experts = experts
             sub.bf16 = full.bf16[:experts]
-            sub.humming = sub.marlin = None  # marlin serves the indexed rows only (full weights)
+            sub.humming = sub.marlin = None  # marlin serves the indexed and offsets rows only
             if full.humming is not None:
                 try:  # Humming's layer config for fewer experts, over the same tensors' slices
                     sub.humming = full.humming.first_experts(experts)
@@ -861,9 +888,8 @@ def run(args, loaded_peers=None):
 
     e_q, n_up, k_up, n_down, k_down = MODELS["qwen3"]
     if section("offsets Qwen3 INT4"):
-        offsets_peers = {name: p for name, p in suite.peers.items() if name != "marlin"}  # indexed rows only
-        up = ExpertWeights(chord, e_q, n_up, k_up, gen, offsets_peers)
-        down = ExpertWeights(chord, e_q, n_down, k_down, gen, offsets_peers)
+        up = ExpertWeights(chord, e_q, n_up, k_up, gen, suite.peers)
+        down = ExpertWeights(chord, e_q, n_down, k_down, gen, suite.peers)
         for suite.proj, w in (("gate_up", up), ("down", down)):
             for t in shapes.sweep("offsets Qwen3 INT4", quick):
                 suite.offsets_mode("offsets Qwen3 INT4", t, w, t, shapes.model("qwen3")["top_k"], gen)
@@ -976,7 +1002,7 @@ def main():
                              "calls it; installed by scripts/peer-wheels.sh into .peer-site or PEER_SITE; "
                              "indexed, contiguous and INT4 offsets rows), marlin (vLLM 0.33's Marlin MoE, as "
                              "fused_marlin_moe calls it; built by scripts/peer-marlin.sh into .peer-marlin or "
-                             "PEER_MARLIN; indexed rows). Rows gain <peer>_us, vs_<peer> (peer time / ours) and "
+                             "PEER_MARLIN; indexed and INT4 offsets rows). Rows gain <peer>_us, vs_<peer> (peer time / ours) and "
                              "<peer>_check ('not run' where the peer does not serve the row); a peer that is not "
                              "installed is left out, saying so. --set suite only")
     args = parser.parse_args()
@@ -1005,6 +1031,10 @@ def main():
         json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
     draw(suite.rows, os.path.join(args.out, "bench.png"))
     peer_note = f" (peers: {suite.peer_failures} failed checks)" if loaded_peers else ""
+    if loaded_peers:
+        import peers_chart
+        if peers_chart.draw(suite.rows, os.path.join(args.out, "peers.png"), meta):
+            peer_note += "; peers.png"
     if missing_peers:
         peer_note += f" (not run, not installed: {', '.join(missing_peers)})"
     print(f"\n{len(suite.rows)} rows, {suite.failures} failed checks{peer_note}; JSON and PNG in {args.out}")

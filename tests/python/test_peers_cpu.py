@@ -1,7 +1,10 @@
 """bench/peers.py's import isolation, with fake packages (no GPU, no torch, no real peer):
 the peer named `humming` loads from its own folder, its lazy imports inside a call resolve to
-its own modules, and `import humming` outside a peer call still gives our facade."""
+its own modules, and `import humming` outside a peer call still gives our facade. Also Marlin's
+packing helpers, bench/peers_chart.py's table and chart, and the row order of the Marlin call on
+offsets rows (a stand-in kernel on the CPU)."""
 import importlib
+import json
 import os
 import sys
 
@@ -181,3 +184,103 @@ def test_marlin_block_rule():
     assert peers.marlin_block_size(1024, 8, 48, 384) == 32   # M 128: 21.3 per local expert
     assert peers.marlin_block_size(64, 8, 48, 384) == 8      # M 8: 1.3
     assert peers.marlin_block_size(100, 8, 48, 384) == 8     # M ceil(12.5) = 13: 2.2 / 8 < 0.9
+
+
+# -- bench/peers_chart.py: the chart and the Markdown table -----------------------------------
+
+import peers_chart  # noqa: E402
+
+CHART_ROWS = [
+    # both peers ok: humming is the faster, 90 / 100
+    dict(scenario="indexed EP8 decode", x=20, proj="gate_up", chord_us=90.0, check="ok",
+         marlin_us=120.0, vs_marlin=1.333, marlin_check="ok", humming_us=100.0, vs_humming=1.111,
+         humming_check="ok"),
+    # marlin timed but wrong: the best peer is humming alone, 50 / 40
+    dict(scenario="offsets Qwen3 INT4", x=1, proj="down", chord_us=50.0, check="ok",
+         marlin_us=30.0, vs_marlin=0.6, marlin_check="FAIL", humming_us=40.0, vs_humming=0.8,
+         humming_check="ok"),
+    # marlin alone ran
+    dict(scenario="contiguous EP8", x=64, proj="down", chord_us=200.0, check="ok",
+         marlin_us=None, vs_marlin=None, marlin_check="not run", humming_us=250.0, vs_humming=1.25,
+         humming_check="ok"),
+    # no peer ran: left out of the table and the chart
+    dict(scenario="offsets Qwen3 NF4", x=1, proj="gate_up", chord_us=10.0, check="ok",
+         marlin_us=None, vs_marlin=None, marlin_check="not run", humming_us=None, vs_humming=None,
+         humming_check="not run"),
+]
+
+
+def test_peers_table_by_hand():
+    assert peers_chart.peer_names(CHART_ROWS) == ["marlin", "humming"]
+    assert peers_chart.table(CHART_ROWS).splitlines() == [
+        "| row | chord us | marlin us | humming us | chord/best peer |",
+        "|---|---:|---:|---:|---:|",
+        "| indexed EP8 decode 20 gate_up | 90.0 | 120.0 | 100.0 | 0.90 (humming) |",
+        "| offsets Qwen3 INT4 1 down | 50.0 | 30.0 (wrong) | 40.0 | 1.25 (humming) |",
+        "| contiguous EP8 64 down | 200.0 | not run | 250.0 | 0.80 (humming) |",
+    ]
+
+
+def test_peers_table_without_a_correct_peer():
+    rows = [dict(scenario="s", x=1, proj="down", chord_us=5.0, marlin_us=4.0, marlin_check="FAIL")]
+    assert peers_chart.table(rows).splitlines()[-1] == "| s 1 down | 5.0 | 4.0 (wrong) | - |"
+    assert peers_chart.table([CHART_ROWS[-1]]).count("\n") == 1  # header only: no peer timed
+
+
+def test_peers_chart_writes_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "peers.png"
+    meta = dict(gpu="NVIDIA H200", commit="abc1234")
+    assert peers_chart.draw(CHART_ROWS, str(path), meta) == 3
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = tmp_path / "none.png"
+    assert peers_chart.draw([CHART_ROWS[-1]], str(empty)) == 0 and not empty.exists()
+
+
+def test_peers_chart_cli_markdown(tmp_path, capsys):
+    bench_json = tmp_path / "bench.json"
+    bench_json.write_text(json.dumps(dict(meta=dict(gpu="g", commit="c"), rows=CHART_ROWS)))
+    assert peers_chart.main([str(bench_json), "--markdown"]) == 0
+    assert capsys.readouterr().out.strip() == peers_chart.table(CHART_ROWS)
+
+
+# -- bench_w4a16's marlin call on offsets rows: the row order, with a stand-in kernel ------------
+
+def test_marlin_offsets_maps_rows_back():
+    """Suite.marlin_offsets puts the expert-sorted rows in route order for the peer (top_k 1, the
+    routing draw's ids) and takes its output back to chord's order: checked with a stand-in
+    Marlin that computes out[route] = a[route] @ W[ids[route]]^T on the CPU."""
+    torch = pytest.importorskip("torch")
+    bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
+    import types
+    tokens, top_k, experts, n, k = 5, 3, 4, 6, 8
+    gen = torch.Generator().manual_seed(0)
+    topk_ids = torch.stack([torch.randperm(experts, generator=gen)[:top_k] for _ in range(tokens)]).to(torch.int32)
+    routes, offsets, _ = bench.grouped_rows(topk_ids, torch.arange(experts, dtype=torch.int32), experts)
+    weights = torch.randn(experts, n, k, generator=gen)
+    a = torch.randn(routes.numel(), k, generator=gen)
+    out = torch.full((routes.numel(), n), float("nan"))
+
+    class StandIn:
+        def align(self, ids, block, global_experts, expert_map=None):
+            assert ids.shape == (tokens * top_k, 1) and global_experts == experts and expert_map is None
+            return ids.flatten(), None, None
+
+        def indexed(self, a_routes, out_routes, ids, experts_of_blocks, total, router, block, kernel_top_k, mul):
+            assert kernel_top_k == 1 and not mul and router.shape == (tokens * top_k, 1)
+            out_routes.copy_(torch.einsum("rk,rnk->rn", a_routes, weights[ids.long()]))
+
+    counts = torch.diff(offsets.long(), prepend=torch.zeros(1, dtype=torch.long))
+    expert_of_row = torch.repeat_interleave(torch.arange(experts), counts)  # offsets: rows sorted by expert
+    ref = torch.einsum("rk,rnk->rn", a, weights[expert_of_row])
+
+    def check(got):
+        return torch.allclose(got, ref, atol=1e-5), 0.0
+
+    w = types.SimpleNamespace(marlin=StandIn(), experts=experts)
+    fn, peer_check, extra = bench.Suite.marlin_offsets(w, a, out, routes, topk_ids, tokens, top_k, check)()
+    fn()
+    assert peer_check() == (True, 0.0)
+    assert extra == dict(block=8)  # 5 * 3 / 4 / 8 < 0.9
+    assert bench.Suite.marlin_offsets(types.SimpleNamespace(marlin=None), a, out, routes, topk_ids, tokens, top_k,
+                                      check) is None
