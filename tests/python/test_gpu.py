@@ -157,16 +157,9 @@ def test_awq_symmetric_checkpoint_layout():
     e, n, k, group = 2, 128, 256, 128
     gen = torch.Generator(device="cuda").manual_seed(27)
     codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
-    order = (0, 2, 4, 6, 1, 3, 5, 7)
-
-    def awq_words(values):  # [E, R, N] -> int32 [E, R, N/8], nibble i = column 8c + order[i]
-        v = values.reshape(*values.shape[:2], -1, 8)
-        words = sum(v[..., column] << (4 * i) for i, column in enumerate(order))
-        return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
-
     scales = (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16)
-    qzeros = awq_words(torch.full((e, k // group, n), 8, dtype=torch.int64, device="cuda"))
-    packed = ck.from_awq(awq_words(codes), qzeros, scales, dtype=torch.float16)
+    qzeros = _awq_words(torch.full((e, k // group, n), 8, dtype=torch.int64, device="cuda"))
+    packed = ck.from_awq(_awq_words(codes), qzeros, scales, dtype=torch.float16)
     ref = ((codes.float() - 8) * scales.float().repeat_interleave(group, 1)).to(torch.float16)
     assert torch.equal(ck.dequantize(packed), ref.transpose(1, 2))
 
@@ -176,13 +169,6 @@ def _awq_words(values):
     order = (0, 2, 4, 6, 1, 3, 5, 7)
     v = values.to(torch.int64).reshape(*values.shape[:2], -1, 8)
     words = sum(v[..., column] << (4 * i) for i, column in enumerate(order))
-    return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
-
-
-def _cols_words(values):
-    """[E, R, C] 0..15 -> int32 [E, R, C/8], nibble j = column 8c + j (GPTQ qzeros / qweight^T)."""
-    v = values.to(torch.int64).reshape(*values.shape[:2], -1, 8)
-    words = sum(v[..., j] << (4 * j) for j in range(8))
     return torch.where(words >= 2**31, words - 2**32, words).to(torch.int32)
 
 
@@ -223,11 +209,10 @@ def test_gptq_g128_asymmetric_checkpoint_layout(fmt):
     gen = torch.Generator(device="cuda").manual_seed(29)
     codes = torch.randint(0, 16, (e, k, n), dtype=torch.int64, device="cuda", generator=gen)
     zeros = torch.randint(1, 16, (e, k // group, n), dtype=torch.int64, device="cuda", generator=gen)
-    words = sum(codes[:, j::8, :] << (4 * j) for j in range(8))
     tensors = {
-        "qweight": torch.where(words >= 2**31, words - 2**32, words).to(torch.int32),
+        "qweight": pack_int4(codes.transpose(1, 2)).transpose(1, 2),  # GPTQ packs along K, N last
         "scales": (torch.rand(e, k // group, n, device="cuda", generator=gen) * 0.01 + 0.001).to(torch.float16),
-        "qzeros": _cols_words(zeros - 1 if fmt == "v1" else zeros),
+        "qzeros": pack_int4(zeros - 1 if fmt == "v1" else zeros),
         "g_idx": (torch.arange(k, dtype=torch.int32, device="cuda") // group).expand(e, k).contiguous(),
     }
     packed = ck.from_gptq(**tensors, dtype=torch.float16, format=fmt)
@@ -246,8 +231,8 @@ def test_compressed_tensors_asymmetric_layout():
     codes = torch.randint(0, 16, (e, n, k), dtype=torch.int64, device="cuda", generator=gen)
     zeros = torch.randint(0, 16, (e, n, k // group), dtype=torch.int64, device="cuda", generator=gen)
     scales = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.02 + 0.001).to(torch.bfloat16)
-    zp = _cols_words(zeros.transpose(1, 2)).transpose(1, 2).contiguous()  # [E, N/8, K/G]
-    packed = ck.from_compressed_tensors(_cols_words(codes), scales, zp)
+    zp = pack_int4(zeros.transpose(1, 2)).transpose(1, 2).contiguous()  # [E, N/8, K/G]
+    packed = ck.from_compressed_tensors(pack_int4(codes), scales, zp)
     ref = ((codes.float() - zeros.float().repeat_interleave(group, -1)) *
            scales.float().repeat_interleave(group, -1)).to(torch.bfloat16)
     assert torch.equal(ck.dequantize(packed), ref)
