@@ -37,52 +37,80 @@ bool runs_nf4(const ShapeSplit& split) {
   return false;
 }
 
-// The configs the resolver picks for a split's GEMMs: every mode at the row counts of the
-// suite (docs/shapes.md), without routing geometry (no split-K), and the offsets mode (INT4, and
-// NF4 with BF16 and FP16 activations where the suite runs NF4) at 1..4096 tokens routed top-8 on
-// a 132-SM GPU, which adds the split-K kernels of the smallest grids. Other geometries (a few
-// rows in other modes, other SM counts) can still compile a kernel at their first call.
+// The GEMM weight kinds a split's calls run, each with the modes it is called in: the four
+// INT4 kinds (BF16 or FP16 scales and activations, symmetric or with zero points: the
+// compressed-tensors, GPTQ and AWQ checkpoints; CHORD_FORMAT_INT4_G32*) in every mode, and
+// NF4 with BF16 and FP16 activations (chord_nf4_offsets: the offsets mode) where the suite
+// runs NF4 on the split.
+std::vector<W4A16WeightKind> split_weight_kinds(const ShapeSplit& split) {
+  std::vector<W4A16WeightKind> kinds = {kW4A16WeightInt4, kW4A16WeightInt4Fp16, kW4A16WeightInt4Zp,
+                                        kW4A16WeightInt4ZpFp16};
+  if (runs_nf4(split)) {
+    kinds.push_back(kW4A16WeightNF4);
+    kinds.push_back(kW4A16WeightNF4Fp16);
+  }
+  return kinds;
+}
+
+// The routing block chord_kernels' indexed layer aligns to at a mean of `rows` routed rows per
+// expert (python/chord_kernels/routing.py, block_size_for_rows with the "auto" policy).
+int auto_routing_block(double rows) {
+  for (int block : {16, 32}) {
+    if (rows * 1.5 <= block) return block;
+  }
+  return 64;
+}
+
+// The configs the resolver picks for a split's GEMMs, for each weight kind of the split
+// (split_weight_kinds): every mode at the row counts of the suite (docs/shapes.md), without
+// routing geometry (no split-K); the offsets mode at 1..4096 tokens routed top-8 on a 132-SM
+// GPU, and the indexed mode the same way (top_k 8, chord_kernels' routing block), which add the
+// split-K kernels of the smallest grids. Other geometries (a few rows in other modes, other SM
+// counts) can still compile a kernel at their first call.
 std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& arch) {
   std::vector<KernelDescriptor> out;
   auto add = [&out](const KernelDescriptor& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
   const bool nf4 = runs_nf4(split);
-  const std::vector<W4A16WeightKind> weights =
-      nf4 ? std::vector<W4A16WeightKind>{kW4A16WeightInt4, kW4A16WeightNF4, kW4A16WeightNF4Fp16}
-          : std::vector<W4A16WeightKind>{kW4A16WeightInt4};
+  const std::vector<W4A16WeightKind> weights = split_weight_kinds(split);
   for (const GemmShape& shape : {split.gate_up, split.down}) {
     for (W4A16Mode mode : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
       for (W4A16WeightKind weight : weights) {
-        if (weight != kW4A16WeightInt4 && mode != kW4A16Offsets) continue;
-        for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
-          // Indexed calls at 128 rows and more: routing aligned to 64 (the block fallback under
-          // expert parallelism) and to 128 (the BM128 rows' own block, e.g. TP8 prefill).
-          for (int block : {64, 128}) {
-            if (block == 128 && (mode != kW4A16Indexed || rows < 128)) continue;
-            W4A16Problem p;
-            p.mode = mode;
-            p.rows_per_expert = rows;
-            p.n = shape.n;
-            p.k = shape.k;
-            p.experts = split.experts_local;
-            p.block_size = block;
-            p.arch = arch;
-            p.weight = weight;
-            add(resolve_w4a16_config(p).descriptor(arch));
-          }
-        }
-        if (mode != kW4A16Offsets) continue;
-        for (int tokens : {1, 8, 64, 512, 4096}) {  // what w4a16_offsets_format passes
+        if (w4a16_is_nf4(weight) && mode != kW4A16Offsets) continue;
+        auto problem = [&](W4A16Mode m) {
           W4A16Problem p;
-          p.mode = kW4A16Offsets;
-          p.a_rows = 8 * tokens;
-          p.rows_per_expert = std::max(1, p.a_rows / split.experts_local);
+          p.mode = m;
           p.n = shape.n;
           p.k = shape.k;
           p.experts = split.experts_local;
           p.arch = arch;
           p.weight = weight;
+          return p;
+        };
+        for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
+          // Indexed calls at 128 rows and more: routing aligned to 64 (the block fallback under
+          // expert parallelism) and to 128 (the BM128 rows' own block, e.g. TP8 prefill).
+          for (int block : {64, 128}) {
+            if (block == 128 && (mode != kW4A16Indexed || rows < 128)) continue;
+            W4A16Problem p = problem(mode);
+            p.rows_per_expert = rows;
+            p.block_size = block;
+            add(resolve_w4a16_config(p).descriptor(arch));
+          }
+        }
+        if (mode != kW4A16Offsets && mode != kW4A16Indexed) continue;
+        for (int tokens : {1, 8, 64, 512, 4096}) {  // routed top-8, as the operators pass them
+          W4A16Problem p = problem(mode);
+          const int routes = 8 * tokens;
+          p.rows_per_expert = std::max(1, routes / split.experts_local);
+          if (mode == kW4A16Offsets) {
+            p.a_rows = routes;  // S: the routed rows
+          } else {
+            p.a_rows = tokens;  // M, each row routed top_k times
+            p.top_k = 8;
+            p.block_size = auto_routing_block(double(routes) / split.experts_local);
+          }
           add(resolve_w4a16_config(p).descriptor(arch));
         }
       }
@@ -100,13 +128,26 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
       }
     }
   }
-  for (bool unpack : {false, true}) {
+  // The INT4 pack kernels of both checkpoint forms and the unpack kernel, per INT4 kind as
+  // ops/w4a16.cpp configures them: one pack kernel for BF16 and FP16 scales (copied as 16-bit
+  // patterns), the zero-point packer per element type, the unpack kernel per kind.
+  for (W4A16WeightKind weight : weights) {
+    if (w4a16_is_nf4(weight)) continue;
+    const bool zp = w4a16_has_zero_point(weight);
+    const NF4Element element = static_cast<NF4Element>(w4a16_element(weight));
     for (Int4SourceFormat format : {kInt4Codes, kInt4Compressed}) {
       W4A16PackConfig c;
-      c.unpack = unpack;
-      c.source_format = unpack ? kInt4Codes : format;
+      c.source_format = format;
+      c.zero_point = zp;
+      c.element = zp ? element : kNF4BF16;
       add(c.descriptor(arch));
     }
+    W4A16PackConfig c;
+    c.unpack = true;
+    c.source_format = kInt4Codes;
+    c.zero_point = zp;
+    c.element = element;
+    add(c.descriptor(arch));
   }
   return out;
 }
@@ -125,9 +166,11 @@ std::string kernel_set_summary(const std::string& name) {
   if (name == "all") return "all of the above";
   const ShapeSplit* split = kernel_set_split(name);
   if (split == nullptr) kernel_set_descriptors(name, Arch{});  // throws, naming the known sets
-  return fmt::format("{} experts, N x K {} x {}, {} x {}: the GEMM modes ({}), pack and routing-check kernels",
-                     split->experts_local, split->gate_up.n, split->gate_up.k, split->down.n, split->down.k,
-                     runs_nf4(*split) ? "INT4 and NF4" : "INT4");
+  return fmt::format(
+      "{} experts, N x K {} x {}, {} x {}: the GEMM modes ({}), pack and routing-check kernels", split->experts_local,
+      split->gate_up.n, split->gate_up.k, split->down.n, split->down.k,
+      runs_nf4(*split) ? "INT4 BF16 and FP16, with and without zero points; NF4"
+                       : "INT4 BF16 and FP16, with and without zero points");
 }
 
 std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch) {

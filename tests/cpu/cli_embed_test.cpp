@@ -70,11 +70,11 @@ TEST_CASE("cli: --help lists the commands, each command's options, the arches an
       {"--help", {"usage: chord <command> [options]", "precompile", "info", "config", "chord <command> --help"}},
       {"-h", {"usage: chord <command> [options]"}},
       {"precompile --help", {"usage: chord precompile --arch ARCH --profile NAME [options]", "--out DIR", "kernel sets",
-                             "48 experts, N x K 4096 x 7168, 7168 x 2048"}},
+                             "48 experts, N x K 4096 x 7168, 7168 x 2048", "FP16", "zero points"}},
       {"precompile --arch sm_90a -h", {"usage: chord precompile"}},
       {"config --help", {"usage: chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [options]",
-                         "contiguous, masked, offsets, indexed", "int4, int4-fp16, nf4, nf4-fp16", "--a-rows S", "--groups G",
-                         "--max-m M", "--capacity C", "--block-size B", "--sms SMS", "--cubin FILE"}},
+                         "contiguous, masked, offsets, indexed", "int4, int4-fp16, nf4, nf4-fp16, int4-zp, int4-zp-fp16",
+                         "--a-rows S", "--groups G", "--max-m M", "--capacity C", "--block-size B", "--sms SMS", "--cubin FILE"}},
       {"info --help", {"usage: chord info\n"}},
   };
   for (const auto& c : cases) {
@@ -220,7 +220,7 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
        {"chord config: --mode is one of contiguous, masked, offsets, indexed, not 'bogus'"}},
       {cli + "--mode contiguous --n 64 --k 128 --experts 2 --rows 16 --weight int3",
        2,
-       {"chord config: --weight is one of int4, int4-fp16, nf4, nf4-fp16, not 'int3'"}},
+       {"chord config: --weight is one of int4, int4-fp16, nf4, nf4-fp16, int4-zp, int4-zp-fp16, not 'int3'"}},
       // --name=value reads as --name value.
       {std::string(CHORD_CLI_PATH) + " config --arch=sm_90a --mode=contiguous --n=4096 --k=7168 --experts=48 --rows=512",
        0,

@@ -9,6 +9,7 @@
 #include "chord/chord.h"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/model_shapes.hpp"
 #include "precompile/kernel_sets.hpp"
 #include "tuning_tables/tuning_table.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
@@ -615,6 +616,80 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   const std::vector<chord::KernelDescriptor> ep8 = chord::kernel_set_descriptors("ep8", arch);
   CHECK(holds(ep8, 7168, 2048, 48, 128, 64));   // the block fallback tile
   CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
+}
+
+TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zero points) and the pack kernels",
+          "[tuning]") {
+  // GPTQ / AWQ / compressed-tensors checkpoints load as INT4 with FP16 scales and activations,
+  // and with zero points (CHORD_FORMAT_INT4_G32_FP16, _ZP, _ZP_FP16): a kernel set compiles the
+  // kernels their calls resolve to, as it does for INT4 BF16, so a server's first call does not
+  // wait for NVRTC.
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  const chord::W4A16WeightKind kinds[] = {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4Fp16,
+                                          chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16};
+  int checked = 0;
+  for (const chord::ShapeSplit* split : chord::model_shapes().kernel_sets()) {
+    const std::vector<chord::KernelDescriptor> set = chord::kernel_set_descriptors(split->name, arch);
+    auto holds = [&](const chord::W4A16Problem& p) {
+      const chord::KernelDescriptor d = chord::resolve_w4a16_config(p).descriptor(arch);
+      ++checked;
+      return std::find(set.begin(), set.end(), d) != set.end();
+    };
+    for (const chord::GemmShape& shape : {split->gate_up, split->down}) {
+      for (auto weight : kinds) {
+        for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+          for (int64_t rows : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{512}}) {
+            chord::W4A16Problem p = problem(shape.n, shape.k, rows, mode);
+            p.experts = split->experts_local;
+            p.weight = weight;
+            INFO(split->name << " N=" << shape.n << " K=" << shape.k << " weight " << weight << " mode " << mode
+                             << " rows " << rows);
+            CHECK(holds(p));
+          }
+        }
+        // Decode with the routing geometry the operators pass (split-K kernels): offsets S = 8
+        // routed rows, indexed one token routed top-8 (block 16, chord_kernels' auto policy).
+        chord::W4A16Problem offsets = problem(shape.n, shape.k, 1, chord::kW4A16Offsets);
+        offsets.experts = split->experts_local;
+        offsets.weight = weight;
+        offsets.a_rows = 8;
+        INFO(split->name << " N=" << shape.n << " K=" << shape.k << " weight " << weight << " decode");
+        CHECK(holds(offsets));
+        chord::W4A16Problem indexed = problem(shape.n, shape.k, 1, chord::kW4A16Indexed);
+        indexed.experts = split->experts_local;
+        indexed.weight = weight;
+        indexed.a_rows = 1;
+        indexed.top_k = 8;
+        indexed.block_size = 16;
+        CHECK(holds(indexed));
+      }
+    }
+    // The pack kernels of both checkpoint forms and the unpack kernel of each kind, as
+    // chord_w4a16_pack / chord_w4a16_pack_zp / chord_w4a16_dequantize configure them.
+    for (auto weight : kinds) {
+      const bool zp = chord::w4a16_has_zero_point(weight);
+      const auto element = static_cast<chord::NF4Element>(chord::w4a16_element(weight));
+      for (bool unpack : {false, true}) {
+        for (auto src : {chord::kInt4Codes, chord::kInt4Compressed}) {
+          chord::W4A16PackConfig c;
+          c.unpack = unpack;
+          c.source_format = src;
+          c.zero_point = zp;
+          c.element = unpack || zp ? element : chord::kNF4BF16;
+          INFO(split->name << " " << c.source().name);
+          CHECK(std::find(set.begin(), set.end(), c.descriptor(arch)) != set.end());
+        }
+      }
+    }
+  }
+  CHECK(checked == static_cast<int>(chord::model_shapes().kernel_sets().size()) * 2 * 4 * (4 * 4 + 2));
+  // The zero-point kinds are kernels of their own (32-bit scale entries), not INT4's.
+  const std::vector<chord::KernelDescriptor> ep8 = chord::kernel_set_descriptors("ep8", arch);
+  int zp_gemms = 0;
+  for (const auto& d : ep8) {
+    if (d.family == chord::KernelFamily::kW4A16Gemm && chord::W4A16GemmConfig::from(d).zero_point()) ++zp_gemms;
+  }
+  CHECK(zp_gemms > 0);
 }
 
 // Calls f(p) on the resolver's problems over the sm90a tables' splits, one shape the heuristic
