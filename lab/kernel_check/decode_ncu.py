@@ -15,6 +15,7 @@ import torch  # noqa: E402
 import bench_w4a16 as b  # noqa: E402
 import decode_explore as de  # noqa: E402
 import generalization as g  # noqa: E402
+import one_call  # noqa: E402
 
 
 def main(texts):
@@ -33,12 +34,7 @@ def main(texts):
         ok, err = check()
         print(f"{c['id']}: {g.config_label(c['config'])}, floor {c['floor_us']:.1f} us, check ok={ok} err={err:.2e}")
         fns.append(fn)
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_push("prof")
-    for fn in fns:
-        fn()
-    torch.cuda.synchronize()
-    torch.cuda.nvtx.range_pop()
+    one_call.profile_once(fns)
     return 0
 
 
