@@ -84,10 +84,12 @@ struct W4A16MapShape {
 CHORD_W4A16_HD constexpr W4A16MapShape w4a16_weight_map_shape(int experts, int n, int k, int block_n) {
   return {(long long)experts * (n / 16), (long long)(k / kW4A16WgmmaBlockK) * 128, 4, block_n / 16, 128};
 }
+// Group 128 (g128): one row of [E * K/128, N] per box, which two consecutive k blocks share.
 CHORD_W4A16_HD constexpr W4A16MapShape w4a16_scale_map_shape(int experts, int n, int k, int block_n, bool nf4,
-                                                             bool zp = false) {
-  return nf4 ? W4A16MapShape{(long long)experts * (k / kW4A16WgmmaBlockK), n, 4, 1, block_n}
-             : W4A16MapShape{(long long)experts * (k / 32), n, zp ? 4 : 2, 2, block_n};
+                                                             bool zp = false, bool g128 = false) {
+  return nf4    ? W4A16MapShape{(long long)experts * (k / kW4A16WgmmaBlockK), n, 4, 1, block_n}
+         : g128 ? W4A16MapShape{(long long)experts * (k / 128), n, zp ? 4 : 2, 1, block_n}
+                : W4A16MapShape{(long long)experts * (k / 32), n, zp ? 4 : 2, 2, block_n};
 }
 // Tile slots between the producer and the consumers: how many tiles the producer may resolve
 // ahead (short K: a tile's resolve must not wait for the epilogue two tiles back).
