@@ -40,8 +40,8 @@ struct W4A16GemmConfig {
                               : w4a16_threads(warps_m, warps_n);
   }
   int smem_bytes() const {
-    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4(), zero_point())
-           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4(), zero_point())
+    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4(), zero_point(), g128())
+           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4(), zero_point(), g128())
                               : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4(), zero_point(), g128());
   }
   // The kernel's __launch_bounds__ minimum CTAs per SM (0: none). 256-thread tiles run two per
@@ -55,18 +55,17 @@ struct W4A16GemmConfig {
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
-    // The WGMMA kernels do not read group-128 scales yet: those weights run on mma.sync (the
-    // resolver keeps them there).
-    if (wgmma() && g128()) return "group-128 weights run on the mma.sync engine only";
     if (warp_specialized()) {
       return split_k != 1                     ? "split-K is a mma.sync schedule"
              : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
-                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point());
+                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
+                                                                            g128());
     }
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1 ? "split-K is a mma.sync schedule"
-                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point());
+                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point(),
+                                                     g128());
     }
     return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k, zero_point(),
                               g128());

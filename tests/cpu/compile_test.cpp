@@ -125,7 +125,9 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
   // (C7511). The tables run only a few of them; kernel_check and forced configs reach the rest.
   int checked = 0;
   for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16,
-                      chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
+                      chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16,
+                      chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4G128Fp16, chord::kW4A16WeightInt4ZpG128,
+                      chord::kW4A16WeightInt4ZpG128Fp16}) {
     for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
       for (int block_n : {128, 256}) {
         for (int stages : {5, 6}) {
@@ -145,7 +147,7 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
       }
     }
   }
-  CHECK(checked == 96);
+  CHECK(checked == 160);
 }
 
 // A mma.sync config of the compile matrices below.
@@ -180,6 +182,35 @@ static std::vector<chord::W4A16GemmConfig> mma_decode_matrix(chord::W4A16WeightK
   configs.push_back(mma(chord::kW4A16Offsets, 16, 128, 128, 4));  // 16 tokens, narrow path
   if (arch.sm() >= 90) configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 4, 4));
   return configs;
+}
+
+// The one-role WGMMA tiles of the zero-point and group-128 compile matrices: two warpgroups,
+// BN128 and BN256, contiguous and indexed.
+static std::vector<chord::W4A16GemmConfig> one_role_tiles(chord::W4A16WeightKind weight) {
+  std::vector<chord::W4A16GemmConfig> tiles;
+  for (int block_n : {128, 256}) {
+    for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Indexed}) {
+      chord::W4A16GemmConfig w =
+          mma_sync_config(weight, mode, block_n == 256 ? 64 : 128, block_n, chord::kW4A16WgmmaBlockK, 4, 1, 4, 1);
+      w.engine = chord::W4A16Engine::kWgmma;
+      w.warpgroups = 2;
+      tiles.push_back(w);
+    }
+  }
+  return tiles;
+}
+
+// Compiles a one-role WGMMA tile: it traps off sm_90a but compiles; on sm_90a no wgmma may be
+// serialized.
+static void compile_one_role(const chord::W4A16GemmConfig& w, const chord::Arch& arch) {
+  REQUIRE(w.error() == nullptr);
+  const chord::KernelSource source = w.source();
+  INFO(source.name);
+  if (arch.sm() == 90) {
+    compile_sm90a_unserialized(source.name, source.text, source.options);
+  } else {
+    CHECK(chord::JitRuntime::global().compile(w.descriptor(arch))->info.arch == arch.name());
+  }
 }
 
 TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every engine and mode on every arch",
@@ -266,24 +297,8 @@ TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, t
         CHECK(kernel->info.arch == arch_name);
         if (kernel->info.meta.threads == 256 && c.launch_min_blocks() == 2) CHECK(kernel->info.registers <= 128);
       }
-      // The one-role WGMMA tiles (two warpgroups, BN128 and BN256; the warp-specialized builds
-      // are in the ptxas test above): they trap off sm_90a but compile; on sm_90a no wgmma may
-      // be serialized.
-      for (int block_n : {128, 256}) {
-        for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Indexed}) {
-          chord::W4A16GemmConfig w = mma(mode, block_n == 256 ? 64 : 128, block_n, chord::kW4A16WgmmaBlockK, 4, 1, 4);
-          w.engine = chord::W4A16Engine::kWgmma;
-          w.warpgroups = 2;
-          REQUIRE(w.error() == nullptr);
-          const chord::KernelSource source = w.source();
-          INFO(source.name);
-          if (arch.sm() == 90) {
-            compile_sm90a_unserialized(source.name, source.text, source.options);
-          } else {
-            CHECK(chord::JitRuntime::global().compile(w.descriptor(arch))->info.arch == arch_name);
-          }
-        }
-      }
+      // The one-role WGMMA tiles (the warp-specialized builds are in the ptxas test above).
+      for (const chord::W4A16GemmConfig& w : one_role_tiles(weight)) compile_one_role(w, arch);
 
       const bool fp16 = weight == chord::kW4A16WeightInt4ZpFp16;
       for (bool unpack : {false, true}) {
@@ -325,7 +340,7 @@ static long spill_stores(const chord::W4A16GemmConfig& c, const chord::Arch& arc
   return std::stol(log.substr(start, at - start));
 }
 
-TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) builds every mma.sync tile and mode on "
+TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) builds every engine, tile and mode on "
           "every arch",
           "[compile]") {
   // Per arch and group-128 kind: every mode on the 8-token decode tile (BF16: the fp32 group
@@ -335,7 +350,9 @@ TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) bu
   // start mid-group), and the pack / unpack kernels. Tiles with 128- and 256-k blocks (those the
   // tables and the heuristic pick for decode) have no spills; the 64-k blocks (whose scale row
   // index is one more live value) and the 256-thread prefill tile at its 128-register cap spill
-  // at most 24 bytes, the group-32 zero-point prefill tile's own count.
+  // at most 24 bytes, the group-32 zero-point prefill tile's own count. The one-role WGMMA tiles
+  // (one scale row per stage) compile on every arch and serialize no wgmma on sm_90a; the
+  // warp-specialized builds are in the ptxas test above.
   for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
     const chord::Arch arch = chord::parse_arch(arch_name);
     for (auto weight : {chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4G128Fp16, chord::kW4A16WeightInt4ZpG128,
@@ -379,6 +396,14 @@ TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) bu
       }
       const chord::W4A16GemmConfig prefill = mma(chord::kW4A16Masked, 128, 128, 64, 4, 2, 4);
       CHECK(spill_stores(prefill, arch) <= 24);
+      for (const chord::W4A16GemmConfig& w : one_role_tiles(weight)) {
+        // One scale row per stage (group 32: two), before the stage's 1 KiB rounding.
+        const bool zp = chord::w4a16_has_zero_point(weight);
+        CHECK(chord::w4a16_wgmma_stage_bytes(w.block_m, w.block_n, zp, true) ==
+              (w.block_m * 128 + w.block_n * 32 + w.block_n * (zp ? 4 : 2) + 1023) / 1024 * 1024);
+        CHECK(w.source().name.find("g128") != std::string::npos);
+        compile_one_role(w, arch);
+      }
       const auto kernel = chord::JitRuntime::global().compile(prefill.descriptor(arch));
       CHECK(kernel->info.registers <= 128);
 

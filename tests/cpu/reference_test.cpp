@@ -280,4 +280,27 @@ TEST_CASE("reference: group 128 packs one scale (or {scale, bias} pair) per 128 
   CHECK(changed_outside == 0);
   CHECK(same_inside == 0);
   CHECK_THROWS(pack_w4a16(codes.data(), ones.data(), E, N, 192, 128));  // K % 128 != 0
+
+  // The warp-specialized kernel's TMA scale box of group 128: one row of [E * K/128, N], k block
+  // kb (64 k) of expert x at row x * (K / 128) + kb / 2 (w4a16_wgmma_ws.cuh), holding the scales
+  // of that block's own 128-group.
+  const W4A16Packed g = pack_w4a16(codes.data(), moved.data(), E, N, K, 128);
+  for (bool zp : {false, true}) {
+    const chord::W4A16MapShape s = chord::w4a16_scale_map_shape(E, N, K, 16, false, zp, true);
+    CHECK(s.rows == static_cast<long long>(E) * (K / 128));
+    CHECK(s.cols == N);
+    CHECK(s.element_bytes == (zp ? 4 : 2));
+    CHECK((s.box_rows == 1 && s.box_cols == 16));
+    CHECK(s.rows * s.cols == static_cast<long long>(g.scales.size()));
+  }
+  size_t box_mismatch = 0;
+  for (int x = 0; x < E; ++x)
+    for (int kb = 0; kb < K / 64; ++kb)
+      for (int row = 0; row < N; ++row) {
+        // The kernel's box row, at the column the permutation puts this weight row in, holds the
+        // checkpoint scale of (row, the 128-group of k block kb's first k).
+        const size_t box = (static_cast<size_t>(x) * (K / 128) + kb / 2) * N + packed_scale_column(row);
+        box_mismatch += g.scales[box] != moved[(static_cast<size_t>(x) * N + row) * (K / 128) + (kb * 64) / 128];
+      }
+  CHECK(box_mismatch == 0);
 }

@@ -466,9 +466,10 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
   // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
   // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty. With zero
-  // points too (the {scale, bias} TMA box).
+  // points too (the {scale, bias} TMA box), and with group 128 (one scale row per two k blocks).
   const Fp16Scope dtype(GENERATE(false, true));
   const ZpScope zp(GENERATE(false, true));
+  const G128Scope g128(GENERATE(false, true));
   std::mt19937 rng(61);
   Stream stream;
   const int e = 8, n = 256, k = 768;
@@ -482,6 +483,10 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     p.mode = mode;
     p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpFp16 : chord::kW4A16WeightInt4Zp)
                     : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
+    if (g_g128) {
+      p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpG128Fp16 : chord::kW4A16WeightInt4ZpG128)
+                      : (g_fp16 ? chord::kW4A16WeightInt4G128Fp16 : chord::kW4A16WeightInt4G128);
+    }
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
     p.n = shape_n ? shape_n : n;
@@ -623,9 +628,9 @@ TEST_CASE("gpu w4a16: group 128 (symmetric and zero points, BF16 and FP16) in ev
   // 128) and the dequantized weight bit for bit against the group-32 reference of the repeated
   // scales; every GEMM against the fp32 reference of that weight, then replayed from a CUDA
   // Graph (run_and_check). mma.sync decode tiles (8 tokens: the group sums in BF16), wider
-  // tiles and the prefill tiles (the WGMMA engines do not serve group 128 yet). K is a multiple
-  // of 128 throughout; K 640 has an odd count of 128-groups per 256-k block, K 384 with split-K
-  // starts splits mid-group on 64-k blocks.
+  // tiles, the one-role WGMMA prefill (sm_90a, 256-row groups); the warp-specialized prefill is
+  // in the large-prefill test. K is a multiple of 128 throughout; K 640 has an odd count of
+  // 128-groups per 256-k block, K 384 with split-K starts splits mid-group on 64-k blocks.
   const Fp16Scope dtype(GENERATE(false, true));
   const ZpScope zp(GENERATE(false, true));
   const G128Scope g128(true);
