@@ -139,8 +139,9 @@ CHORD_EXPORT chord_status_t chord_w4a16_pack(const void* src_dev, int src_format
                                              chord_w4a16_weight_t* weight, chord_stream_t stream);
 
 /* chord_w4a16_pack with a zero point per (row, 32-k group): zero_points_dev uint8 [E, N, K/32],
- * one value 0..15 per byte (only the low nibble is read; an AWQ / GPTQ group of 64 or 128 is
- * repeated per 32). src_format and scales_dev as for chord_w4a16_pack. *weight gets format
+ * one value 0..15 per byte (only the low nibble is read; an AWQ / GPTQ group of 64 is repeated
+ * per 32; group 128: CHORD_W4A16_SRC_GROUP_128, [E, N, K/128]). src_format and scales_dev as
+ * for chord_w4a16_pack. *weight gets format
  * CHORD_FORMAT_INT4_G32_ZP (CHORD_FORMAT_INT4_G32_ZP_FP16 with CHORD_W4A16_SRC_SCALES_FP16);
  * scales_out_dev must hold chord_w4a16_zp_scale_bytes() bytes. A separate entry point (not a
  * flag of chord_w4a16_pack) because the zero points are one more pointer: the existing entry
