@@ -11,8 +11,8 @@ and the outputs written once (max of bytes / 4.47 TB/s and FLOP / 790 TFLOP/s):
 - `checkpoint`: the bytes of the format as the checkpoint stores it: 4-bit codes, one 2-byte
   scale per group, one 4-bit zero point per group (AWQ / GPTQ qzeros);
 - `chord`: the bytes chord's packed layout holds and its kernels read (docs/packed_layout.md):
-  4-bit codes, one 2-byte scale per 32 weights whatever the group (a group of 128 repeats its
-  scale), or a 4-byte {scale, bias} entry per 32 with zero points.
+  4-bit codes, one 2-byte scale (a 4-byte {scale, bias} entry with zero points) per 128 weights
+  for a group that is a multiple of 128 with K % 128 == 0 (the group-128 formats), else per 32.
 `pct_floor` is the checkpoint floor over the time: what a kernel reading the checkpoint's own
 bytes at the streaming rate would reach.
 """
@@ -28,7 +28,8 @@ import shapes  # noqa: E402
 STREAM_BYTES_PER_S = 4.47e12   # docs/shapes.md, measured on the H200
 BF16_FLOP_PER_S = 790e12       # dense BF16 (FP16 runs at the same rate on the H200)
 SEED = 2031
-CHORD_GROUP = 32               # the packed layout's scale group (docs/formats.md)
+CHORD_GROUP = 32               # the packed layout's finest scale group (docs/formats.md)
+CHORD_GROUP_128 = 128          # the group-128 formats' group
 ACT_BYTES = 2                  # bf16 and fp16 activations and outputs
 
 # The variants timed on every row, rep by rep in one process; g32 is today's format (the
@@ -63,8 +64,9 @@ def scenarios():
 
 def expert_bytes(n, k, group_size, zero_point, stored):
     """Bytes of one [n, k] INT4 expert. stored="checkpoint": codes, a 2-byte scale per group
-    and a 4-bit zero point per group; stored="chord": the packed layout (a 2-byte scale per 32,
-    or a 4-byte {scale, bias} per 32 with zero points)."""
+    and a 4-bit zero point per group; stored="chord": the packed layout (a 2-byte scale, or a
+    4-byte {scale, bias} with zero points, per 128 when the group is a multiple of 128 and
+    K % 128 == 0, else per 32: chord_kernels.pack_w4a16's choice, _ops.packed_group)."""
     if k % group_size or group_size % CHORD_GROUP:
         raise ValueError(f"group {group_size} does not divide K = {k} or is not a multiple of {CHORD_GROUP}")
     codes = n * k // 2
@@ -72,7 +74,8 @@ def expert_bytes(n, k, group_size, zero_point, stored):
         groups = n * (k // group_size)
         return codes + 2 * groups + (groups // 2 if zero_point else 0)
     if stored == "chord":
-        return codes + n * (k // CHORD_GROUP) * (4 if zero_point else 2)
+        packed = CHORD_GROUP_128 if group_size % CHORD_GROUP_128 == 0 and k % CHORD_GROUP_128 == 0 else CHORD_GROUP
+        return codes + n * (k // packed) * (4 if zero_point else 2)
     raise ValueError(f"stored must be 'checkpoint' or 'chord', not {stored!r}")
 
 

@@ -107,6 +107,9 @@ uint32_t chord_w4a16_layout_version(void) { return chord::kW4A16LayoutVersion; }
 int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_weight_bytes(E, N, K); }
 int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_scale_bytes(E, N, K); }
 int64_t chord_w4a16_zp_scale_bytes(int64_t E, int64_t N, int64_t K) { return chord::w4a16_zp_scale_bytes(E, N, K); }
+int64_t chord_w4a16_format_scale_bytes(uint32_t format, int64_t E, int64_t N, int64_t K) {
+  return chord::w4a16_format_scale_bytes(format, E, N, K);
+}
 int64_t chord_w4a16_contiguous_alignment(void) { return chord::kW4A16ContiguousAlign; }
 
 chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void* scales_dev, int64_t E, int64_t N,

@@ -65,6 +65,10 @@ chord_w4a16_weight_t weight_tag(FuzzedDataProvider& p) {
   chord_w4a16_weight_t t{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, chord_w4a16_layout_version(), 32, 2, 64, 128,
                          reinterpret_cast<void*>(kBase), reinterpret_cast<void*>(kBase + 4096)};
   if (p.ConsumeBool()) t.magic = p.ConsumeIntegral<uint32_t>();
+  if (p.ConsumeBool()) {  // a group-128 format, with its group size or another
+    t.format = CHORD_FORMAT_INT4_G128 + p.ConsumeIntegralInRange<uint32_t>(0, 3);
+    t.group_size = p.ConsumeBool() ? 128 : 32;
+  }
   if (p.ConsumeBool()) t.format = p.ConsumeIntegral<uint32_t>();
   if (p.ConsumeBool()) t.layout_version = p.ConsumeIntegral<uint32_t>();
   if (p.ConsumeBool()) t.group_size = p.ConsumeIntegral<uint32_t>();
@@ -111,6 +115,8 @@ void fuzz_operator(int which, FuzzedDataProvider& p) {
     }
     case 2: {
       int format = p.ConsumeIntegralInRange<int>(-2, 3);
+      if (p.ConsumeBool()) format |= CHORD_W4A16_SRC_SCALES_FP16;
+      if (p.ConsumeBool()) format |= CHORD_W4A16_SRC_GROUP_128;  // group 128: K % 128 == 0 too
       void* src = pointer(p);
       void* scales = pointer(p);
       int64_t e = size_value(p), n = size_value(p), k = size_value(p);

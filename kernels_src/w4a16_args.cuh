@@ -33,6 +33,7 @@ constexpr int kW4A16ContiguousAlign = 128;
 // Packed layout granules (docs/packed_layout.md): a weight "chunk" is one 16 (n) x 64 (k)
 // block = 32 lanes x 16 bytes; scales are packed [E, K/32, N] with rows permuted in 16s.
 constexpr int kW4A16GroupSize = 32;
+constexpr int kW4A16Group128 = 128;  // the group-128 kinds' scale group (w4a16_scale_group)
 constexpr int kW4A16PackN = 16;  // the packed weight needs N % 16 == 0
 constexpr int kW4A16PackK = 64;  // the packed weight needs K % 64 == 0
 constexpr unsigned int kW4A16LayoutVersion = 1;
@@ -95,19 +96,20 @@ enum Int4SourceFormat : int {
 // GPU pack / unpack arguments.
 struct W4A16PackArgs {
   const void* src;         // codes (uint8) or compressed words (int32), see Int4SourceFormat
-  const void* src_scales;  // bf16 [E, N, K/32]
+  const void* src_scales;  // bf16 [E, N, K/G] (G = 32; the group-128 kernels: 128)
   void* dst;               // packed weight, E * N * K / 2 bytes
-  void* dst_scales;        // packed scales, bf16 [E, K/32, N]
+  void* dst_scales;        // packed scales, bf16 [E, K/G, N]
   int num_experts;
   int n;                   // N % 16 == 0
   int k;                   // K % 64 == 0
   int pad_;
 };
 
-// The zero-point pack kernels: W4A16PackArgs plus the zero points, uint8 [E, N, K/32], one
-// 0..15 per byte (a struct of its own so the other pack kernels' parameters stay as they are).
+// The zero-point pack kernels: W4A16PackArgs plus the zero points, uint8 [E, N, K/G], one
+// 0..15 per byte (a struct of its own so the other pack kernels' parameters stay as they are;
+// G: the kernel's group, 32 or 128, as for src_scales and dst_scales).
 struct W4A16PackZpArgs {
-  W4A16PackArgs base;      // dst_scales: 32-bit {scale, -(M + zp)} pairs [E, K/32, N]
+  W4A16PackArgs base;      // dst_scales: 32-bit {scale, -(M + zp)} pairs [E, K/G, N]
   const void* zero_points;
 };
 
@@ -134,10 +136,17 @@ CHORD_W4A16_HD constexpr int w4a16_threads(int warps_m, int warps_n) { return 32
 CHORD_W4A16_HD constexpr int w4a16_smem_header_bytes(int block_m) {
   return ((2 * block_m + 64) * 4 + 127) / 128 * 128;
 }
-// One pipeline stage: activation tile + weight tile + scale tile (each a multiple of 128 B).
-// zp: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs.
-CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, int block_k, bool zp = false) {
-  return block_m * block_k * 2 + block_n * block_k / 2 + (block_k / 32) * block_n * (zp ? 4 : 2);
+// Scale rows of a k block of BLOCK_K: one per 32 k, or with group-128 weights (g128) one per
+// 128 k and at least one (a 64-k block reads its 128-group's row).
+CHORD_W4A16_HD constexpr int w4a16_scale_rows(int block_k, bool g128 = false) {
+  return g128 ? (block_k >= 128 ? block_k / 128 : 1) : block_k / 32;
+}
+// One pipeline stage: activation tile + weight tile + scale tile (each a multiple of 16 B).
+// zp: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs; g128: group-128
+// weights (w4a16_scale_rows).
+CHORD_W4A16_HD constexpr int w4a16_smem_stage_bytes(int block_m, int block_n, int block_k, bool zp = false,
+                                                    bool g128 = false) {
+  return block_m * block_k * 2 + block_n * block_k / 2 + w4a16_scale_rows(block_k, g128) * block_n * (zp ? 4 : 2);
 }
 // Epilogue staging tile [BLOCK_M][BLOCK_N + 8] bf16 (reuses the pipeline buffers).
 CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n) {
@@ -147,23 +156,25 @@ CHORD_W4A16_HD constexpr int w4a16_smem_epilogue_bytes(int block_m, int block_n)
 // placed after everything else.
 constexpr int kW4A16NF4TableBytes = 256 * 32 * 4;
 // Dynamic shared memory the GEMM kernel needs (the launcher opts in above 48 KiB); nf4: NF4
-// weights (W4A16WeightKind other than INT4); zp: zero-point weights (twice the scale tile).
+// weights (W4A16WeightKind other than INT4); zp: zero-point weights (twice the scale tile);
+// g128: group-128 weights (w4a16_scale_rows).
 CHORD_W4A16_HD constexpr int w4a16_smem_bytes(int block_m, int block_n, int block_k, int stages, bool nf4 = false,
-                                              bool zp = false) {
+                                              bool zp = false, bool g128 = false) {
   return w4a16_smem_header_bytes(block_m) +
-         (w4a16_smem_stage_bytes(block_m, block_n, block_k, zp) * stages >
+         (w4a16_smem_stage_bytes(block_m, block_n, block_k, zp, g128) * stages >
                   w4a16_smem_epilogue_bytes(block_m, block_n)
-              ? w4a16_smem_stage_bytes(block_m, block_n, block_k, zp) * stages
+              ? w4a16_smem_stage_bytes(block_m, block_n, block_k, zp, g128) * stages
               : w4a16_smem_epilogue_bytes(block_m, block_n)) +
          (nf4 ? kW4A16NF4TableBytes : 0);
 }
 
 // Why a config is invalid, or nullptr. Rules the template static_asserts as well. nf4: NF4
 // weights (the pair table); split_k: CTAs per tile, whose fp32 partial tile must fit the
-// pipeline's shared memory; zp: zero-point weights (their larger scale tile).
+// pipeline's shared memory; zp: zero-point weights (their larger scale tile); g128: group-128
+// weights (their smaller one).
 CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n, int block_k, int stages,
                                                         int warps_m, int warps_n, bool nf4 = false,
-                                                        int split_k = 1, bool zp = false) {
+                                                        int split_k = 1, bool zp = false, bool g128 = false) {
   return (block_m != 8 && block_m != 16 && block_m != 32 && block_m != 64 && block_m != 128)
              ? "BLOCK_M must be 8, 16, 32, 64 or 128"
          : (block_k != 64 && block_k != 128 && block_k != 256) ? "BLOCK_K must be 64, 128 or 256"
@@ -172,10 +183,11 @@ CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n
          : (warps_m < 1 || warps_n < 1 || warps_m * warps_n > 16) ? "WARPS_M * WARPS_N must be in [1, 16]"
          : (block_m % (8 * warps_m) != 0)                        ? "BLOCK_M / WARPS_M must be a multiple of 8"
          : (block_n % (16 * warps_n) != 0)                       ? "BLOCK_N / WARPS_N must be a multiple of 16"
-         : (w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4, zp) > 227 * 1024)
+         : (w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4, zp, g128) > 227 * 1024)
              ? "shared memory exceeds 227 KiB"
          : (split_k != 1 && split_k != 2 && split_k != 4 && split_k != 8) ? "split-K must be 1, 2, 4 or 8"
-         : (split_k > 1 && block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k, zp))
+         : (split_k > 1 &&
+            block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k, zp, g128))
              ? "split-K needs the fp32 partial tile (BLOCK_M x BLOCK_N x 4 bytes) to fit the pipeline stages"
              : nullptr;
 }

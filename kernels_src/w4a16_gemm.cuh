@@ -60,16 +60,18 @@ CHORD_W4A16_HD constexpr int w4a16_default_path(int block_m, int warps_m, int st
 // ---------------------------------------------------------------------------------------
 // Compile-time configuration.
 // ---------------------------------------------------------------------------------------
-// ZP: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs.
-template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, bool ZP = false>
+// ZP: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs; G128: group-128
+// weights, one scale row per 128 k (at least one per stage).
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, bool ZP = false,
+          bool G128 = false>
 struct W4A16Config {
   static constexpr int kThreads = w4a16_threads(WARPS_M, WARPS_N);
-  static constexpr int kSmemBytes = w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, false, ZP);
+  static constexpr int kSmemBytes = w4a16_smem_bytes(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, false, ZP, G128);
   static constexpr int kHeaderBytes = w4a16_smem_header_bytes(BLOCK_M);
-  static constexpr int kStageBytes = w4a16_smem_stage_bytes(BLOCK_M, BLOCK_N, BLOCK_K, ZP);
+  static constexpr int kStageBytes = w4a16_smem_stage_bytes(BLOCK_M, BLOCK_N, BLOCK_K, ZP, G128);
   static constexpr int kABytes = BLOCK_M * BLOCK_K * 2;     // activations, swizzled rows
   static constexpr int kWBytes = BLOCK_N * BLOCK_K / 2;     // packed weight chunks
-  static constexpr int kSBytes = (BLOCK_K / 32) * BLOCK_N * (ZP ? 4 : 2);  // packed scales
+  static constexpr int kSBytes = w4a16_scale_rows(BLOCK_K, G128) * BLOCK_N * (ZP ? 4 : 2);  // packed scales
   static constexpr int kWM = BLOCK_M / WARPS_M;             // tokens per warp
   static constexpr int kWN = BLOCK_N / WARPS_N;             // weight rows per warp
   static constexpr int kNT = kWN / 16;                      // 16-row weight tiles per warp
@@ -92,8 +94,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // fp32 partials from their shared memory (DSMEM) in rank order, so the result does not
   // depend on timing, and writes the tile. For decode grids too small to fill the GPU
   // (few active experts): more CTAs keep more weight bytes in flight.
-  // WEIGHT (W4A16WeightKind): INT4 group-32 with BF16 or FP16 scales (activations and output
-  // of the scale's type), or NF4 with one FP32 absmax per 64 k (docs/packed_layout.md, "NF4";
+  // WEIGHT (W4A16WeightKind): INT4 group-32 or group-128 with BF16 or FP16 scales (activations
+  // and output of the scale's type; with or without zero points), or NF4 with one FP32 absmax per 64 k (docs/packed_layout.md, "NF4";
   // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
   // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
   // pipeline (w4a16_decode.cuh).
@@ -103,12 +105,17 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
   // Zero points: each scale entry is the 32-bit pair {scale, -(M + zp)} (dequant_word_zp).
   constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
+  // Group 128: one scale entry per 128 k, applied to each of its four 32-k groups as a group-32
+  // weight's own (the same decode and group sums, the same exactness); a 64-k chunk reads row
+  // (its k) / 128, so a stage holds w4a16_scale_rows(BLOCK_K, true) rows.
+  constexpr bool kG128 = w4a16_is_g128(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
-  constexpr int kGroup = kNF4 ? kNF4BlockSize : kW4A16GroupSize;  // k per scale
+  constexpr int kGroup = kNF4 ? kNF4BlockSize : kG128 ? kW4A16Group128 : kW4A16GroupSize;  // k per scale
   constexpr int kSB = kNF4 || kZp ? 4 : 2;                         // bytes per scale (entry)
+  constexpr int kSRows = kG128 ? w4a16_scale_rows(BLOCK_K, true) : BLOCK_K / kGroup;  // scale rows per stage
   static_assert(PATH == kW4A16PathStaged || PATH == kW4A16PathDirect, "unknown W4A16 main-loop path");
   using namespace w4a16_detail;
-  using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kZp>;
+  using Cfg = W4A16Config<BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kZp, kG128>;
   constexpr int kThreads = Cfg::kThreads;
   constexpr int kNT = Cfg::kNT, kMT = Cfg::kMT, kKC = Cfg::kKC;
   // INT4 tiles of 8 tokens per warp apply the scale to fp32 group sums (int4_group_mma); wider
@@ -125,8 +132,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
   // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
   constexpr bool kNF4Sum = kNF4 && kMT == 1;
-  static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K, kZp) == nullptr,
-                "invalid W4A16 config with NF4 weights, zero points or split-K (see w4a16_config_error)");
+  static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K, kZp, kG128) ==
+                    nullptr,
+                "invalid W4A16 config with NF4 weights, zero points, group 128 or split-K (see w4a16_config_error)");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -166,7 +174,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   const unsigned char* s_ptr = static_cast<const unsigned char*>(args.scales) +
                                (unsigned long long)expert * (unsigned long long)(K / kGroup) * N * kSB +
                                (unsigned long long)n_block * BLOCK_N * kSB +
-                               (unsigned long long)kb0 * (BLOCK_K / kGroup) * N * kSB;
+                               (kG128 ? (unsigned long long)(kb0 * BLOCK_K / kW4A16Group128) * N * kSB
+                                      : (unsigned long long)kb0 * (BLOCK_K / kGroup) * N * kSB);
   const unsigned int pipe_base = ptx::smem_addr(pipe);
 
   // Every copy of a k block is a fixed set of 16-byte chunks; a thread owns chunks tid,
@@ -210,7 +219,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   constexpr int kWChunks = BLOCK_N * BLOCK_K / 32;
   constexpr int kWIters = (kWChunks + kThreads - 1) / kThreads;
   constexpr int kSChunksPerRow = BLOCK_N * kSB / 16;
-  constexpr int kSChunks = (BLOCK_K / kGroup) * kSChunksPerRow;
+  constexpr int kSChunks = kSRows * kSChunksPerRow;
   constexpr int kSIters = (kSChunks + kThreads - 1) / kThreads;
   const unsigned char* w_src[PATH == kW4A16PathStaged ? kWIters : 1];
   const unsigned char* sc_src[PATH == kW4A16PathStaged ? kSIters : 1];
@@ -230,6 +239,15 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   }
   const unsigned long long w_kb_step = (unsigned long long)kKC * 512ull;
   const unsigned long long s_kb_step = (unsigned long long)(BLOCK_K / kGroup) * N * kSB;
+  // The scale rows of k block kb from s_ptr. Group 128 with 64-k blocks: block kb0 + kb reads
+  // row (kb0 + kb) / 2, so two consecutive blocks share one.
+  auto s_kb_off = [&](int kb) -> unsigned long long {
+    if constexpr (kG128 && BLOCK_K < kW4A16Group128) {
+      return (unsigned long long)(((kb0 + kb) >> 1) - (kb0 >> 1)) * N * kSB;
+    } else {
+      return kb * s_kb_step;
+    }
+  };
 
   // Issue the copies of k-block kb into stage slot `slot` (staged path: all three tiles).
   auto load_stage = [&](int kb, int slot) {
@@ -245,7 +263,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
 #pragma unroll
     for (int i = 0; i < kSIters; ++i) {
       if (kSChunks % kThreads == 0 || tid + i * kThreads < kSChunks)
-        ptx::cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + kb * s_kb_step, 16);
+        ptx::cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + s_kb_off(kb), 16);
     }
   };
 
@@ -301,11 +319,21 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     // scale offsets are warp-uniform (one multiply per k block, shared by the n tiles).
     auto load_w = [&](int kb, int u) {
       const unsigned long long w_off = (unsigned long long)(kb * kU + u) * 512ull;
-      const unsigned long long s_off = (unsigned long long)(kb * kU + u) * (kNF4 ? 1 : 2) * srow;
+      // Group 128: chunk c (from k 0) reads row c / 2 (s_ptr is at row (kb0 * kKC) / 2).
+      const unsigned long long s_off =
+          kG128 ? (unsigned long long)(((kb0 * kKC + kb * kU + u) >> 1) - ((kb0 * kKC) >> 1)) * srow
+                : (unsigned long long)(kb * kU + u) * (kNF4 ? 1 : 2) * srow;
 #pragma unroll
       for (int i = 0; i < kNT; ++i) {
         ptx::ldg_stream_v4(wp[i] + w_off, wq[u][i]);
-        if constexpr (kNF4) {
+        if constexpr (kG128 && kZp) {
+          ptx::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // {p[g], p[g+8]}, both 32-k groups
+          sq[u][i][2] = sq[u][i][0];
+          sq[u][i][3] = sq[u][i][1];
+        } else if constexpr (kG128) {
+          sq[u][i][0] = ptx::ldg_nc_b32(sp[i] + s_off);  // {s[g], s[g+8]}, both 32-k groups
+          sq[u][i][1] = sq[u][i][0];
+        } else if constexpr (kNF4) {
           ptx::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // {a[g], a[g+8]}
         } else if constexpr (kZp) {
           ptx::ldg_nc_v2(sp[i] + s_off, sq[u][i]);  // group 0: {p[g], p[g+8]}
@@ -491,7 +519,15 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
       for (int i = 0; i < kNT; ++i) {
         const int nt = warp_n * kNT + i;
         ptx::lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
-        if constexpr (kNF4) {
+        if constexpr (kG128 && kZp) {
+          // Row kc / 2 of the stage holds this chunk's 128-k group (BLOCK_K 64: row 0).
+          ptx::lds64(ss + ((kc >> 1) * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i]);
+          sc[i][2] = sc[i][0];
+          sc[i][3] = sc[i][1];
+        } else if constexpr (kG128) {
+          sc[i][0] = ptx::lds32(ss + ((kc >> 1) * BLOCK_N + nt * 16 + 2 * g) * 2);
+          sc[i][1] = sc[i][0];
+        } else if constexpr (kNF4) {
           ptx::lds64(ss + (kc * BLOCK_N + nt * 16 + 2 * g) * 4, sc[i]);  // {a[g], a[g+8]}
         } else if constexpr (kZp) {
 #pragma unroll

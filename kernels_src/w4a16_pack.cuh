@@ -10,7 +10,7 @@
 // (layout v2): the same words, slot s at nibble nf4_slot_nibble(s), so that byte p holds
 // fragment register p; the FP32 absmax is resolved here, once, with bitsandbytes' arithmetic.
 // Packed scales: [E, K/GROUP, N], column n = nt*16 + scale_pos_in_16(r) holds row nt*16 + r
-// (INT4: bf16 or fp16 per 32 k; NF4: FP32 absmax per 64 k).
+// (INT4: bf16 or fp16 per 32 k, or per 128 k for the group-128 kinds; NF4: FP32 absmax per 64 k).
 // Launch (every kernel here): grid = w4a16_pack_grid(E, N, K), block = kW4A16PackThreads, no
 // shared memory.
 #pragma once
@@ -94,11 +94,13 @@ __device__ __forceinline__ unsigned int w4a16_src_code(const W4A16PackArgs& args
   }
 }
 
-template <int SRC_FORMAT>
+// GROUP: k per scale, 32, or 128 for the group-128 kinds (src_scales [E, N, K/128], packed
+// [E, K/128, N]; the same words).
+template <int SRC_FORMAT, int GROUP = 32>
 __device__ __forceinline__ void w4a16_pack_body(const W4A16PackArgs& args) {
   const unsigned short* ss = static_cast<const unsigned short*>(args.src_scales);
   unsigned short* ds = static_cast<unsigned short*>(args.dst_scales);
-  w4a16_detail::pack_loops<32>(
+  w4a16_detail::pack_loops<GROUP>(
       args.num_experts, args.n, args.k, static_cast<unsigned int*>(args.dst),
       [&](long long row, int k) { return w4a16_src_code<SRC_FORMAT>(args, row, k); }, [](int s) { return s; },
       [&](long long i, long long src) { ds[i] = ss[src]; });
@@ -106,23 +108,23 @@ __device__ __forceinline__ void w4a16_pack_body(const W4A16PackArgs& args) {
 
 // Zero points: the same words; each packed scale entry becomes the 32-bit pair
 // {lo: scale, hi: int4_zp_bias(ELEM, zp)} (the zero point of the same row and group, uint8
-// [E, N, K/32]), so one 8-byte load gives a lane both rows' scale and bias. ELEM: the scales'
-// type, which the bias is written in.
-template <int SRC_FORMAT, int ELEM>
+// [E, N, K/GROUP]), so one 8-byte load gives a lane both rows' scale and bias. ELEM: the scales'
+// type, which the bias is written in; GROUP: 32 or 128.
+template <int SRC_FORMAT, int ELEM, int GROUP = 32>
 __device__ __forceinline__ void w4a16_pack_zp_body(const W4A16PackZpArgs& zargs) {
   const W4A16PackArgs& args = zargs.base;
   const unsigned short* ss = static_cast<const unsigned short*>(args.src_scales);
   const unsigned char* zs = static_cast<const unsigned char*>(zargs.zero_points);
   unsigned int* ds = static_cast<unsigned int*>(args.dst_scales);
-  w4a16_detail::pack_loops<32>(
+  w4a16_detail::pack_loops<GROUP>(
       args.num_experts, args.n, args.k, static_cast<unsigned int*>(args.dst),
       [&](long long row, int k) { return w4a16_src_code<SRC_FORMAT>(args, row, k); }, [](int s) { return s; },
       [&](long long i, long long src) { ds[i] = ss[src] | (int4_zp_bias(ELEM, zs[src]) << 16); });
 }
 
 // Packed -> T [E, N, K] with exactly the GEMM's dequantization arithmetic (T: the scales' type,
-// BF16 or FP16).
-template <int ELEM = kNF4BF16>
+// BF16 or FP16). GROUP: k per scale (32 or 128).
+template <int ELEM = kNF4BF16, int GROUP = 32>
 __device__ __forceinline__ void w4a16_unpack_body(const W4A16UnpackArgs& args) {
   using namespace w4a16_detail;
   const int N = args.n, K = args.k;
@@ -130,15 +132,15 @@ __device__ __forceinline__ void w4a16_unpack_body(const W4A16UnpackArgs& args) {
   const unsigned short* sc = static_cast<const unsigned short*>(args.scales);
   unpack_loop(args.num_experts, N, K, static_cast<unsigned short*>(args.out),
               [&](long long w, const PackedWordAt& at, int k0, int g, unsigned int* a) {
-                const int grp = k0 / 32;
+                const int grp = k0 / GROUP;
                 const unsigned int s2 = *reinterpret_cast<const unsigned int*>(
-                    sc + (at.e * (K / 32) + grp) * N + at.nt * 16 + scale_pos_in_16(g));  // {s[g], s[g+8]}
+                    sc + (at.e * (K / GROUP) + grp) * N + at.nt * 16 + scale_pos_in_16(g));  // {s[g], s[g+8]}
                 dequant_word<ELEM>(src[w], s2, a);
               });
 }
 
 // Zero points: the pairs {p[g], p[g+8]} of the word's group, decoded as the GEMM does.
-template <int ELEM = kNF4BF16>
+template <int ELEM = kNF4BF16, int GROUP = 32>
 __device__ __forceinline__ void w4a16_unpack_zp_body(const W4A16UnpackArgs& args) {
   using namespace w4a16_detail;
   const int N = args.n, K = args.k;
@@ -146,7 +148,7 @@ __device__ __forceinline__ void w4a16_unpack_zp_body(const W4A16UnpackArgs& args
   const unsigned int* sc = static_cast<const unsigned int*>(args.scales);
   unpack_loop(args.num_experts, N, K, static_cast<unsigned short*>(args.out),
               [&](long long w, const PackedWordAt& at, int k0, int g, unsigned int* a) {
-                const unsigned int* p = sc + (at.e * (K / 32) + k0 / 32) * N + at.nt * 16 + scale_pos_in_16(g);
+                const unsigned int* p = sc + (at.e * (K / GROUP) + k0 / GROUP) * N + at.nt * 16 + scale_pos_in_16(g);
                 dequant_word_zp<ELEM>(src[w], p[0], p[1], a);
               });
 }

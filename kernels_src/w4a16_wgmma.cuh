@@ -43,19 +43,21 @@ namespace chord {
 
 // The grid is the mma.sync path's: w4a16_grid(args, BLOCK_M, BLOCK_N) (n block fastest).
 
-// ZP: zero-point weights (32-bit {scale, bias} scale entries).
-template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, bool NF4_TABLE = false, bool ZP = false>
+// ZP: zero-point weights (32-bit {scale, bias} scale entries); G128: group-128 weights (one
+// scale row per stage).
+template <int MODE, int BLOCK_M, int BLOCK_N, int WARPGROUPS, int STAGES, bool NF4_TABLE = false, bool ZP = false,
+          bool G128 = false>
 struct W4A16WgmmaConfig {
   static constexpr int kThreads = w4a16_threads(4, WARPGROUPS);
-  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(BLOCK_M, BLOCK_N, ZP);
-  static constexpr int kPipeBytes = w4a16_wgmma_pipe_bytes(BLOCK_M, BLOCK_N, STAGES, ZP);
+  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(BLOCK_M, BLOCK_N, ZP, G128);
+  static constexpr int kPipeBytes = w4a16_wgmma_pipe_bytes(BLOCK_M, BLOCK_N, STAGES, ZP, G128);
   static constexpr int kHeaderBytes = (2 * BLOCK_M + 64) * 4;
-  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES, NF4_TABLE, ZP);
+  static constexpr int kSmemBytes = w4a16_wgmma_smem_bytes(BLOCK_M, BLOCK_N, STAGES, NF4_TABLE, ZP, G128);
   static constexpr int kABytes = BLOCK_M * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
   static constexpr int kTiles = BLOCK_N / (64 * WARPGROUPS);  // m64 tiles per warpgroup
   static constexpr int kAcc = BLOCK_M / 2;                     // fp32 accumulators per m64 tile
-  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, NF4_TABLE, ZP) == nullptr,
+  static_assert(w4a16_wgmma_config_error(MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, NF4_TABLE, ZP, G128) == nullptr,
                 "invalid W4A16 WGMMA config (see w4a16_wgmma_config_error)");
   static_assert(kThreads == w4a16_wgmma_threads(WARPGROUPS), "warpgroup = 4 warps");
 };
@@ -66,13 +68,15 @@ struct W4A16WgmmaConfig {
 // -> af[k16 step][4].
 // INT4: (code - 8) * scale in T (the scale's type: BF16, or FP16 for the FP16 kind); zero points:
 // (code - zp) * scale (dequant_word_zp); NF4: a pair-table lookup (nf4_lane: this lane's replica)
-// scaled by the absmax in T, from a table of REPLICAS replicas.
+// scaled by the absmax in T, from a table of REPLICAS replicas. Group 128: the stage holds one
+// scale row, read for both 32-k halves of the block.
 template <int BLOCK_N, int WEIGHT, int REPLICAS = 16>
 __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsigned int w_rd, unsigned int s_rd,
                                                         unsigned int nf4_lane, int i, unsigned int (&af)[4][4],
                                                         unsigned int nf4_table = 0) {
   using namespace w4a16_detail;
   constexpr int kElem = w4a16_element(WEIGHT);
+  constexpr bool kG128 = w4a16_is_g128(WEIGHT);
   unsigned int q[4];
   ptx::lds128(stage + w_rd + i * 2048, q[0], q[1], q[2], q[3]);
   if constexpr (w4a16_is_nf4(WEIGHT)) {
@@ -87,7 +91,12 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
     (void)nf4_lane;
     unsigned int p0[2], p1[2];  // {pair[g], pair[g + 8]} of the two 32-k groups
     ptx::lds64(stage + s_rd + i * 256, p0);
-    ptx::lds64(stage + s_rd + i * 256 + BLOCK_N * 4, p1);
+    if constexpr (kG128) {
+      p1[0] = p0[0];
+      p1[1] = p0[1];
+    } else {
+      ptx::lds64(stage + s_rd + i * 256 + BLOCK_N * 4, p1);
+    }
     dequant_word_zp<kElem>(q[0], p0[0], p0[1], af[0]);
     dequant_word_zp<kElem>(q[1], p0[0], p0[1], af[1]);
     dequant_word_zp<kElem>(q[2], p1[0], p1[1], af[2]);
@@ -95,7 +104,7 @@ __device__ __forceinline__ void w4a16_wgmma_decode_tile(unsigned int stage, unsi
   } else {
     (void)nf4_lane;
     const unsigned int s0 = ptx::lds32(stage + s_rd + i * 128);
-    const unsigned int s1 = ptx::lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
+    const unsigned int s1 = kG128 ? s0 : ptx::lds32(stage + s_rd + i * 128 + BLOCK_N * 2);
     const unsigned int s0_lo = ptx::splat_lo(s0), s0_hi = ptx::splat_hi(s0);
     const unsigned int s1_lo = ptx::splat_lo(s1), s1_hi = ptx::splat_hi(s1);
     dequant_word_splat<kElem>(q[0], s0_lo, s0_hi, af[0]);
@@ -131,7 +140,7 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   static_assert(INFLIGHT == 0 || INFLIGHT == 1, "INFLIGHT must be 0 or 1");
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
   using Cfg = W4A16WgmmaConfig<MODE, BLOCK_M, BLOCK_N, WARPGROUPS, STAGES, w4a16_is_nf4(WEIGHT),
-                               w4a16_has_zero_point(WEIGHT)>;
+                               w4a16_has_zero_point(WEIGHT), w4a16_is_g128(WEIGHT)>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
   constexpr int kThreads = Cfg::kThreads;
@@ -139,6 +148,8 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   constexpr int kAcc = Cfg::kAcc;
   constexpr bool kNF4 = w4a16_is_nf4(WEIGHT);
   constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
+  // Group 128: one scale row per k block, that of its 128-k group (k block kb: row kb / 2).
+  constexpr bool kG128 = w4a16_is_g128(WEIGHT);
   constexpr int kElem = w4a16_element(WEIGHT);
   constexpr bool kF16 = kElem == kNF4FP16;
 
@@ -209,19 +220,21 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
 
   // Every lane copies a scale piece, lanes l and l + 4 kTiles the same 16 bytes to the same
   // place: cheaper than the branch the compiler emits around a copy by some lanes only.
-  const int s_tile = (lane >> 2) % kTiles, s_grp = (lane >> 1) & 1, s_half = lane & 1;
+  // Group 128: the one row; the lanes of the second group row copy the first's pieces again.
+  const int s_tile = (lane >> 2) % kTiles, s_grp = kG128 ? 0 : (lane >> 1) & 1, s_half = lane & 1;
   // The scale bytes of one k block are (K / 64) * N * 4 either way: two BF16 group rows or
   // one FP32 absmax row. Zero points: twice that, two rows of 32-bit {scale, bias} pairs, a
   // tile's 16 rows 64 bytes per group row (4 pieces; lane l: tile (l / 8) % kTiles, group
   // (l / 4) % 2, piece l % 4; lanes l and l + 8 kTiles copy the same piece).
-  const int z_tile = (lane >> 3) % kTiles, z_grp = (lane >> 2) & 1, z_piece = lane & 3;
+  const int z_tile = (lane >> 3) % kTiles, z_grp = kG128 ? 0 : (lane >> 2) & 1, z_piece = lane & 3;
+  constexpr int kScaleGroup = kG128 ? 128 : 32;  // INT4: k per scale row
   const unsigned char* s_src_ptr =
       kZp ? static_cast<const unsigned char*>(args.scales) +
-                (unsigned long long)expert * (unsigned long long)(K / 32) * N * 4ull +
+                (unsigned long long)expert * (unsigned long long)(K / kScaleGroup) * N * 4ull +
                 (unsigned long long)n_block * BLOCK_N * 4ull + (unsigned long long)z_grp * N * 4ull +
                 (nt0 + 4 * z_tile) * 64 + z_piece * 16
           : static_cast<const unsigned char*>(args.scales) +
-                (unsigned long long)expert * (unsigned long long)(K / 32) * N * 2ull +
+                (unsigned long long)expert * (unsigned long long)(K / kScaleGroup) * N * 2ull +
                 (kNF4 ? (unsigned long long)n_block * BLOCK_N * 4ull + (nt0 + 4 * s_tile) * 64 + (s_grp * 2 + s_half) * 16
                       : (unsigned long long)n_block * BLOCK_N * 2ull + (unsigned long long)s_grp * N * 2ull +
                             (nt0 + 4 * s_tile) * 32 + s_half * 16);
@@ -269,7 +282,12 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
     const bool step = ++load_kb < num_k;
     a_k += step ? kW4A16WgmmaBlockK / 8 : 0;
     w_koff += step ? 512u : 0u;
-    s_koff += step ? (kZp ? 8u : 4u) * (unsigned int)N : 0u;
+    // Group 128: the next block's row is the next row only when it starts a 128-k group.
+    if constexpr (kG128) {
+      s_koff += step && (load_kb & 1) == 0 ? (kZp ? 4u : 2u) * (unsigned int)N : 0u;
+    } else {
+      s_koff += step ? (kZp ? 8u : 4u) * (unsigned int)N : 0u;
+    }
   };
 
   float acc[kTiles][kAcc];

@@ -46,15 +46,16 @@ struct W4A16WgmmaWsConfig {
   static constexpr int kBlockM = kW4A16WgmmaWsBlockM;
   static constexpr int kThreads = kW4A16WgmmaWsThreads;
   static constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
-  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N, kZp);
+  static constexpr bool kG128 = w4a16_is_g128(WEIGHT);
+  static constexpr int kStageBytes = w4a16_wgmma_stage_bytes(kBlockM, BLOCK_N, kZp, kG128);
   static constexpr int kABytes = kBlockM * 128;
   static constexpr int kWBytes = BLOCK_N * 32;
   // INT4: two 16-bit group rows; NF4: one FP32 absmax row; zero points: two rows of 32-bit
-  // {scale, bias} pairs.
-  static constexpr int kSBytes = BLOCK_N * (kZp ? 8 : 4);
+  // {scale, bias} pairs; group 128: one row (of 16-bit scales or of pairs).
+  static constexpr int kSBytes = BLOCK_N * (kZp ? 8 : 4) / (kG128 ? 2 : 1);
   static constexpr int kTiles = BLOCK_N / 128;  // m64 tiles per consumer warpgroup
   static constexpr int kAcc = kBlockM / 2;
-  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT), kZp) == nullptr,
+  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT), kZp, kG128) == nullptr,
                 "invalid W4A16 warp-specialized WGMMA config (see w4a16_wgmma_ws_config_error)");
 };
 
@@ -202,10 +203,11 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
         a_valid |= (src >= 0 ? 1u : 0u) << i;
       }
       // The TMA boxes' rows (w4a16_weight_map_shape, w4a16_scale_map_shape): the expert's n tiles
-      // of this block; its scale rows of k block 0 (INT4 two per k block, NF4 one).
+      // of this block; its scale rows of k block 0 (INT4 two per k block, NF4 one; group 128 one
+      // per two k blocks: k block kb reads row kb / 2 of the expert's K / 128).
       constexpr int kScaleRows = kNF4 ? 1 : 2;
       const int w_row0 = expert * (N / 16) + n_block * (BLOCK_N / 16);
-      const int s_row0 = expert * num_k * kScaleRows;
+      const int s_row0 = Cfg::kG128 ? expert * (num_k / 2) : expert * num_k * kScaleRows;
       Sync::sync();  // every producer thread has read s_src before the next resolve rewrites it
       if (kTmaA && tid != 0) continue;  // thread 0 copies the whole stage
 
@@ -219,7 +221,8 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
           // end of A): their output columns are not stored.
           if constexpr (kTmaA) ptx::tma_load_2d(st, &args.a_map, kb * kW4A16WgmmaBlockK, a_row0, full);
           ptx::tma_load_2d(st + Cfg::kABytes, &args.w_map, kb * 128, w_row0, full);
-          ptx::tma_load_2d(st + Cfg::kABytes + Cfg::kWBytes, &args.s_map, n_block * BLOCK_N, s_row0 + kb * kScaleRows, full);
+          ptx::tma_load_2d(st + Cfg::kABytes + Cfg::kWBytes, &args.s_map, n_block * BLOCK_N,
+                           Cfg::kG128 ? s_row0 + (kb >> 1) : s_row0 + kb * kScaleRows, full);
         }
         if constexpr (!kTmaA) {  // the activation rows, gathered by every producer thread
           const uint4_w* a_k = static_cast<const uint4_w*>(args.a) + kb * (kW4A16WgmmaBlockK / 8);

@@ -23,6 +23,13 @@ enum W4A16WeightKind : int {
   // scales are 32-bit pairs {scale, -(M + zp)} in T (docs/packed_layout.md, "Zero points").
   kW4A16WeightInt4Zp = 4,      // BF16 pairs; BF16 activations
   kW4A16WeightInt4ZpFp16 = 5,  // FP16 pairs; FP16 activations
+  // The same four INT4 kinds with one scale (or {scale, bias} pair) per 128 k instead of per 32:
+  // the packed scales are [E, K/128, N] (docs/packed_layout.md, "Group 128"); the packed
+  // weight words are those of group 32.
+  kW4A16WeightInt4G128 = 6,        // BF16 scales; BF16 activations
+  kW4A16WeightInt4G128Fp16 = 7,    // FP16 scales; FP16 activations
+  kW4A16WeightInt4ZpG128 = 8,      // BF16 pairs; BF16 activations
+  kW4A16WeightInt4ZpG128Fp16 = 9,  // FP16 pairs; FP16 activations
 };
 
 // NF4 kinds decode through the shared-memory pair table and read FP32 absmax per 64 k; INT4
@@ -31,14 +38,36 @@ CHORD_W4A16_HD constexpr bool w4a16_is_nf4(int weight) {
   return weight == kW4A16WeightNF4 || weight == kW4A16WeightNF4Fp16;
 }
 
-// INT4 kinds whose packed scales carry a zero point (32-bit {scale, bias} entries per 32 k).
+// INT4 kinds whose packed scales carry a zero point (32-bit {scale, bias} entries per group).
 CHORD_W4A16_HD constexpr bool w4a16_has_zero_point(int weight) {
-  return weight == kW4A16WeightInt4Zp || weight == kW4A16WeightInt4ZpFp16;
+  return weight == kW4A16WeightInt4Zp || weight == kW4A16WeightInt4ZpFp16 || weight == kW4A16WeightInt4ZpG128 ||
+         weight == kW4A16WeightInt4ZpG128Fp16;
+}
+
+// INT4 kinds with one scale entry per 128 k (kW4A16WeightInt4G128 .. kW4A16WeightInt4ZpG128Fp16).
+CHORD_W4A16_HD constexpr bool w4a16_is_g128(int weight) {
+  return weight >= kW4A16WeightInt4G128 && weight <= kW4A16WeightInt4ZpG128Fp16;
+}
+
+// The k each packed scale entry covers: 128 for the group-128 kinds, 64 for NF4's absmax, 32
+// for the other INT4 kinds.
+CHORD_W4A16_HD constexpr int w4a16_scale_group(int weight) {
+  return w4a16_is_g128(weight) ? 128 : w4a16_is_nf4(weight) ? 64 : 32;
+}
+
+// The group-32 kind a group-128 kind shares its element type and zero points with (others: itself).
+CHORD_W4A16_HD constexpr int w4a16_g32_kind(int weight) {
+  return weight == kW4A16WeightInt4G128       ? kW4A16WeightInt4
+         : weight == kW4A16WeightInt4G128Fp16 ? kW4A16WeightInt4Fp16
+         : weight == kW4A16WeightInt4ZpG128   ? kW4A16WeightInt4Zp
+         : weight == kW4A16WeightInt4ZpG128Fp16 ? kW4A16WeightInt4ZpFp16
+                                                : weight;
 }
 
 // The activation / output element type a weight kind runs with (INT4 FP16: also its scales').
 CHORD_W4A16_HD constexpr int w4a16_element(int weight) {
-  return weight == kW4A16WeightNF4Fp16 || weight == kW4A16WeightInt4Fp16 || weight == kW4A16WeightInt4ZpFp16
+  return weight == kW4A16WeightNF4Fp16 || weight == kW4A16WeightInt4Fp16 || weight == kW4A16WeightInt4ZpFp16 ||
+                 weight == kW4A16WeightInt4G128Fp16 || weight == kW4A16WeightInt4ZpG128Fp16
              ? kNF4FP16
              : kNF4BF16;
 }
@@ -51,7 +80,7 @@ CHORD_W4A16_HD constexpr unsigned int int4_zp_bias(int elem, unsigned int zp) {
 }
 
 CHORD_W4A16_HD constexpr bool w4a16_known_weight(int weight) {
-  return weight >= kW4A16WeightInt4 && weight <= kW4A16WeightInt4ZpFp16;
+  return weight >= kW4A16WeightInt4 && weight <= kW4A16WeightInt4ZpG128Fp16;
 }
 
 }  // namespace chord

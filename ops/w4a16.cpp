@@ -34,14 +34,23 @@ const char* format_name(uint32_t format) {
     case CHORD_FORMAT_INT4_G32_FP16: return "INT4 group-32 FP16";
     case CHORD_FORMAT_INT4_G32_ZP: return "INT4 group-32 with zero points";
     case CHORD_FORMAT_INT4_G32_ZP_FP16: return "INT4 group-32 FP16 with zero points";
+    case CHORD_FORMAT_INT4_G128: return "INT4 group-128";
+    case CHORD_FORMAT_INT4_G128_FP16: return "INT4 group-128 FP16";
+    case CHORD_FORMAT_INT4_G128_ZP: return "INT4 group-128 with zero points";
+    case CHORD_FORMAT_INT4_G128_ZP_FP16: return "INT4 group-128 FP16 with zero points";
     case CHORD_FORMAT_NF4: return "NF4";
   }
   return "unknown";
 }
 
+bool is_g128_format(uint32_t format) {
+  return format == CHORD_FORMAT_INT4_G128 || format == CHORD_FORMAT_INT4_G128_FP16 ||
+         format == CHORD_FORMAT_INT4_G128_ZP || format == CHORD_FORMAT_INT4_G128_ZP_FP16;
+}
+
 bool is_int4_format(uint32_t format) {
   return format == CHORD_FORMAT_INT4_G32 || format == CHORD_FORMAT_INT4_G32_FP16 ||
-         format == CHORD_FORMAT_INT4_G32_ZP || format == CHORD_FORMAT_INT4_G32_ZP_FP16;
+         format == CHORD_FORMAT_INT4_G32_ZP || format == CHORD_FORMAT_INT4_G32_ZP_FP16 || is_g128_format(format);
 }
 
 // The GEMM weight kind of an INT4 format (checked by is_int4_format).
@@ -50,8 +59,30 @@ W4A16WeightKind int4_kind(uint32_t format) {
     case CHORD_FORMAT_INT4_G32_FP16: return kW4A16WeightInt4Fp16;
     case CHORD_FORMAT_INT4_G32_ZP: return kW4A16WeightInt4Zp;
     case CHORD_FORMAT_INT4_G32_ZP_FP16: return kW4A16WeightInt4ZpFp16;
+    case CHORD_FORMAT_INT4_G128: return kW4A16WeightInt4G128;
+    case CHORD_FORMAT_INT4_G128_FP16: return kW4A16WeightInt4G128Fp16;
+    case CHORD_FORMAT_INT4_G128_ZP: return kW4A16WeightInt4ZpG128;
+    case CHORD_FORMAT_INT4_G128_ZP_FP16: return kW4A16WeightInt4ZpG128Fp16;
   }
   return kW4A16WeightInt4;
+}
+
+// The INT4 format of a packed (zero points, FP16 scales, group 128) combination.
+uint32_t int4_format(bool zero_point, bool fp16, bool g128) {
+  if (g128) {
+    return zero_point ? (fp16 ? CHORD_FORMAT_INT4_G128_ZP_FP16 : CHORD_FORMAT_INT4_G128_ZP)
+                      : (fp16 ? CHORD_FORMAT_INT4_G128_FP16 : CHORD_FORMAT_INT4_G128);
+  }
+  return zero_point ? (fp16 ? CHORD_FORMAT_INT4_G32_ZP_FP16 : CHORD_FORMAT_INT4_G32_ZP)
+                    : (fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32);
+}
+
+// Group 128 reads one scale row per 128 k: K % 128 == 0 on top of the packed layout's rules.
+void require_g128_shape(int64_t k) {
+  CHORD_REQUIRE(k % kW4A16Group128 == 0,
+                "argument 'K' = {} is invalid: the group-128 formats need K % 128 == 0 (repeat the scales per 32 "
+                "and pack without CHORD_W4A16_SRC_GROUP_128 instead)",
+                k);
 }
 
 }  // namespace
@@ -64,13 +95,16 @@ void require_w4a16_weight(const chord_w4a16_weight_t* w, uint32_t format) {
   CHORD_REQUIRE(w->format == format, "argument 'weight' has format {} ({}); this operator needs {} ({})", w->format,
                 format_name(w->format), format_name(format), format);
   const uint32_t version = format == CHORD_FORMAT_NF4 ? kNF4LayoutVersion : kW4A16LayoutVersion;  // INT4: both scale types
-  const uint32_t group = format == CHORD_FORMAT_NF4 ? kNF4BlockSize : kW4A16GroupSize;
+  const uint32_t group = format == CHORD_FORMAT_NF4 ? kNF4BlockSize
+                         : is_g128_format(format)   ? kW4A16Group128
+                                                    : kW4A16GroupSize;
   CHORD_REQUIRE(w->layout_version == version,
                 "argument 'weight' has packed layout version {}; this library reads version {} (re-pack the weights)",
                 w->layout_version, version);
   CHORD_REQUIRE(w->group_size == group, "argument 'weight' has group size {}; supported: {}", w->group_size, group);
   try {
     require_weight_shape(w->experts, w->n, w->k);
+    if (is_g128_format(format)) require_g128_shape(w->k);
   } catch (const Error& e) {  // the operator has no E/N/K arguments: say they come from the tag
     fail(CHORD_ERROR_INVALID_ARGUMENT, "argument 'weight' has an unsupported shape: {}", e.what());
   }
@@ -85,10 +119,11 @@ W4A16WeightKind require_int4_weight(const chord_w4a16_weight_t* w) {
   // dtype is known (the Python layer checks it against the tag).
   CHORD_REQUIRE(w->magic != CHORD_W4A16_MAGIC || is_int4_format(w->format),
                 "argument 'weight' has format {} ({}); this operator needs {} ({}: BF16 activations) or {} ({}: "
-                "FP16 activations), or their zero-point forms {} / {}",
+                "FP16 activations), their zero-point forms {} / {}, or the group-128 forms {} / {} / {} / {}",
                 w->format, format_name(w->format), format_name(CHORD_FORMAT_INT4_G32), CHORD_FORMAT_INT4_G32,
                 format_name(CHORD_FORMAT_INT4_G32_FP16), CHORD_FORMAT_INT4_G32_FP16, CHORD_FORMAT_INT4_G32_ZP,
-                CHORD_FORMAT_INT4_G32_ZP_FP16);
+                CHORD_FORMAT_INT4_G32_ZP_FP16, CHORD_FORMAT_INT4_G128, CHORD_FORMAT_INT4_G128_FP16,
+                CHORD_FORMAT_INT4_G128_ZP, CHORD_FORMAT_INT4_G128_ZP_FP16);
   require_w4a16_weight(w, is_int4_format(w->format) ? w->format : CHORD_FORMAT_INT4_G32);
   return int4_kind(w->format);
 }
@@ -155,7 +190,7 @@ void set_tma_maps(const Launch& l, W4A16Args* args) {
   set_map(&args->w_map, packed_map(args->w, w4a16_weight_map_shape(args->num_experts, args->n, args->k, bn)));
   set_map(&args->s_map,
           packed_map(args->scales, w4a16_scale_map_shape(args->num_experts, args->n, args->k, bn, l.config.nf4(),
-                                                         l.config.zero_point())));
+                                                         l.config.zero_point(), l.config.g128())));
   if (!w4a16_tma_activations(args->mode)) return;
   const long long rows = w4a16_a_total_rows(args->mode, args->a_rows, args->num_groups, args->max_m);
   set_map(&args->a_map, make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),
@@ -195,27 +230,42 @@ int64_t w4a16_zp_scale_bytes(int64_t experts, int64_t n, int64_t k) {
   return size_if_valid([&] { require_weight_shape(experts, n, k); },
                        [&] { return experts * n * (k / kW4A16GroupSize) * 4; });
 }
+int64_t w4a16_format_scale_bytes(uint32_t format, int64_t experts, int64_t n, int64_t k) {
+  if (!is_int4_format(format)) return -1;
+  const W4A16WeightKind kind = int4_kind(format);
+  const bool g128 = w4a16_is_g128(kind);
+  return size_if_valid(
+      [&] {
+        require_weight_shape(experts, n, k);
+        if (g128) require_g128_shape(k);
+      },
+      [&] { return experts * n * (k / w4a16_scale_group(kind)) * (w4a16_has_zero_point(kind) ? 4 : 2); });
+}
 
 // chord_w4a16_pack's src_format is the enum value itself, with the FP16 flag in a bit of its own.
 static_assert(CHORD_W4A16_SRC_CODES == kInt4Codes && CHORD_W4A16_SRC_COMPRESSED == kInt4Compressed,
               "src_format values are Int4SourceFormat");
 static_assert((CHORD_W4A16_SRC_SCALES_FP16 & (kInt4Codes | kInt4Compressed)) == 0,
               "the FP16 scales flag is apart from the format");
+static_assert((CHORD_W4A16_SRC_GROUP_128 & (kInt4Codes | kInt4Compressed | CHORD_W4A16_SRC_SCALES_FP16)) == 0,
+              "the group-128 flag is apart from the format and the FP16 flag");
 
 namespace {
 
 // The source checks both INT4 pack entry points make; returns the packer's config (source
-// form, and with the FP16 flag the FP16 element).
+// form, with the FP16 flag the FP16 element, with the group-128 flag group 128).
 W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const void* scales, int64_t experts,
                                     int64_t n, int64_t k, void* weight_out, void* scales_out,
                                     const chord_w4a16_weight_t* weight) {
   const bool fp16 = (src_format_flags & CHORD_W4A16_SRC_SCALES_FP16) != 0;
-  const int src_format = src_format_flags & ~CHORD_W4A16_SRC_SCALES_FP16;
+  const bool g128 = (src_format_flags & CHORD_W4A16_SRC_GROUP_128) != 0;
+  const int src_format = src_format_flags & ~(CHORD_W4A16_SRC_SCALES_FP16 | CHORD_W4A16_SRC_GROUP_128);
   CHORD_REQUIRE(src_format == kInt4Codes || src_format == kInt4Compressed,
                 "argument 'src_format' = {} is invalid: 0 (uint8 codes) or 1 (compressed-tensors int32), optionally "
-                "OR CHORD_W4A16_SRC_SCALES_FP16 ({})",
-                src_format_flags, CHORD_W4A16_SRC_SCALES_FP16);
+                "OR CHORD_W4A16_SRC_SCALES_FP16 ({}) and / or CHORD_W4A16_SRC_GROUP_128 ({})",
+                src_format_flags, CHORD_W4A16_SRC_SCALES_FP16, CHORD_W4A16_SRC_GROUP_128);
   require_weight_shape(experts, n, k);
+  if (g128) require_g128_shape(k);
   require_pointer(src, "src", src_format == kInt4Codes ? 1 : 4);
   require_pointer(scales, "scales", 2);
   require_pointer(weight_out, "weight_out", 16);
@@ -224,6 +274,7 @@ W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const
   W4A16PackConfig config;
   config.source_format = static_cast<Int4SourceFormat>(src_format);
   config.element = fp16 ? kNF4FP16 : kNF4BF16;
+  config.group = g128 ? kW4A16Group128 : kW4A16GroupSize;
   return config;
 }
 
@@ -238,10 +289,10 @@ void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64
   W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
                      static_cast<int>(k), 0};
   launch_pack_grid(config, args, stream);
-  // The format records which type the scales hold.
-  const uint32_t format = fp16 ? CHORD_FORMAT_INT4_G32_FP16 : CHORD_FORMAT_INT4_G32;
-  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion,
-                                 static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
+  // The format records which type the scales hold, and their group.
+  const uint32_t format = int4_format(false, fp16, config.group == kW4A16Group128);
+  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion, static_cast<uint32_t>(config.group),
+                                 experts, n, k, weight_out, scales_out};
 }
 
 void w4a16_pack_zp(const void* src, int src_format_flags, const void* scales, const void* zero_points,
@@ -258,9 +309,9 @@ void w4a16_pack_zp(const void* src, int src_format_flags, const void* scales, co
   const LoadedKernel& kernel = JitRuntime::global().kernel(config.descriptor(device.arch), device.context);
   const W4A16Dim3 grid = w4a16_pack_grid(args.base.num_experts, args.base.n, args.base.k);
   kernel.launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
-  const uint32_t format = config.element == kNF4FP16 ? CHORD_FORMAT_INT4_G32_ZP_FP16 : CHORD_FORMAT_INT4_G32_ZP;
-  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion,
-                                 static_cast<uint32_t>(kW4A16GroupSize), experts, n, k, weight_out, scales_out};
+  const uint32_t format = int4_format(true, config.element == kNF4FP16, config.group == kW4A16Group128);
+  *weight = chord_w4a16_weight_t{CHORD_W4A16_MAGIC, format, kW4A16LayoutVersion, static_cast<uint32_t>(config.group),
+                                 experts, n, k, weight_out, scales_out};
 }
 
 void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream stream) {
@@ -270,6 +321,7 @@ void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream st
   config.unpack = true;
   config.zero_point = w4a16_has_zero_point(kind);
   config.element = static_cast<NF4Element>(w4a16_element(kind));
+  config.group = w4a16_scale_group(kind);
   W4A16UnpackArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),
                        static_cast<int>(weight->n), static_cast<int>(weight->k), 0};
   launch_pack_grid(config, args, stream);

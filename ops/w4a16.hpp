@@ -17,6 +17,7 @@ W4A16WeightKind require_int4_weight(const chord_w4a16_weight_t* weight);
 int64_t w4a16_weight_bytes(int64_t experts, int64_t n, int64_t k);
 int64_t w4a16_scale_bytes(int64_t experts, int64_t n, int64_t k);
 int64_t w4a16_zp_scale_bytes(int64_t experts, int64_t n, int64_t k);  // {scale, bias} pairs
+int64_t w4a16_format_scale_bytes(uint32_t format, int64_t experts, int64_t n, int64_t k);  // any INT4 format
 
 void w4a16_pack(const void* src, int src_format, const void* scales, int64_t experts, int64_t n, int64_t k,
                 void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream);

@@ -37,14 +37,17 @@ bool runs_nf4(const ShapeSplit& split) {
   return false;
 }
 
-// The GEMM weight kinds a split's calls run, each with the modes it is called in: the four
-// INT4 kinds (BF16 or FP16 scales and activations, symmetric or with zero points: the
-// compressed-tensors, GPTQ and AWQ checkpoints; CHORD_FORMAT_INT4_G32*) in every mode, and
+// The GEMM weight kinds a split's calls run, each with the modes it is called in: the eight
+// INT4 kinds (BF16 or FP16 scales and activations, symmetric or with zero points, group 32 or
+// 128: the compressed-tensors, GPTQ and AWQ checkpoints; CHORD_FORMAT_INT4_G32*,
+// CHORD_FORMAT_INT4_G128*) in every mode, and
 // NF4 with BF16 and FP16 activations (chord_nf4_offsets: the offsets mode) where the suite
 // runs NF4 on the split.
 std::vector<W4A16WeightKind> split_weight_kinds(const ShapeSplit& split) {
-  std::vector<W4A16WeightKind> kinds = {kW4A16WeightInt4, kW4A16WeightInt4Fp16, kW4A16WeightInt4Zp,
-                                        kW4A16WeightInt4ZpFp16};
+  std::vector<W4A16WeightKind> kinds = {kW4A16WeightInt4,         kW4A16WeightInt4Fp16,
+                                        kW4A16WeightInt4Zp,       kW4A16WeightInt4ZpFp16,
+                                        kW4A16WeightInt4G128,     kW4A16WeightInt4G128Fp16,
+                                        kW4A16WeightInt4ZpG128,   kW4A16WeightInt4ZpG128Fp16};
   if (runs_nf4(split)) {
     kinds.push_back(kW4A16WeightNF4);
     kinds.push_back(kW4A16WeightNF4Fp16);
@@ -78,6 +81,7 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
     for (W4A16Mode mode : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
       for (W4A16WeightKind weight : weights) {
         if (w4a16_is_nf4(weight) && mode != kW4A16Offsets) continue;
+        if (w4a16_is_g128(weight) && shape.k % kW4A16Group128 != 0) continue;  // not a group-128 shape
         auto problem = [&](W4A16Mode m) {
           W4A16Problem p;
           p.mode = m;
@@ -130,7 +134,8 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
   }
   // The INT4 pack kernels of both checkpoint forms and the unpack kernel, per INT4 kind as
   // ops/w4a16.cpp configures them: one pack kernel for BF16 and FP16 scales (copied as 16-bit
-  // patterns), the zero-point packer per element type, the unpack kernel per kind.
+  // patterns), the zero-point packer per element type, the unpack kernel per kind; group 128
+  // has its own of each.
   for (W4A16WeightKind weight : weights) {
     if (w4a16_is_nf4(weight)) continue;
     const bool zp = w4a16_has_zero_point(weight);
@@ -140,6 +145,7 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
       c.source_format = format;
       c.zero_point = zp;
       c.element = zp ? element : kNF4BF16;
+      c.group = w4a16_scale_group(weight);
       add(c.descriptor(arch));
     }
     W4A16PackConfig c;
@@ -147,6 +153,7 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
     c.source_format = kInt4Codes;
     c.zero_point = zp;
     c.element = element;
+    c.group = w4a16_scale_group(weight);
     add(c.descriptor(arch));
   }
   return out;
@@ -169,8 +176,8 @@ std::string kernel_set_summary(const std::string& name) {
   return fmt::format(
       "{} experts, N x K {} x {}, {} x {}: the GEMM modes ({}), pack and routing-check kernels", split->experts_local,
       split->gate_up.n, split->gate_up.k, split->down.n, split->down.k,
-      runs_nf4(*split) ? "INT4 BF16 and FP16, with and without zero points; NF4"
-                       : "INT4 BF16 and FP16, with and without zero points");
+      runs_nf4(*split) ? "INT4 BF16 and FP16, with and without zero points, group 32 and 128; NF4"
+                       : "INT4 BF16 and FP16, with and without zero points, group 32 and 128");
 }
 
 std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch) {

@@ -14,9 +14,11 @@ int frag_row(int lane, int slot) { return (lane >> 2) + 8 * ((slot & 3) & 1); }
 int frag_col(int lane, int slot) { return 2 * (lane & 3) + 8 * ((slot & 3) >> 1) + (slot >> 2); }
 int scale_pos_in_16(int r) { return 2 * (r & 7) + (r >> 3); }
 
-void check_shape(int num_experts, int n, int k) {
+void check_shape(int num_experts, int n, int k, int group = 32) {
   if (num_experts < 0 || n <= 0 || k <= 0 || n % 16 != 0 || k % 64 != 0)
     throw std::invalid_argument("w4a16 packed layout needs N % 16 == 0 and K % 64 == 0");
+  if (group != 32 && group != 128) throw std::invalid_argument("w4a16 scale group must be 32 or 128");
+  if (k % group != 0) throw std::invalid_argument("w4a16 group-128 scales need K % 128 == 0");
 }
 
 uint16_t dequant(uint32_t code, uint16_t scale) {
@@ -59,61 +61,65 @@ uint32_t packed_code(const uint32_t* weight, int n, int k, int e, int row, int c
 
 int packed_scale_column(int row) { return (row & ~15) + scale_pos_in_16(row & 15); }
 
-W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k) {
-  check_shape(num_experts, n, k);
+W4A16Packed pack_w4a16(const uint8_t* codes, const uint16_t* scales, int num_experts, int n, int k, int group) {
+  check_shape(num_experts, n, k, group);
   W4A16Packed p;
   p.num_experts = num_experts;
   p.n = n;
   p.k = k;
+  p.group = group;
   p.weight = pack_w4a16_words(codes, num_experts, n, k);
-  p.scales.resize(static_cast<size_t>(num_experts) * n * k / 32);
+  const int groups = k / group;
+  p.scales.resize(static_cast<size_t>(num_experts) * n * groups);
   for (int e = 0; e < num_experts; ++e)
-    for (int grp = 0; grp < k / 32; ++grp)
+    for (int grp = 0; grp < groups; ++grp)
       for (int row = 0; row < n; ++row)
-        p.scales[(static_cast<size_t>(e) * (k / 32) + grp) * n + packed_scale_column(row)] =
-            scales[(static_cast<size_t>(e) * n + row) * (k / 32) + grp];
+        p.scales[(static_cast<size_t>(e) * groups + grp) * n + packed_scale_column(row)] =
+            scales[(static_cast<size_t>(e) * n + row) * groups + grp];
   return p;
 }
 
 uint16_t dequantize_packed_element(const uint32_t* weight, const uint16_t* scales, int n, int k, int e, int row,
-                                   int col) {
+                                   int col, int group) {
   const uint32_t code = packed_code(weight, n, k, e, row, col);
-  const uint16_t s = scales[(static_cast<size_t>(e) * (k / 32) + col / 32) * n + packed_scale_column(row)];
+  const uint16_t s = scales[(static_cast<size_t>(e) * (k / group) + col / group) * n + packed_scale_column(row)];
   return dequant(code, s);
 }
 
 std::vector<uint16_t> dequantize_packed(const uint32_t* weight, const uint16_t* scales, int num_experts, int n,
-                                        int k) {
-  check_shape(num_experts, n, k);
+                                        int k, int group) {
+  check_shape(num_experts, n, k, group);
   std::vector<uint16_t> out(static_cast<size_t>(num_experts) * n * k);
   for (int e = 0; e < num_experts; ++e)
     for (int row = 0; row < n; ++row)
       for (int col = 0; col < k; ++col)
         out[(static_cast<size_t>(e) * n + row) * k + col] =
-            dequantize_packed_element(weight, scales, n, k, e, row, col);
+            dequantize_packed_element(weight, scales, n, k, e, row, col, group);
   return out;
 }
 
 std::vector<uint16_t> dequantize_packed(const W4A16Packed& p) {
-  return dequantize_packed(p.weight.data(), p.scales.data(), p.num_experts, p.n, p.k);
+  return dequantize_packed(p.weight.data(), p.scales.data(), p.num_experts, p.n, p.k, p.group);
 }
 
 W4A16PackedZp pack_w4a16_zp(const uint8_t* codes, const uint16_t* scales, const uint8_t* zero_points,
-                            int num_experts, int n, int k, bool fp16) {
-  check_shape(num_experts, n, k);
+                            int num_experts, int n, int k, bool fp16, int group) {
+  check_shape(num_experts, n, k, group);
   W4A16PackedZp p;
   p.num_experts = num_experts;
   p.n = n;
   p.k = k;
   p.fp16 = fp16;
+  p.group = group;
   p.weight = pack_w4a16_words(codes, num_experts, n, k);
-  p.pairs.resize(static_cast<size_t>(num_experts) * n * k / 32);
+  const int groups = k / group;
+  p.pairs.resize(static_cast<size_t>(num_experts) * n * groups);
   const int elem = fp16 ? kNF4FP16 : kNF4BF16;
   for (int e = 0; e < num_experts; ++e)
-    for (int grp = 0; grp < k / 32; ++grp)
+    for (int grp = 0; grp < groups; ++grp)
       for (int row = 0; row < n; ++row) {
-        const size_t src = (static_cast<size_t>(e) * n + row) * (k / 32) + grp;
-        p.pairs[(static_cast<size_t>(e) * (k / 32) + grp) * n + packed_scale_column(row)] =
+        const size_t src = (static_cast<size_t>(e) * n + row) * groups + grp;
+        p.pairs[(static_cast<size_t>(e) * groups + grp) * n + packed_scale_column(row)] =
             scales[src] | (int4_zp_bias(elem, zero_points[src]) << 16);
       }
   return p;
@@ -127,7 +133,8 @@ std::vector<uint16_t> dequantize_packed_zp(const W4A16PackedZp& p) {
     for (int row = 0; row < n; ++row)
       for (int col = 0; col < k; ++col) {
         const uint32_t code = packed_code(p.weight.data(), n, k, e, row, col);
-        const uint32_t pair = p.pairs[(static_cast<size_t>(e) * (k / 32) + col / 32) * n + packed_scale_column(row)];
+        const uint32_t pair =
+            p.pairs[(static_cast<size_t>(e) * (k / p.group) + col / p.group) * n + packed_scale_column(row)];
         const uint16_t s = static_cast<uint16_t>(pair & 0xffffu), bias = static_cast<uint16_t>(pair >> 16);
         // (M + code) and the bias are integers of T; their sum is exact in fp32 and in T.
         const float x = (magic + static_cast<float>(code)) + (p.fp16 ? fp16_to_float(bias) : bf16_to_float(bias));

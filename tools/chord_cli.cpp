@@ -235,7 +235,9 @@ long long number(const Args& args, const char* name, long long fallback, long lo
 const std::pair<const char*, chord::W4A16WeightKind> kWeights[] = {
     {"int4", chord::kW4A16WeightInt4}, {"int4-fp16", chord::kW4A16WeightInt4Fp16}, {"nf4", chord::kW4A16WeightNF4},
     {"nf4-fp16", chord::kW4A16WeightNF4Fp16}, {"int4-zp", chord::kW4A16WeightInt4Zp},
-    {"int4-zp-fp16", chord::kW4A16WeightInt4ZpFp16}};
+    {"int4-zp-fp16", chord::kW4A16WeightInt4ZpFp16}, {"int4-g128", chord::kW4A16WeightInt4G128},
+    {"int4-g128-fp16", chord::kW4A16WeightInt4G128Fp16}, {"int4-zp-g128", chord::kW4A16WeightInt4ZpG128},
+    {"int4-zp-g128-fp16", chord::kW4A16WeightInt4ZpG128Fp16}};
 const chord::W4A16Mode kModes[] = {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets,
                                    chord::kW4A16Indexed};
 

@@ -22,7 +22,9 @@
 //     filtered: a value the kernel cannot run is an error).
 //  5. launch shape: warps along M for narrow prefill tiles, split-K for decode grids.
 // Zero-point weights (kW4A16WeightInt4Zp*) take the INT4 candidates on every engine (their
-// larger scale tiles may cost a one-role WGMMA tile a stage: w4a16_config_for_weight).
+// larger scale tiles may cost a one-role WGMMA tile a stage: w4a16_config_for_weight), and so
+// do the group-128 kinds (kW4A16WeightInt4G128*, kW4A16WeightInt4ZpG128*: smaller scale tiles,
+// the group-32 kind's config).
 namespace chord {
 namespace {
 

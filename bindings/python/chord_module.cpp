@@ -46,7 +46,8 @@ namespace {
   X(chord_w4a16_contiguous) X(chord_w4a16_masked) X(chord_w4a16_offsets) X(chord_w4a16_indexed)           \
   X(chord_moe_activation) X(chord_nf4_layout_version) X(chord_nf4_weight_bytes) X(chord_nf4_absmax_bytes) \
   X(chord_nf4_pack) X(chord_nf4_dequantize) X(chord_nf4_offsets) X(chord_w4a16_tuning_json)               \
-  X(chord_get_jit_stats) X(chord_w4a16_zp_scale_bytes) X(chord_w4a16_pack_zp)
+  X(chord_get_jit_stats) X(chord_w4a16_zp_scale_bytes) X(chord_w4a16_pack_zp)                            \
+  X(chord_w4a16_format_scale_bytes)
 #define CHORD_API_ALL(X) CHORD_API_REQUIRED(X) CHORD_API_OPTIONAL(X)
 
 struct Api {
@@ -206,6 +207,9 @@ int64_t scale_bytes(const Api& api, int64_t E, int64_t N, int64_t K) {
 int64_t zp_scale_bytes(const Api& api, int64_t E, int64_t N, int64_t K) {
   return CHORD_ENTRY(api, chord_w4a16_zp_scale_bytes)(E, N, K);
 }
+int64_t format_scale_bytes(const Api& api, uint32_t format, int64_t E, int64_t N, int64_t K) {
+  return CHORD_ENTRY(api, chord_w4a16_format_scale_bytes)(format, E, N, K);
+}
 int64_t contiguous_alignment(const Api& api) { return CHORD_ENTRY(api, chord_w4a16_contiguous_alignment)(); }
 
 nb::dict jit_stats(const Api& api) {
@@ -363,7 +367,12 @@ NB_MODULE(_chord, m) {
   m.attr("FORMAT_INT4_G32_FP16") = CHORD_FORMAT_INT4_G32_FP16;
   m.attr("FORMAT_INT4_G32_ZP") = CHORD_FORMAT_INT4_G32_ZP;
   m.attr("FORMAT_INT4_G32_ZP_FP16") = CHORD_FORMAT_INT4_G32_ZP_FP16;
+  m.attr("FORMAT_INT4_G128") = CHORD_FORMAT_INT4_G128;
+  m.attr("FORMAT_INT4_G128_FP16") = CHORD_FORMAT_INT4_G128_FP16;
+  m.attr("FORMAT_INT4_G128_ZP") = CHORD_FORMAT_INT4_G128_ZP;
+  m.attr("FORMAT_INT4_G128_ZP_FP16") = CHORD_FORMAT_INT4_G128_ZP_FP16;
   m.attr("W4A16_SRC_SCALES_FP16") = CHORD_W4A16_SRC_SCALES_FP16;
+  m.attr("W4A16_SRC_GROUP_128") = CHORD_W4A16_SRC_GROUP_128;
   m.attr("DTYPE_BF16") = CHORD_DTYPE_BF16;
   m.attr("DTYPE_FP16") = CHORD_DTYPE_FP16;
   m.attr("ACTIVATION_UNARY") = CHORD_ACTIVATION_UNARY;
@@ -389,6 +398,8 @@ NB_MODULE(_chord, m) {
   def_api(m, library, "pack", &pack, nb::arg("src"), nb::arg("src_format"), nb::arg("scales"), nb::arg("E"),
           nb::arg("N"), nb::arg("K"), nb::arg("weight_out"), nb::arg("scales_out"), nb::arg("stream"));
   def_api(m, library, "zp_scale_bytes", &zp_scale_bytes, nb::arg("E"), nb::arg("N"), nb::arg("K"));
+  def_api(m, library, "format_scale_bytes", &format_scale_bytes, nb::arg("format"), nb::arg("E"), nb::arg("N"),
+          nb::arg("K"));
   def_api(m, library, "pack_zp", &pack_zp, nb::arg("src"), nb::arg("src_format"), nb::arg("scales"),
           nb::arg("zero_points"), nb::arg("E"), nb::arg("N"), nb::arg("K"), nb::arg("weight_out"),
           nb::arg("scales_out"), nb::arg("stream"));

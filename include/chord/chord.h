@@ -82,17 +82,26 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
  * chord_w4a16_pack_zp; every INT4 operator takes them. */
 #define CHORD_FORMAT_INT4_G32_ZP 4      /* BF16 scales / activations / outputs */
 #define CHORD_FORMAT_INT4_G32_ZP_FP16 5 /* FP16 scales / activations / outputs */
+/* Group 128 (GPTQ / AWQ / compressed-tensors group 128): the same packed weight and the four
+ * INT4 variants above with one scale (or {scale, bias} entry) per row and 128-k group: the
+ * scales buffer is a quarter of the group-32 one, chord_w4a16_format_scale_bytes(). Tag
+ * group_size 128; needs K % 128 == 0. Packed by chord_w4a16_pack / chord_w4a16_pack_zp with
+ * CHORD_W4A16_SRC_GROUP_128; every INT4 operator takes them. */
+#define CHORD_FORMAT_INT4_G128 6         /* BF16 scales / activations / outputs */
+#define CHORD_FORMAT_INT4_G128_FP16 7    /* FP16 */
+#define CHORD_FORMAT_INT4_G128_ZP 8      /* BF16, zero points */
+#define CHORD_FORMAT_INT4_G128_ZP_FP16 9 /* FP16, zero points */
 
 /* A packed weight: device buffers plus the tag every operator checks before launching. */
 typedef struct chord_w4a16_weight {
   uint32_t magic;          /* CHORD_W4A16_MAGIC */
-  uint32_t format;         /* CHORD_FORMAT_INT4_G32[_FP16], CHORD_FORMAT_INT4_G32_ZP[_FP16] or CHORD_FORMAT_NF4 */
+  uint32_t format;         /* CHORD_FORMAT_INT4_G32[_ZP][_FP16], CHORD_FORMAT_INT4_G128[_ZP][_FP16] or
+                              CHORD_FORMAT_NF4 */
   uint32_t layout_version; /* chord_w4a16_layout_version() */
-  uint32_t group_size;     /* 32 */
+  uint32_t group_size;     /* 32 (128 for the CHORD_FORMAT_INT4_G128* formats, 64 for NF4) */
   int64_t experts, n, k;   /* logical weight [E, N, K] */
   void* weight_dev;        /* chord_w4a16_weight_bytes() bytes, 16-byte aligned */
-  void* scales_dev;        /* chord_w4a16_scale_bytes() bytes (zero-point formats: chord_w4a16_zp_scale_bytes()),
-                              16-byte aligned */
+  void* scales_dev;        /* chord_w4a16_format_scale_bytes(format, ...) bytes, 16-byte aligned */
 } chord_w4a16_weight_t;
 
 CHORD_EXPORT uint32_t chord_w4a16_layout_version(void);
@@ -102,6 +111,10 @@ CHORD_EXPORT int64_t chord_w4a16_weight_bytes(int64_t E, int64_t N, int64_t K);
 CHORD_EXPORT int64_t chord_w4a16_scale_bytes(int64_t E, int64_t N, int64_t K);
 /* The scales buffer of the zero-point formats: E * N * K/32 entries of 4 bytes. */
 CHORD_EXPORT int64_t chord_w4a16_zp_scale_bytes(int64_t E, int64_t N, int64_t K);
+/* The scales buffer of any INT4 format: E * N * K/G entries (G = 32, or 128 for the
+ * CHORD_FORMAT_INT4_G128* formats) of 2 bytes, 4 with zero points; -1 for another format or a
+ * shape the format rejects (group 128: K % 128 != 0 too). */
+CHORD_EXPORT int64_t chord_w4a16_format_scale_bytes(uint32_t format, int64_t E, int64_t N, int64_t K);
 /* Rows each expert's segment is padded to in the contiguous mode. */
 CHORD_EXPORT int64_t chord_w4a16_contiguous_alignment(void);
 
@@ -115,13 +128,20 @@ CHORD_EXPORT int64_t chord_w4a16_contiguous_alignment(void);
 #define CHORD_W4A16_SRC_CODES 0
 #define CHORD_W4A16_SRC_COMPRESSED 1
 #define CHORD_W4A16_SRC_SCALES_FP16 0x10
+/* Group 128: scales_dev [E,N,K/128] (chord_w4a16_pack_zp: zero_points_dev [E,N,K/128] too),
+ * K % 128 == 0; *weight gets the CHORD_FORMAT_INT4_G128* format of the same scale type and
+ * zero points, and scales_out_dev must hold chord_w4a16_format_scale_bytes() of it. A coarser
+ * group (a multiple of 128, or channel-wise with K % 128 == 0) is repeated per 128 by the
+ * caller; group 64 is repeated per 32 (no flag). */
+#define CHORD_W4A16_SRC_GROUP_128 0x20
 CHORD_EXPORT chord_status_t chord_w4a16_pack(const void* src_dev, int src_format, const void* scales_dev, int64_t E,
                                              int64_t N, int64_t K, void* weight_out_dev, void* scales_out_dev,
                                              chord_w4a16_weight_t* weight, chord_stream_t stream);
 
 /* chord_w4a16_pack with a zero point per (row, 32-k group): zero_points_dev uint8 [E, N, K/32],
- * one value 0..15 per byte (only the low nibble is read; an AWQ / GPTQ group of 64 or 128 is
- * repeated per 32). src_format and scales_dev as for chord_w4a16_pack. *weight gets format
+ * one value 0..15 per byte (only the low nibble is read; an AWQ / GPTQ group of 64 is repeated
+ * per 32; group 128: CHORD_W4A16_SRC_GROUP_128, [E, N, K/128]). src_format and scales_dev as
+ * for chord_w4a16_pack. *weight gets format
  * CHORD_FORMAT_INT4_G32_ZP (CHORD_FORMAT_INT4_G32_ZP_FP16 with CHORD_W4A16_SRC_SCALES_FP16);
  * scales_out_dev must hold chord_w4a16_zp_scale_bytes() bytes. A separate entry point (not a
  * flag of chord_w4a16_pack) because the zero points are one more pointer: the existing entry
@@ -133,7 +153,8 @@ CHORD_EXPORT chord_status_t chord_w4a16_pack_zp(const void* src_dev, int src_for
 
 /* The logical weight T [E, N, K] = T((code - 8) * scale), one rounding; T = bf16 for
  * CHORD_FORMAT_INT4_G32, fp16 for CHORD_FORMAT_INT4_G32_FP16. Zero-point formats:
- * T((code - zp) * scale), the difference exact, one rounding. */
+ * T((code - zp) * scale), the difference exact, one rounding. Group-128 formats: the same with
+ * the scale (and zero point) of the element's 128-k group. */
 CHORD_EXPORT chord_status_t chord_w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out_dev,
                                                    chord_stream_t stream);
 

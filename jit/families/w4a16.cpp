@@ -21,6 +21,10 @@ const char* w4a16_weight_suffix(W4A16WeightKind weight) {
     case kW4A16WeightInt4Fp16: return "_f16";
     case kW4A16WeightInt4Zp: return "_zp";
     case kW4A16WeightInt4ZpFp16: return "_zpf16";
+    case kW4A16WeightInt4G128: return "_g128";
+    case kW4A16WeightInt4G128Fp16: return "_g128f16";
+    case kW4A16WeightInt4ZpG128: return "_zpg128";
+    case kW4A16WeightInt4ZpG128Fp16: return "_zpg128f16";
   }
   return "_unknown";
 }
@@ -141,6 +145,7 @@ KernelDescriptor W4A16PackConfig::descriptor(const Arch& arch) const {
   // 0 (BF16, no zero point) leaves the existing descriptors unchanged.
   d.params[1] = unpack || zero_point ? element : 0;
   d.params[2] = zero_point ? 1 : 0;
+  d.params[3] = group == kW4A16Group128 ? 1 : 0;  // 0 for group 32
   return d;
 }
 
@@ -150,6 +155,7 @@ W4A16PackConfig W4A16PackConfig::from(const KernelDescriptor& d) {
   c.source_format = static_cast<Int4SourceFormat>(d.params[0]);
   c.element = static_cast<NF4Element>(d.params[1]);
   c.zero_point = d.params[2] != 0;
+  c.group = d.params[3] != 0 ? kW4A16Group128 : kW4A16GroupSize;
   return c;
 }
 
@@ -162,6 +168,25 @@ KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_
 }
 
 KernelSource W4A16PackConfig::source() const {
+  if (group == kW4A16Group128) {
+    // Group 128: the group-32 bodies with GROUP = 128. The pack of symmetric scales copies
+    // 16-bit patterns (one kernel for both types), the others name their element type.
+    const char* type = element == kNF4FP16 ? "_fp16" : "";
+    const char* form = source_format == kInt4Codes ? "codes" : "compressed";
+    const int elem = static_cast<int>(element);
+    if (unpack) {
+      return w4a16_pack_kernel_source(
+          fmt::format("w4a16_unpack{}_g128{}", zero_point ? "_zp" : "", type), "W4A16UnpackArgs",
+          fmt::format("chord::w4a16_unpack{}_body<{}, 128>", zero_point ? "_zp" : "", elem));
+    }
+    if (zero_point) {
+      return w4a16_pack_kernel_source(
+          fmt::format("w4a16_pack_{}_zp_g128{}", form, type), "W4A16PackZpArgs",
+          fmt::format("chord::w4a16_pack_zp_body<{}, {}, 128>", static_cast<int>(source_format), elem));
+    }
+    return w4a16_pack_kernel_source(fmt::format("w4a16_pack_{}_g128", form), "W4A16PackArgs",
+                                    fmt::format("chord::w4a16_pack_body<{}, 128>", static_cast<int>(source_format)));
+  }
   if (zero_point) {
     const char* type = element == kNF4FP16 ? "_fp16" : "";
     if (unpack) {

@@ -12,7 +12,8 @@ namespace chord {
 
 // The mode's name in kernel names and the CLI: contiguous, masked, offsets, indexed.
 const char* w4a16_mode_name(W4A16Mode mode);
-// The weight kind's kernel-name suffix: "" (INT4 BF16), "_nf4", "_nf4f16", "_f16" (INT4 FP16).
+// The weight kind's kernel-name suffix: "" (INT4 BF16), "_nf4", "_nf4f16", "_f16" (INT4 FP16),
+// "_zp", "_zpf16" (zero points), "_g128", "_g128f16", "_zpg128", "_zpg128f16" (group 128).
 const char* w4a16_weight_suffix(W4A16WeightKind weight);
 
 struct W4A16GemmConfig {
@@ -32,15 +33,16 @@ struct W4A16GemmConfig {
   bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
   bool nf4() const { return w4a16_is_nf4(weight); }  // adds the pair table
   bool zero_point() const { return w4a16_has_zero_point(weight); }  // 32-bit scale entries
+  bool g128() const { return w4a16_is_g128(weight); }  // one scale row per 128 k
   int threads() const {
     return warp_specialized() ? kW4A16WgmmaWsThreads
            : wgmma()          ? w4a16_wgmma_threads(warpgroups)
                               : w4a16_threads(warps_m, warps_n);
   }
   int smem_bytes() const {
-    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4(), zero_point())
-           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4(), zero_point())
-                              : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4(), zero_point());
+    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4(), zero_point(), g128())
+           : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4(), zero_point(), g128())
+                              : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4(), zero_point(), g128());
   }
   // The kernel's __launch_bounds__ minimum CTAs per SM (0: none). 256-thread tiles run two per
   // SM (128 registers), which their speed was measured with: the one-role WGMMA BM64 x BN256
@@ -56,14 +58,17 @@ struct W4A16GemmConfig {
     if (warp_specialized()) {
       return split_k != 1                     ? "split-K is a mma.sync schedule"
              : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
-                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point());
+                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
+                                                                            g128());
     }
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1 ? "split-K is a mma.sync schedule"
-                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point());
+                          : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point(),
+                                                     g128());
     }
-    return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k, zero_point());
+    return w4a16_config_error(block_m, block_n, block_k, stages, warps_m, warps_n, nf4(), split_k, zero_point(),
+                              g128());
   }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {
@@ -91,6 +96,7 @@ struct W4A16PackConfig {
   Int4SourceFormat source_format = kInt4Compressed;
   NF4Element element = kNF4BF16;               // unpack / zero points: T (the packed scales' type)
   bool zero_point = false;                     // the zero-point kinds' {scale, bias} entries
+  int group = kW4A16GroupSize;                 // k per scale: 32, or 128 (the group-128 kinds)
 
   KernelDescriptor descriptor(const Arch& arch) const;
   static W4A16PackConfig from(const KernelDescriptor& descriptor);

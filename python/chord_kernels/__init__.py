@@ -21,6 +21,11 @@ from ._ops import (
     FORMAT_INT4_G32_FP16,
     FORMAT_INT4_G32_ZP,
     FORMAT_INT4_G32_ZP_FP16,
+    FORMAT_INT4_G128,
+    FORMAT_INT4_G128_FP16,
+    FORMAT_INT4_G128_ZP,
+    FORMAT_INT4_G128_ZP_FP16,
+    GROUP_128,
     GROUP_SIZE,
     LAYOUT_VERSION,
     MAGIC,
@@ -58,7 +63,8 @@ __version__ = _lib.version()
 
 __all__ = [
     "Library", "load_library",
-    "FORMAT_INT4_G32", "FORMAT_INT4_G32_FP16", "FORMAT_INT4_G32_ZP", "FORMAT_INT4_G32_ZP_FP16", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
+    "FORMAT_INT4_G32", "FORMAT_INT4_G32_FP16", "FORMAT_INT4_G32_ZP", "FORMAT_INT4_G32_ZP_FP16", "FORMAT_INT4_G128", "FORMAT_INT4_G128_FP16",
+    "FORMAT_INT4_G128_ZP", "FORMAT_INT4_G128_ZP_FP16", "GROUP_128", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
     "from_awq", "from_compressed_tensors", "from_gptq",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",

@@ -25,13 +25,20 @@ FORMAT_INT4_G32_FP16 = int(_C.FORMAT_INT4_G32_FP16)  # fp16 scales, activations 
 # Asymmetric INT4 (a zero point per row and group): the scales buffer holds {scale, bias} pairs.
 FORMAT_INT4_G32_ZP = int(getattr(_C, "FORMAT_INT4_G32_ZP", 4))  # bf16
 FORMAT_INT4_G32_ZP_FP16 = int(getattr(_C, "FORMAT_INT4_G32_ZP_FP16", 5))  # fp16
+# Group 128: the same four variants with one scale (or {scale, bias} pair) per 128 k.
+FORMAT_INT4_G128 = int(getattr(_C, "FORMAT_INT4_G128", 6))  # bf16
+FORMAT_INT4_G128_FP16 = int(getattr(_C, "FORMAT_INT4_G128_FP16", 7))  # fp16
+FORMAT_INT4_G128_ZP = int(getattr(_C, "FORMAT_INT4_G128_ZP", 8))  # bf16, zero points
+FORMAT_INT4_G128_ZP_FP16 = int(getattr(_C, "FORMAT_INT4_G128_ZP_FP16", 9))  # fp16, zero points
 GROUP_SIZE = 32
+GROUP_128 = 128  # the group-128 formats' group (tag field group_size)
 LAYOUT_VERSION = int(_C.layout_version())
 PACK_N = 16  # N must be a multiple of this (docs/packed_layout.md)
 PACK_K = 64  # K must be a multiple of this
 SRC_CODES = 0  # chord_w4a16_pack src_format: uint8 codes [E, N, K]
 SRC_COMPRESSED = 1  # compressed-tensors int32 [E, N, K/8]
 SRC_SCALES_FP16 = int(_C.W4A16_SRC_SCALES_FP16)  # OR-ed into src_format: the scales are fp16
+SRC_GROUP_128 = int(getattr(_C, "W4A16_SRC_GROUP_128", 0x20))  # OR-ed into src_format: scales per 128 k
 
 # Every mode reads the one packed layout; `mode` is accepted and checked for callers that
 # pack per mode (pack_w4a16_grouped).
@@ -44,10 +51,15 @@ _U8 = torch.uint8
 
 # The activation / output dtype of each INT4 format: the type its scales are stored in.
 FORMAT_DTYPES = {FORMAT_INT4_G32: _BF16, FORMAT_INT4_G32_FP16: _F16,
-                 FORMAT_INT4_G32_ZP: _BF16, FORMAT_INT4_G32_ZP_FP16: _F16}
+                 FORMAT_INT4_G32_ZP: _BF16, FORMAT_INT4_G32_ZP_FP16: _F16,
+                 FORMAT_INT4_G128: _BF16, FORMAT_INT4_G128_FP16: _F16,
+                 FORMAT_INT4_G128_ZP: _BF16, FORMAT_INT4_G128_ZP_FP16: _F16}
 _DTYPE_FORMATS = {_BF16: FORMAT_INT4_G32, _F16: FORMAT_INT4_G32_FP16}
 _DTYPE_ZP_FORMATS = {_BF16: FORMAT_INT4_G32_ZP, _F16: FORMAT_INT4_G32_ZP_FP16}
-ZP_FORMATS = (FORMAT_INT4_G32_ZP, FORMAT_INT4_G32_ZP_FP16)
+_DTYPE_G128_FORMATS = {_BF16: FORMAT_INT4_G128, _F16: FORMAT_INT4_G128_FP16}
+_DTYPE_ZP_G128_FORMATS = {_BF16: FORMAT_INT4_G128_ZP, _F16: FORMAT_INT4_G128_ZP_FP16}
+ZP_FORMATS = (FORMAT_INT4_G32_ZP, FORMAT_INT4_G32_ZP_FP16, FORMAT_INT4_G128_ZP, FORMAT_INT4_G128_ZP_FP16)
+G128_FORMATS = (FORMAT_INT4_G128, FORMAT_INT4_G128_FP16, FORMAT_INT4_G128_ZP, FORMAT_INT4_G128_ZP_FP16)
 
 try:
     _raw_stream = torch._C._cuda_getCurrentRawStream  # one C call, no Stream object
@@ -100,19 +112,36 @@ class W4A16Weight:
         """True for asymmetric weights (pack_w4a16(..., zero_point=...)): W = T((code - zp) * scale)."""
         return self.tag[1] in ZP_FORMATS
 
+    @property
+    def group_size(self) -> int:
+        """k per packed scale: 32, or 128 for the group-128 formats (G128_FORMATS)."""
+        return self.tag[3]
 
-def _format_of(dtype, zero_point=False):
-    fmt = (_DTYPE_ZP_FORMATS if zero_point else _DTYPE_FORMATS).get(dtype)
+
+def _format_of(dtype, zero_point=False, group=GROUP_SIZE):
+    if group == GROUP_128:
+        table = _DTYPE_ZP_G128_FORMATS if zero_point else _DTYPE_G128_FORMATS
+    else:
+        table = _DTYPE_ZP_FORMATS if zero_point else _DTYPE_FORMATS
+    fmt = table.get(dtype)
     if fmt is None:
         _fail(f"'dtype' must be torch.bfloat16 or torch.float16 (the activation and scale dtype), got {dtype}")
     return fmt
 
 
+def packed_group(group_size: int, k: int) -> int:
+    """The group pack_w4a16 stores a checkpoint group in: 128 when the group is a multiple of
+    128 (128, 256, ..., or channel-wise) and K % 128 == 0, else 32 (the group repeated per 32)."""
+    return GROUP_128 if group_size % GROUP_128 == 0 and k % GROUP_128 == 0 else GROUP_SIZE
+
+
 def expected_tag(experts: int, n: int, k: int, dtype: torch.dtype = torch.bfloat16,
-                 zero_point: bool = False) -> Tuple[int, int, int, int, int, int, int]:
-    """The tag pack_w4a16(..., dtype=dtype) gives an [E, N, K] weight (with zero_point=...:
-    zero_point=True)."""
-    return (MAGIC, _format_of(dtype, zero_point), LAYOUT_VERSION, GROUP_SIZE, int(experts), int(n), int(k))
+                 zero_point: bool = False, group_size: int = GROUP_SIZE) -> Tuple[int, int, int, int, int, int, int]:
+    """The tag pack_w4a16(..., group_size, dtype=dtype) gives an [E, N, K] weight (with
+    zero_point=...: zero_point=True). group_size: the checkpoint's (packed_group picks the
+    stored group)."""
+    group = packed_group(group_size, k)
+    return (MAGIC, _format_of(dtype, zero_point, group), LAYOUT_VERSION, group, int(experts), int(n), int(k))
 
 
 # -- checks (metadata only) ---------------------------------------------------------------
@@ -186,17 +215,33 @@ def _check_buffer(t, what, nbytes, e, n, k):
               f"with {t.numel()} elements")
 
 
+def _format_scale_bytes(fmt):
+    """(E, N, K) -> the scales buffer's bytes of INT4 format fmt (the library's size helper)."""
+    def size(e, n, k):
+        nbytes = _C.format_scale_bytes(fmt, e, n, k)
+        if nbytes < 0:
+            _fail(f"shape E={e} N={n} K={k} is out of format {fmt}'s range (group 128 needs K % 128 == 0)")
+        return nbytes
+    return size
+
+
 def _int4_format(fmt):
     """The INT4 packed format `fmt` (both scale dtypes have the same layout and sizes; the
-    zero-point formats' scales buffer holds 4-byte {scale, bias} entries)."""
-    scale_bytes = (lambda e, n, k: checked_bytes(_C.zp_scale_bytes, e, n, k)) if fmt in ZP_FORMATS else \
-        (lambda e, n, k: checked_bytes(_C.scale_bytes, e, n, k))
+    zero-point formats' scales buffer holds 4-byte {scale, bias} entries; the group-128 formats
+    one entry per 128 k)."""
+    if fmt in G128_FORMATS:
+        scale_bytes = _format_scale_bytes(fmt)
+    elif fmt in ZP_FORMATS:
+        scale_bytes = lambda e, n, k: checked_bytes(_C.zp_scale_bytes, e, n, k)  # noqa: E731
+    else:
+        scale_bytes = lambda e, n, k: checked_bytes(_C.scale_bytes, e, n, k)  # noqa: E731
     return _PackedFormat(
         label="packed weight", group_field="group_size", format=fmt,
-        format_message=(f"packed weight format {{fmt}} is not INT4 group-32 ({FORMAT_INT4_G32}: bfloat16, "
+        format_message=(f"packed weight format {{fmt}} is not INT4 ({FORMAT_INT4_G32}: bfloat16, "
                         f"{FORMAT_INT4_G32_FP16}: float16, {FORMAT_INT4_G32_ZP} / {FORMAT_INT4_G32_ZP_FP16}: "
-                        "the same with zero points)"),
-        version=LAYOUT_VERSION, group=GROUP_SIZE,
+                        f"the same with zero points, {FORMAT_INT4_G128} / {FORMAT_INT4_G128_FP16} / "
+                        f"{FORMAT_INT4_G128_ZP} / {FORMAT_INT4_G128_ZP_FP16}: group 128)"),
+        version=LAYOUT_VERSION, group=GROUP_128 if fmt in G128_FORMATS else GROUP_SIZE,
         buffer_bytes=lambda e, n, k: (checked_bytes(_C.weight_bytes, e, n, k), scale_bytes(e, n, k)),
         weight_what="packed weight", second_what="packed scales")
 
@@ -368,26 +413,30 @@ def _launch_dequantize(weight, scales, tag, out, native=_C):
     native.dequantize(tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
+def _src_group(src_format):
+    return GROUP_128 if src_format & SRC_GROUP_128 else GROUP_SIZE
+
+
 def _launch_pack(src, src_format, scales, weight_out, scales_out, native=_C):
     e, n = src.shape[0], src.shape[1]
-    k = scales.shape[2] * GROUP_SIZE
+    k = scales.shape[2] * _src_group(src_format)
     dev = _check_device(src, scales, weight_out, scales_out)
     _check_current(dev)
     tag = native.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
                   scales_out.data_ptr(), _raw_stream(dev))
-    want = expected_tag(e, n, k, scales.dtype)
+    want = expected_tag(e, n, k, scales.dtype, group_size=_src_group(src_format))
     if tuple(tag) != want:
         raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {want}")
 
 
 def _launch_pack_zp(src, src_format, scales, zero_points, weight_out, scales_out, native=_C):
     e, n = src.shape[0], src.shape[1]
-    k = scales.shape[2] * GROUP_SIZE
+    k = scales.shape[2] * _src_group(src_format)
     dev = _check_device(src, scales, zero_points, weight_out, scales_out)
     _check_current(dev)
     tag = native.pack_zp(src.data_ptr(), src_format, scales.data_ptr(), zero_points.data_ptr(), e, n, k,
                          weight_out.data_ptr(), scales_out.data_ptr(), _raw_stream(dev))
-    want = expected_tag(e, n, k, scales.dtype, zero_point=True)
+    want = expected_tag(e, n, k, scales.dtype, zero_point=True, group_size=_src_group(src_format))
     if tuple(tag) != want:
         raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {want}")
 
@@ -452,7 +501,7 @@ def _compiling(library=None):
 
 # -- public API ---------------------------------------------------------------------------
 
-def _as_group32_scales(scale, e, n, k, group_size, dtype):
+def _as_packed_scales(scale, e, n, k, group_size, dtype, packed=GROUP_SIZE):
     if scale.dim() == 2:
         scale = scale.unsqueeze(0)
     if tuple(scale.shape) != (e, n, k // group_size):
@@ -462,16 +511,18 @@ def _as_group32_scales(scale, e, n, k, group_size, dtype):
         _fail(f"'scale' must be floating point, got {scale.dtype}")
     # Scales of another dtype are rounded to `dtype` once here: the layout stores that type.
     scale = scale.to(dtype)
-    # The layout holds one scale per 32 weights. A coarser group repeats its scale over its
-    # 32-wide slices (a copy, no rounding), which gives exactly the same W = dtype((code - 8) * scale).
-    if group_size != GROUP_SIZE:
-        scale = scale.repeat_interleave(group_size // GROUP_SIZE, dim=-1)
+    # The layout holds one scale per `packed` weights (32, or 128 for the group-128 formats). A
+    # coarser group repeats its scale over its packed-wide slices (a copy, no rounding), which
+    # gives exactly the same W = dtype((code - 8) * scale).
+    if group_size != packed:
+        scale = scale.repeat_interleave(group_size // packed, dim=-1)
     return scale.contiguous()
 
 
-def _as_group32_zero_points(zero_point, e, n, k, group_size, device):
+def _as_packed_zero_points(zero_point, e, n, k, group_size, device, packed=GROUP_SIZE):
     """Zero points [E, N, K/group_size] (or [N, K/group_size]), integers 0..15 -> uint8
-    [E, N, K/32], a coarser group repeated over its 32-wide slices (exact, as for the scales)."""
+    [E, N, K/packed], a coarser group repeated over its packed-wide slices (exact, as for the
+    scales)."""
     if zero_point.dim() == 2:
         zero_point = zero_point.unsqueeze(0)
     if tuple(zero_point.shape) != (e, n, k // group_size):
@@ -484,8 +535,8 @@ def _as_group32_zero_points(zero_point, e, n, k, group_size, device):
         _fail(f"'zero_point' values must be in 0..15 (unsigned, the codes' domain), got "
               f"{int(zero_point.min())}..{int(zero_point.max())}")
     zero_point = zero_point.to(_U8)
-    if group_size != GROUP_SIZE:
-        zero_point = zero_point.repeat_interleave(group_size // GROUP_SIZE, dim=-1)
+    if group_size != packed:
+        zero_point = zero_point.repeat_interleave(group_size // packed, dim=-1)
     return zero_point.contiguous()
 
 
@@ -508,8 +559,11 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     scale.shape[-1].
     scale: [E, N, K/group_size] / [N, K/group_size] (rounded to `dtype` if not `dtype`).
     group_size: weights per scale along K: 32, or any multiple of 32 that divides K (64 and
-    128 as GPTQ and compressed-tensors store them; K itself for one scale per row). A group
-    coarser than 32 is stored as 32-wide groups of the same scale, so the result is exact.
+    128 as GPTQ and compressed-tensors store them; K itself for one scale per row). A multiple
+    of 128 with K % 128 == 0 packs into the group-128 formats (one scale per 128 k: a quarter of
+    group 32's scale bytes; group_size of the result 128, repeated per 128 if coarser); another
+    group coarser than 32 (64, or channel-wise with K % 128 != 0) is stored as 32-wide groups of
+    the same scale. Either way the result is exact.
     dtype: torch.bfloat16 (default) or torch.float16: the dtype the scales are stored in and
     the dtype of the activations and outputs of every operator on the result (the format in
     its tag). Never inferred from `scale`: GPTQ / AWQ checkpoints keep fp16 scales, and
@@ -520,8 +574,9 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     [N, K/group_size], one per scale, unsigned as the codes are (AWQ's and GPTQ v2's stored
     value, GPTQ v1's plus one, compressed-tensors' stored nibble). The logical weight is then
     W = dtype((code - zero_point) * scale): the difference exact, one rounding. The result's
-    format is FORMAT_INT4_G32_ZP (bfloat16) or FORMAT_INT4_G32_ZP_FP16 (has_zero_point); its
-    scales buffer is twice as large. Packed eagerly (not traced by torch.compile).
+    format is FORMAT_INT4_G32_ZP (bfloat16) or FORMAT_INT4_G32_ZP_FP16 (group 128:
+    FORMAT_INT4_G128_ZP / _ZP_FP16; has_zero_point); its scales buffer is twice as large.
+    Packed eagerly (not traced by torch.compile).
     library: another build's libchord.so from load_library to pack with (eager calls only;
     every operator takes it).
     """
@@ -551,22 +606,33 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
               f"(int32 pack-quantized), with K = {group_size} * scale.shape[-1]")
     if n % PACK_N or k % PACK_K or k == 0:
         _fail(f"N = {n} must be a multiple of {PACK_N} and K = {k} a positive multiple of {PACK_K}")
-    scales = _as_group32_scales(scale, e, n, k, group_size, dtype)
+    packed = packed_group(group_size, k)
+    scales = _as_packed_scales(scale, e, n, k, group_size, dtype, packed)
     src_format |= fmt_flag
+    if packed == GROUP_128:
+        src_format |= SRC_GROUP_128
     if scales.device != src.device:
         _fail(f"'weight' is on {src.device}, 'scale' on {scales.device}")
     weight_out = torch.empty(checked_bytes(native.weight_bytes, e, n, k), dtype=_U8, device=src.device)
+    tag = expected_tag(e, n, k, dtype, zero_point=zero_point is not None, group_size=group_size)
+    if packed == GROUP_128:
+        scale_bytes = native.format_scale_bytes(tag[1], e, n, k)
+        if scale_bytes < 0:
+            _fail(f"shape E={e} N={n} K={k} is out of the packed layout's range (format_scale_bytes)")
+    elif zero_point is not None:
+        scale_bytes = checked_bytes(native.zp_scale_bytes, e, n, k)
+    else:
+        scale_bytes = checked_bytes(native.scale_bytes, e, n, k)
+    scales_out = torch.empty(scale_bytes, dtype=_U8, device=src.device)
     if zero_point is not None:
-        zps = _as_group32_zero_points(zero_point, e, n, k, group_size, src.device)
-        scales_out = torch.empty(checked_bytes(native.zp_scale_bytes, e, n, k), dtype=_U8, device=src.device)
+        zps = _as_packed_zero_points(zero_point, e, n, k, group_size, src.device, packed)
         _launch_pack_zp(src, src_format, scales, zps, weight_out, scales_out, native)
-        return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k, dtype, zero_point=True))
-    scales_out = torch.empty(checked_bytes(native.scale_bytes, e, n, k), dtype=_U8, device=src.device)
+        return W4A16Weight(weight_out, scales_out, tag)
     if _compiling(library):
         torch.ops.chord.w4a16_pack(src, src_format, scales, weight_out, scales_out)
     else:
         _launch_pack(src, src_format, scales, weight_out, scales_out, native)
-    return W4A16Weight(weight_out, scales_out, expected_tag(e, n, k, dtype))
+    return W4A16Weight(weight_out, scales_out, tag)
 
 
 def pack_w4a16_grouped(weight: torch.Tensor, scale: torch.Tensor, mode: str = "indexed",

@@ -118,8 +118,8 @@ TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everyw
   void* p = fake();
   const int32_t* routing = static_cast<const int32_t*>(fake());
   chord_w4a16_weight_t tag{};
-  // Flags other than CHORD_W4A16_SRC_SCALES_FP16, or a bad layout under it, are refused.
-  expect_invalid(chord_w4a16_pack(p, CHORD_W4A16_SRC_CODES | 0x20, p, 1, 16, 64, p, p, &tag, nullptr), "src_format");
+  // Flags other than CHORD_W4A16_SRC_SCALES_FP16 / _GROUP_128, or a bad layout under them, are refused.
+  expect_invalid(chord_w4a16_pack(p, CHORD_W4A16_SRC_CODES | 0x40, p, 1, 16, 64, p, p, &tag, nullptr), "src_format");
   expect_invalid(chord_w4a16_pack(p, 2 | CHORD_W4A16_SRC_SCALES_FP16, p, 1, 16, 64, p, p, &tag, nullptr),
                  "src_format");
   // A valid FP16 pack gets as far as the driver (none here) and never misreads the flag.
@@ -153,10 +153,10 @@ TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everyw
                  "format 2 (NF4); this operator needs INT4 group-32 (1: BF16 activations) or INT4 group-32 FP16 "
                  "(3: FP16 activations)");
   expect_invalid(chord_w4a16_masked(p, 2, 4, &nf4, routing, 0, p, nullptr), "format 2 (NF4)");
-  chord_w4a16_weight_t unknown{CHORD_W4A16_MAGIC, 6, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
-  expect_invalid(chord_w4a16_dequantize(&unknown, p, nullptr), "format 6 (unknown)");
+  chord_w4a16_weight_t unknown{CHORD_W4A16_MAGIC, 10, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
+  expect_invalid(chord_w4a16_dequantize(&unknown, p, nullptr), "format 10 (unknown)");
   expect_invalid(chord_w4a16_indexed(p, 4, &unknown, routing, 16, routing, routing, 1, 16, p, nullptr),
-                 "format 6 (unknown)");
+                 "format 10 (unknown)");
 }
 
 TEST_CASE("c api: zero-point formats - packed by chord_w4a16_pack_zp, twice the scale bytes, every INT4 operator",
@@ -166,7 +166,7 @@ TEST_CASE("c api: zero-point formats - packed by chord_w4a16_pack_zp, twice the 
   chord_w4a16_weight_t tag{};
   CHECK(chord_w4a16_zp_scale_bytes(2, 64, 128) == 2 * chord_w4a16_scale_bytes(2, 64, 128));
   CHECK(chord_w4a16_zp_scale_bytes(2, 60, 128) == -1);
-  expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES | 0x20, p, p, 1, 16, 64, p, p, &tag, nullptr),
+  expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES | 0x40, p, p, 1, 16, 64, p, p, &tag, nullptr),
                  "src_format");
   expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES, p, nullptr, 1, 16, 64, p, p, &tag, nullptr),
                  "'zero_points' is a null pointer");
@@ -180,4 +180,66 @@ TEST_CASE("c api: zero-point formats - packed by chord_w4a16_pack_zp, twice the 
     expect_int4_operators_pass_tag(w, p, routing);
     expect_invalid(chord_nf4_offsets(p, CHORD_DTYPE_BF16, 8, &w, routing, p, nullptr), "this operator needs NF4");
   }
+}
+
+TEST_CASE("c api: group-128 formats - packed by the CHORD_W4A16_SRC_GROUP_128 flag, a quarter of the scale bytes, "
+          "every INT4 operator",
+          "[capi]") {
+  void* p = fake();
+  const int32_t* routing = static_cast<const int32_t*>(fake());
+  chord_w4a16_weight_t tag{};
+  CHECK(CHORD_FORMAT_INT4_G128 == 6);
+  CHECK(CHORD_FORMAT_INT4_G128_FP16 == 7);
+  CHECK(CHORD_FORMAT_INT4_G128_ZP == 8);
+  CHECK(CHORD_FORMAT_INT4_G128_ZP_FP16 == 9);
+  // Scale bytes per format: E * N * K/G entries of 2 (4 with zero points) bytes.
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G32, 2, 64, 256) == chord_w4a16_scale_bytes(2, 64, 256));
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G32_FP16, 2, 64, 256) == 2 * 64 * 8 * 2);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G32_ZP, 2, 64, 256) == chord_w4a16_zp_scale_bytes(2, 64, 256));
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G32_ZP_FP16, 2, 64, 256) == 2 * 64 * 8 * 4);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G128, 2, 64, 256) == 2 * 64 * 2 * 2);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G128_FP16, 2, 64, 256) == 2 * 64 * 2 * 2);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G128_ZP, 2, 64, 256) == 2 * 64 * 2 * 4);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G128_ZP_FP16, 2, 64, 256) == 2 * 64 * 2 * 4);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G128, 2, 64, 192) == -1);  // K % 128 != 0
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G32, 2, 64, 192) == 2 * 64 * 6 * 2);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_INT4_G128, 2, 60, 256) == -1);
+  CHECK(chord_w4a16_format_scale_bytes(CHORD_FORMAT_NF4, 2, 64, 256) == -1);  // not an INT4 format
+  CHECK(chord_w4a16_format_scale_bytes(10, 2, 64, 256) == -1);
+
+  // The flag needs K % 128 == 0, on both pack entry points, with a message that says so.
+  for (int flags : {CHORD_W4A16_SRC_CODES | CHORD_W4A16_SRC_GROUP_128,
+                    CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_GROUP_128 | CHORD_W4A16_SRC_SCALES_FP16}) {
+    expect_invalid(chord_w4a16_pack(p, flags, p, 1, 16, 192, p, p, &tag, nullptr), "K % 128 == 0");
+    expect_invalid(chord_w4a16_pack_zp(p, flags, p, p, 1, 16, 192, p, p, &tag, nullptr), "K % 128 == 0");
+    expect_invalid(chord_w4a16_pack(p, flags, p, 1, 16, 100, p, p, &tag, nullptr), "K");
+    expect_invalid(chord_w4a16_pack_zp(p, flags, nullptr, p, 1, 16, 128, p, p, &tag, nullptr), "'scales'");
+    expect_invalid(chord_w4a16_pack_zp(p, flags, p, nullptr, 1, 16, 128, p, p, &tag, nullptr),
+                   "'zero_points' is a null pointer");
+    // A valid group-128 pack gets as far as the driver (none here).
+    const chord_status_t packed = chord_w4a16_pack(p, flags, p, 1, 16, 128, p, p, &tag, nullptr);
+    CHECK((packed == CHORD_ERROR_NO_DRIVER || packed == CHORD_ERROR_CUDA));
+    const chord_status_t packed_zp = chord_w4a16_pack_zp(p, flags, p, p, 1, 16, 128, p, p, &tag, nullptr);
+    CHECK((packed_zp == CHORD_ERROR_NO_DRIVER || packed_zp == CHORD_ERROR_CUDA));
+  }
+  expect_invalid(chord_w4a16_pack(p, CHORD_W4A16_SRC_GROUP_128 | 2, p, 1, 16, 128, p, p, &tag, nullptr), "src_format");
+
+  for (uint32_t format : {uint32_t{CHORD_FORMAT_INT4_G128}, uint32_t{CHORD_FORMAT_INT4_G128_FP16},
+                          uint32_t{CHORD_FORMAT_INT4_G128_ZP}, uint32_t{CHORD_FORMAT_INT4_G128_ZP_FP16}}) {
+    INFO(format);
+    chord_w4a16_weight_t w{CHORD_W4A16_MAGIC, format, chord_w4a16_layout_version(), 128, 2, 64, 256, p, p};
+    expect_int4_operators_pass_tag(w, p, routing);
+    expect_invalid(chord_nf4_offsets(p, CHORD_DTYPE_BF16, 8, &w, routing, p, nullptr), "this operator needs NF4");
+    // The tag's group size must be 128, and K a multiple of 128.
+    chord_w4a16_weight_t bad = w;
+    bad.group_size = 32;
+    expect_invalid(chord_w4a16_offsets(p, 8, &bad, routing, p, nullptr), "group size 32; supported: 128");
+    bad = w;
+    bad.k = 192;
+    expect_invalid(chord_w4a16_dequantize(&bad, p, nullptr), "K % 128 == 0");
+  }
+  // A group-32 format with group size 128 is refused too.
+  chord_w4a16_weight_t g32{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32_ZP, chord_w4a16_layout_version(), 128, 2, 64, 256,
+                           p, p};
+  expect_invalid(chord_w4a16_masked(p, 2, 4, &g32, routing, 0, p, nullptr), "group size 128; supported: 32");
 }

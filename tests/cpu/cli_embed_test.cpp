@@ -220,7 +220,8 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
        {"chord config: --mode is one of contiguous, masked, offsets, indexed, not 'bogus'"}},
       {cli + "--mode contiguous --n 64 --k 128 --experts 2 --rows 16 --weight int3",
        2,
-       {"chord config: --weight is one of int4, int4-fp16, nf4, nf4-fp16, int4-zp, int4-zp-fp16, not 'int3'"}},
+       {"chord config: --weight is one of int4, int4-fp16, nf4, nf4-fp16, int4-zp, int4-zp-fp16, int4-g128, "
+        "int4-g128-fp16, int4-zp-g128, int4-zp-g128-fp16, not 'int3'"}},
       // --name=value reads as --name value.
       {std::string(CHORD_CLI_PATH) + " config --arch=sm_90a --mode=contiguous --n=4096 --k=7168 --experts=48 --rows=512",
        0,

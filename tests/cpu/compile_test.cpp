@@ -125,7 +125,9 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
   // (C7511). The tables run only a few of them; kernel_check and forced configs reach the rest.
   int checked = 0;
   for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightNF4Fp16,
-                      chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
+                      chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16,
+                      chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4G128Fp16, chord::kW4A16WeightInt4ZpG128,
+                      chord::kW4A16WeightInt4ZpG128Fp16}) {
     for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
       for (int block_n : {128, 256}) {
         for (int stages : {5, 6}) {
@@ -145,7 +147,7 @@ TEST_CASE("compile: ptxas serializes no wgmma of any warp-specialized build (wei
       }
     }
   }
-  CHECK(checked == 96);
+  CHECK(checked == 160);
 }
 
 // A mma.sync config of the compile matrices below.
@@ -162,6 +164,53 @@ static chord::W4A16GemmConfig mma_sync_config(chord::W4A16WeightKind weight, cho
   c.split_k = split_k;
   c.weight = weight;
   return c;
+}
+
+// The mma.sync tiles of the zero-point and group-128 compile matrices: every mode on the
+// 8-token decode tile, and in offsets mode the direct path (group sums and dequantizing), the
+// 16-token tile (the narrow path) and split-K (sm_90+).
+static std::vector<chord::W4A16GemmConfig> mma_decode_matrix(chord::W4A16WeightKind weight, const chord::Arch& arch) {
+  std::vector<chord::W4A16GemmConfig> configs;
+  auto mma = [&](chord::W4A16Mode mode, int bm, int bn, int bk, int stages, int split_k = 1) {
+    return mma_sync_config(weight, mode, bm, bn, bk, stages, 1, 4, split_k);
+  };
+  for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+    configs.push_back(mma(mode, 8, 64, 256, 4));
+  }
+  configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 2));    // direct path, group sums
+  configs.push_back(mma(chord::kW4A16Offsets, 16, 64, 256, 2));   // direct path, dequantized
+  configs.push_back(mma(chord::kW4A16Offsets, 16, 128, 128, 4));  // 16 tokens, narrow path
+  if (arch.sm() >= 90) configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 4, 4));
+  return configs;
+}
+
+// The one-role WGMMA tiles of the zero-point and group-128 compile matrices: two warpgroups,
+// BN128 and BN256, contiguous and indexed.
+static std::vector<chord::W4A16GemmConfig> one_role_tiles(chord::W4A16WeightKind weight) {
+  std::vector<chord::W4A16GemmConfig> tiles;
+  for (int block_n : {128, 256}) {
+    for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Indexed}) {
+      chord::W4A16GemmConfig w =
+          mma_sync_config(weight, mode, block_n == 256 ? 64 : 128, block_n, chord::kW4A16WgmmaBlockK, 4, 1, 4, 1);
+      w.engine = chord::W4A16Engine::kWgmma;
+      w.warpgroups = 2;
+      tiles.push_back(w);
+    }
+  }
+  return tiles;
+}
+
+// Compiles a one-role WGMMA tile: it traps off sm_90a but compiles; on sm_90a no wgmma may be
+// serialized.
+static void compile_one_role(const chord::W4A16GemmConfig& w, const chord::Arch& arch) {
+  REQUIRE(w.error() == nullptr);
+  const chord::KernelSource source = w.source();
+  INFO(source.name);
+  if (arch.sm() == 90) {
+    compile_sm90a_unserialized(source.name, source.text, source.options);
+  } else {
+    CHECK(chord::JitRuntime::global().compile(w.descriptor(arch))->info.arch == arch.name());
+  }
 }
 
 TEST_CASE("compile: INT4 FP16 (fp16 scales, activations, outputs) builds every engine and mode on every arch",
@@ -225,18 +274,11 @@ TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, t
   for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
     const chord::Arch arch = chord::parse_arch(arch_name);
     for (auto weight : {chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16}) {
-      std::vector<chord::W4A16GemmConfig> configs;
       auto mma = [&](chord::W4A16Mode mode, int bm, int bn, int bk, int stages, int wm, int wn, int split_k = 1) {
         return mma_sync_config(weight, mode, bm, bn, bk, stages, wm, wn, split_k);
       };
-      for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
-        configs.push_back(mma(mode, 8, 64, 256, 4, 1, 4));
-      }
-      configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 2, 1, 4));    // direct path, group sums
-      configs.push_back(mma(chord::kW4A16Offsets, 16, 64, 256, 2, 1, 4));   // direct path, dequantized
-      configs.push_back(mma(chord::kW4A16Offsets, 16, 128, 128, 4, 1, 4));  // 16 tokens, narrow path
-      configs.push_back(mma(chord::kW4A16Masked, 128, 128, 64, 4, 2, 4));   // prefill
-      if (arch.sm() >= 90) configs.push_back(mma(chord::kW4A16Offsets, 8, 64, 256, 4, 1, 4, 4));
+      std::vector<chord::W4A16GemmConfig> configs = mma_decode_matrix(weight, arch);
+      configs.push_back(mma(chord::kW4A16Masked, 128, 128, 64, 4, 2, 4));  // prefill
       for (const chord::W4A16GemmConfig& c : configs) {
         REQUIRE(c.error() == nullptr);
         chord::W4A16GemmConfig plain = c;
@@ -255,24 +297,8 @@ TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, t
         CHECK(kernel->info.arch == arch_name);
         if (kernel->info.meta.threads == 256 && c.launch_min_blocks() == 2) CHECK(kernel->info.registers <= 128);
       }
-      // The one-role WGMMA tiles (two warpgroups, BN128 and BN256; the warp-specialized builds
-      // are in the ptxas test above): they trap off sm_90a but compile; on sm_90a no wgmma may
-      // be serialized.
-      for (int block_n : {128, 256}) {
-        for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Indexed}) {
-          chord::W4A16GemmConfig w = mma(mode, block_n == 256 ? 64 : 128, block_n, chord::kW4A16WgmmaBlockK, 4, 1, 4);
-          w.engine = chord::W4A16Engine::kWgmma;
-          w.warpgroups = 2;
-          REQUIRE(w.error() == nullptr);
-          const chord::KernelSource source = w.source();
-          INFO(source.name);
-          if (arch.sm() == 90) {
-            compile_sm90a_unserialized(source.name, source.text, source.options);
-          } else {
-            CHECK(chord::JitRuntime::global().compile(w.descriptor(arch))->info.arch == arch_name);
-          }
-        }
-      }
+      // The one-role WGMMA tiles (the warp-specialized builds are in the ptxas test above).
+      for (const chord::W4A16GemmConfig& w : one_role_tiles(weight)) compile_one_role(w, arch);
 
       const bool fp16 = weight == chord::kW4A16WeightInt4ZpFp16;
       for (bool unpack : {false, true}) {
@@ -289,6 +315,120 @@ TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, t
           CHECK(back.element == pack.element);
           INFO(pack.source().name);
           CHECK(pack.source().name.find("_zp") != std::string::npos);
+          CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
+        }
+      }
+    }
+  }
+}
+
+// Compiles `c` for `arch` without the cache with ptxas's report; returns the spill store bytes
+// (and checks the cubin's arch).
+static long spill_stores(const chord::W4A16GemmConfig& c, const chord::Arch& arch) {
+  const chord::KernelSource source = c.source();
+  std::vector<std::string> options = source.options;
+  options.push_back("--ptxas-options=-v");
+  chord::CompileRequest request{source.name, source.text, arch, options};
+  std::string log;
+  const std::vector<char> cubin = chord::compile_to_cubin(request, "/tmp", &log);
+  INFO(source.name << ": " << log);
+  CHECK(chord::read_cubin_info(cubin).arch == arch.name());
+  CHECK(log.find("are serialized") == std::string::npos);
+  const size_t at = log.find(" bytes spill stores");
+  REQUIRE(at != std::string::npos);
+  const size_t start = log.find_last_of(", ", at - 1) + 1;
+  return std::stol(log.substr(start, at - start));
+}
+
+TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) builds every engine, tile and mode on "
+          "every arch",
+          "[compile]") {
+  // Per arch and group-128 kind: every mode on the 8-token decode tile (BF16: the fp32 group
+  // sums; FP16: dequantized), and in offsets mode the direct path with 256- and 64-k blocks
+  // (a 64-k block reads its 128-group's row: two blocks share one), the staged 64-k block, the
+  // 16-token tile (the narrow path), a prefill tile, split-K (sm_90+, also with 64-k blocks that
+  // start mid-group), and the pack / unpack kernels. Tiles with 128- and 256-k blocks (those the
+  // tables and the heuristic pick for decode) have no spills; the 64-k blocks (whose scale row
+  // index is one more live value) and the 256-thread prefill tile at its 128-register cap spill
+  // at most 24 bytes, the group-32 zero-point prefill tile's own count. The one-role WGMMA tiles
+  // (one scale row per stage) compile on every arch and serialize no wgmma on sm_90a; the
+  // warp-specialized builds are in the ptxas test above.
+  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    for (auto weight : {chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4G128Fp16, chord::kW4A16WeightInt4ZpG128,
+                        chord::kW4A16WeightInt4ZpG128Fp16}) {
+      INFO(arch_name << " weight " << weight);
+      REQUIRE(chord::w4a16_is_g128(weight));
+      REQUIRE(chord::w4a16_scale_group(weight) == 128);
+      const auto g32 = static_cast<chord::W4A16WeightKind>(chord::w4a16_g32_kind(weight));
+      REQUIRE(chord::w4a16_has_zero_point(weight) == chord::w4a16_has_zero_point(g32));
+      REQUIRE(chord::w4a16_element(weight) == chord::w4a16_element(g32));
+      auto mma = [&](chord::W4A16Mode mode, int bm, int bn, int bk, int stages, int wm, int wn, int split_k = 1) {
+        return mma_sync_config(weight, mode, bm, bn, bk, stages, wm, wn, split_k);
+      };
+      std::vector<chord::W4A16GemmConfig> configs = mma_decode_matrix(weight, arch);
+      configs.push_back(mma(chord::kW4A16Offsets, 8, 128, 64, 2, 1, 4));  // direct path, 64-k blocks
+      configs.push_back(mma(chord::kW4A16Indexed, 8, 128, 64, 4, 1, 4));  // staged, 64-k blocks
+      if (arch.sm() >= 90) configs.push_back(mma(chord::kW4A16Indexed, 16, 128, 64, 4, 1, 4, 8));  // odd split starts
+      for (const chord::W4A16GemmConfig& c : configs) {
+        REQUIRE(c.error() == nullptr);
+        REQUIRE(c.g128());
+        chord::W4A16GemmConfig same32 = c;
+        same32.weight = g32;
+        // A stage's scale tile: max(1, BLOCK_K / 128) rows instead of BLOCK_K / 32.
+        const int entry = chord::w4a16_has_zero_point(weight) ? 4 : 2;
+        const int rows = c.block_k >= 128 ? c.block_k / 128 : 1;
+        CHECK(chord::w4a16_smem_stage_bytes(c.block_m, c.block_n, c.block_k, entry == 4, true) ==
+              chord::w4a16_smem_stage_bytes(c.block_m, c.block_n, c.block_k, entry == 4) -
+                  (c.block_k / 32 - rows) * c.block_n * entry);
+        CHECK(c.smem_bytes() <= same32.smem_bytes());
+        const chord::KernelDescriptor d = c.descriptor(arch);
+        CHECK(chord::W4A16GemmConfig::from(d).weight == weight);
+        CHECK_FALSE(d == same32.descriptor(arch));
+        INFO(c.source().name);
+        CHECK(c.source().name.find(chord::w4a16_weight_suffix(weight)) != std::string::npos);
+        CHECK(c.source().name.find("g128") != std::string::npos);
+        if (c.block_k >= 128) {
+          CHECK(spill_stores(c, arch) == 0);
+        } else {
+          CHECK(spill_stores(c, arch) <= 24);
+        }
+      }
+      const chord::W4A16GemmConfig prefill = mma(chord::kW4A16Masked, 128, 128, 64, 4, 2, 4);
+      CHECK(spill_stores(prefill, arch) <= 24);
+      for (const chord::W4A16GemmConfig& w : one_role_tiles(weight)) {
+        // One scale row per stage (group 32: two), before the stage's 1 KiB rounding.
+        const bool zp = chord::w4a16_has_zero_point(weight);
+        CHECK(chord::w4a16_wgmma_stage_bytes(w.block_m, w.block_n, zp, true) ==
+              (w.block_m * 128 + w.block_n * 32 + w.block_n * (zp ? 4 : 2) + 1023) / 1024 * 1024);
+        CHECK(w.source().name.find("g128") != std::string::npos);
+        compile_one_role(w, arch);
+      }
+      const auto kernel = chord::JitRuntime::global().compile(prefill.descriptor(arch));
+      CHECK(kernel->info.registers <= 128);
+
+      const bool zp = chord::w4a16_has_zero_point(weight);
+      const auto element = static_cast<chord::NF4Element>(chord::w4a16_element(weight));
+      for (bool unpack : {false, true}) {
+        for (auto src : {chord::kInt4Codes, chord::kInt4Compressed}) {
+          if (unpack && src == chord::kInt4Compressed) continue;
+          chord::W4A16PackConfig pack;
+          pack.unpack = unpack;
+          pack.source_format = src;
+          pack.zero_point = zp;
+          pack.element = unpack || zp ? element : chord::kNF4BF16;
+          pack.group = 128;
+          const chord::KernelDescriptor d = pack.descriptor(arch);
+          const chord::W4A16PackConfig back = chord::W4A16PackConfig::from(d);
+          CHECK(back.group == 128);
+          CHECK(back.zero_point == zp);
+          CHECK(back.element == pack.element);
+          chord::W4A16PackConfig pack32 = pack;
+          pack32.group = 32;
+          CHECK_FALSE(d == pack32.descriptor(arch));
+          INFO(pack.source().name);
+          CHECK(pack.source().name.find("_g128") != std::string::npos);
+          CHECK(pack.source().text.find(", 128>") != std::string::npos);
           CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
         }
       }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <random>
 #include <tuple>
+#include <type_traits>
 
 #include "kernels_src/w4a16_wgmma_args.cuh"
 #include "kernels_src/weight_kind_args.cuh"
@@ -192,4 +193,114 @@ TEST_CASE("reference: zero points decode as T((code - zp) * scale) from the pack
   std::vector<uint16_t> scales(zps.size(), float_to_bf16(0.01f));
   CHECK(dequantize_packed_zp(pack_w4a16_zp(codes.data(), scales.data(), eights.data(), E, N, K, false)) ==
         dequantize_packed(pack_w4a16(codes.data(), scales.data(), E, N, K)));
+}
+
+TEST_CASE("reference: group 128 packs one scale (or {scale, bias} pair) per 128 k and decodes bit for bit",
+          "[reference]") {
+  // Independent construction: a group-128 weight is the group-32 weight whose scales (and zero
+  // points) repeat each 128-group's value four times. The group-128 packed form must dequantize
+  // to the checkpoint reference of those repeated group-32 scales, bit for bit, and its packed
+  // scale rows must be every fourth row of the repeated group-32 packing.
+  const int E = 2, N = 48, K = 384;
+  std::mt19937 rng(128);
+  std::vector<uint8_t> codes(static_cast<size_t>(E) * N * K), zp128(static_cast<size_t>(E) * N * (K / 128));
+  for (auto& c : codes) c = static_cast<uint8_t>(rng() % 16);
+  for (auto& z : zp128) z = static_cast<uint8_t>(rng() % 16);
+  std::uniform_real_distribution<float> mag(1e-4f, 2e-2f);
+  // [rows, K/128] -> [rows, K/32]: each value four times.
+  auto repeat = [&](const auto& v128) {
+    std::remove_const_t<std::remove_reference_t<decltype(v128)>> v32(v128.size() * 4);
+    for (size_t i = 0; i < v32.size(); ++i) v32[i] = v128[i / 4];
+    return v32;
+  };
+  const std::vector<uint8_t> zp32 = repeat(zp128);
+  for (bool fp16 : {false, true}) {
+    INFO((fp16 ? "fp16" : "bf16"));
+    std::vector<uint16_t> s128(zp128.size());
+    for (auto& s : s128) {
+      const float v = (rng() & 1 ? -1.0f : 1.0f) * mag(rng);
+      s = fp16 ? float_to_fp16(v) : float_to_bf16(v);
+    }
+    const std::vector<uint16_t> s32 = repeat(s128);
+    const int64_t rows = static_cast<int64_t>(E) * N;
+
+    // Symmetric (dequantize_packed rounds in bf16: the bf16 case).
+    const W4A16Packed g128 = pack_w4a16(codes.data(), s128.data(), E, N, K, 128);
+    const W4A16Packed g32 = pack_w4a16(codes.data(), s32.data(), E, N, K);
+    REQUIRE(g128.scales.size() == static_cast<size_t>(E) * N * (K / 128));
+    CHECK(g128.weight == g32.weight);  // the words do not depend on the group
+    size_t misplaced = 0;
+    for (int x = 0; x < E; ++x)
+      for (int grp = 0; grp < K / 128; ++grp)
+        for (int row = 0; row < N; ++row) {
+          // [E, K/128, N], column (row & ~15) + 2 (row % 8) + (row % 16) / 8: written out here.
+          const int col = (row / 16) * 16 + 2 * (row % 8) + (row % 16) / 8;
+          misplaced += g128.scales[((size_t)x * (K / 128) + grp) * N + col] != s128[((size_t)x * N + row) * (K / 128) + grp];
+          misplaced += g128.scales[((size_t)x * (K / 128) + grp) * N + col] != g32.scales[((size_t)x * (K / 32) + 4 * grp) * N + col];
+        }
+    CHECK(misplaced == 0);
+    if (!fp16) {
+      CHECK(dequantize_packed(g128) == dequantize_codes(codes, s32, rows, K));
+      CHECK(dequantize_packed(g128) == dequantize_packed(g32));
+    }
+
+    // Zero points, bf16 and fp16.
+    const W4A16PackedZp z128 = pack_w4a16_zp(codes.data(), s128.data(), zp128.data(), E, N, K, fp16, 128);
+    const W4A16PackedZp z32 = pack_w4a16_zp(codes.data(), s32.data(), zp32.data(), E, N, K, fp16);
+    REQUIRE(z128.pairs.size() == g128.scales.size());
+    const auto want = dequantize_codes_zp(codes, s32, zp32, rows, K, fp16);
+    const auto got = dequantize_packed_zp(z128);
+    REQUIRE(got.size() == want.size());
+    size_t diff = 0;
+    for (size_t i = 0; i < got.size(); ++i) diff += got[i] != want[i];
+    CHECK(diff == 0);
+    size_t pair_diff = 0;
+    for (int x = 0; x < E; ++x)
+      for (int grp = 0; grp < K / 128; ++grp)
+        for (int c = 0; c < N; ++c) {
+          const uint32_t p = z128.pairs[((size_t)x * (K / 128) + grp) * N + c];
+          pair_diff += p != z32.pairs[((size_t)x * (K / 32) + 4 * grp) * N + c];
+          pair_diff += (p & 0xffffu) != g128.scales[((size_t)x * (K / 128) + grp) * N + c];
+        }
+    CHECK(pair_diff == 0);
+  }
+  // A group-128 scale covers k 128 g .. 128 g + 127: changing one 128-group's scale changes
+  // exactly its 128 weights of the row.
+  std::vector<uint16_t> ones(zp128.size(), float_to_bf16(1.0f));
+  std::vector<uint16_t> moved = ones;
+  moved[1] = float_to_bf16(2.0f);  // expert 0, row 0, group 1
+  const auto a = dequantize_packed(pack_w4a16(codes.data(), ones.data(), E, N, K, 128));
+  const auto b = dequantize_packed(pack_w4a16(codes.data(), moved.data(), E, N, K, 128));
+  size_t changed_outside = 0, same_inside = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const bool inside = i >= 128 && i < 256;
+    changed_outside += !inside && a[i] != b[i];
+    same_inside += inside && a[i] == b[i] && (codes[i] & 15) != 8;
+  }
+  CHECK(changed_outside == 0);
+  CHECK(same_inside == 0);
+  CHECK_THROWS(pack_w4a16(codes.data(), ones.data(), E, N, 192, 128));  // K % 128 != 0
+
+  // The warp-specialized kernel's TMA scale box of group 128: one row of [E * K/128, N], k block
+  // kb (64 k) of expert x at row x * (K / 128) + kb / 2 (w4a16_wgmma_ws.cuh), holding the scales
+  // of that block's own 128-group.
+  const W4A16Packed g = pack_w4a16(codes.data(), moved.data(), E, N, K, 128);
+  for (bool zp : {false, true}) {
+    const chord::W4A16MapShape s = chord::w4a16_scale_map_shape(E, N, K, 16, false, zp, true);
+    CHECK(s.rows == static_cast<long long>(E) * (K / 128));
+    CHECK(s.cols == N);
+    CHECK(s.element_bytes == (zp ? 4 : 2));
+    CHECK((s.box_rows == 1 && s.box_cols == 16));
+    CHECK(s.rows * s.cols == static_cast<long long>(g.scales.size()));
+  }
+  size_t box_mismatch = 0;
+  for (int x = 0; x < E; ++x)
+    for (int kb = 0; kb < K / 64; ++kb)
+      for (int row = 0; row < N; ++row) {
+        // The kernel's box row, at the column the permutation puts this weight row in, holds the
+        // checkpoint scale of (row, the 128-group of k block kb's first k).
+        const size_t box = (static_cast<size_t>(x) * (K / 128) + kb / 2) * N + packed_scale_column(row);
+        box_mismatch += g.scales[box] != moved[(static_cast<size_t>(x) * N + row) * (K / 128) + (kb * 64) / 128];
+      }
+  CHECK(box_mismatch == 0);
 }

@@ -618,15 +618,18 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
 }
 
-TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zero points) and the pack kernels",
+TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zero points, group 128) and the pack "
+          "kernels",
           "[tuning]") {
   // GPTQ / AWQ / compressed-tensors checkpoints load as INT4 with FP16 scales and activations,
-  // and with zero points (CHORD_FORMAT_INT4_G32_FP16, _ZP, _ZP_FP16): a kernel set compiles the
-  // kernels their calls resolve to, as it does for INT4 BF16, so a server's first call does not
-  // wait for NVRTC.
+  // with zero points and with group 128 (CHORD_FORMAT_INT4_G32_FP16, _ZP, _ZP_FP16,
+  // CHORD_FORMAT_INT4_G128*): a kernel set compiles the kernels their calls resolve to, as it
+  // does for INT4 BF16, so a server's first call does not wait for NVRTC.
   const chord::Arch arch = chord::parse_arch("sm_90a");
-  const chord::W4A16WeightKind kinds[] = {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4Fp16,
-                                          chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4ZpFp16};
+  const chord::W4A16WeightKind kinds[] = {
+      chord::kW4A16WeightInt4,     chord::kW4A16WeightInt4Fp16,     chord::kW4A16WeightInt4Zp,
+      chord::kW4A16WeightInt4ZpFp16, chord::kW4A16WeightInt4G128,   chord::kW4A16WeightInt4G128Fp16,
+      chord::kW4A16WeightInt4ZpG128, chord::kW4A16WeightInt4ZpG128Fp16};
   int checked = 0;
   for (const chord::ShapeSplit* split : chord::model_shapes().kernel_sets()) {
     const std::vector<chord::KernelDescriptor> set = chord::kernel_set_descriptors(split->name, arch);
@@ -676,20 +679,31 @@ TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zer
           c.source_format = src;
           c.zero_point = zp;
           c.element = unpack || zp ? element : chord::kNF4BF16;
+          c.group = chord::w4a16_scale_group(weight);
           INFO(split->name << " " << c.source().name);
           CHECK(std::find(set.begin(), set.end(), c.descriptor(arch)) != set.end());
         }
       }
     }
   }
-  CHECK(checked == static_cast<int>(chord::model_shapes().kernel_sets().size()) * 2 * 4 * (4 * 4 + 2));
-  // The zero-point kinds are kernels of their own (32-bit scale entries), not INT4's.
+  CHECK(checked == static_cast<int>(chord::model_shapes().kernel_sets().size()) * 2 * 8 * (4 * 4 + 2));
+  // The zero-point and group-128 kinds are kernels of their own (32-bit scale entries, one scale
+  // row per 128 k), not INT4's.
   const std::vector<chord::KernelDescriptor> ep8 = chord::kernel_set_descriptors("ep8", arch);
-  int zp_gemms = 0;
+  int zp_gemms = 0, g128_gemms = 0, g128_packs = 0;
   for (const auto& d : ep8) {
     if (d.family == chord::KernelFamily::kW4A16Gemm && chord::W4A16GemmConfig::from(d).zero_point()) ++zp_gemms;
+    if (d.family == chord::KernelFamily::kW4A16Gemm && chord::W4A16GemmConfig::from(d).g128()) ++g128_gemms;
+    if ((d.family == chord::KernelFamily::kW4A16Pack || d.family == chord::KernelFamily::kW4A16Unpack) &&
+        chord::W4A16PackConfig::from(d).group == 128) {
+      ++g128_packs;
+    }
   }
   CHECK(zp_gemms > 0);
+  CHECK(g128_gemms > 0);
+  // An unpack per kind (4); packs: symmetric codes / compressed (the scales copied as 16-bit
+  // patterns, 2), zero points per element type (4).
+  CHECK(g128_packs == 4 + 2 + 4);
 }
 
 // Calls f(p) on the resolver's problems over the sm90a tables' splits, one shape the heuristic
@@ -752,6 +766,36 @@ TEST_CASE("tuning: zero-point INT4 takes INT4's engine and tile on every table a
       CHECK(zp.split_k == int4.split_k);
       CHECK(zp.stages <= int4.stages);
       wgmma += zp.wgmma();
+    }
+  });
+  CHECK(checked == 2 * 6 * 4 * 7);
+  CHECK(wgmma > 0);
+}
+
+TEST_CASE("tuning: group-128 INT4 takes its group-32 kind's engine and tile on every table and the heuristic, "
+          "valid with its smaller scale tiles",
+          "[tuning]") {
+  // Every engine reads group-128 scales; the kinds take their group-32 kind's candidates (the
+  // smaller scale tiles never cost a stage), so the config is the group-32 kind's with the
+  // weight kind changed.
+  int wgmma = 0;
+  const int checked = for_each_table_problem([&](chord::W4A16Problem p) {
+    for (auto weight : {chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4G128Fp16, chord::kW4A16WeightInt4ZpG128,
+                        chord::kW4A16WeightInt4ZpG128Fp16}) {
+      p.weight = static_cast<chord::W4A16WeightKind>(chord::w4a16_g32_kind(weight));
+      chord::W4A16GemmConfig g32 = chord::resolve_w4a16_config(p);
+      p.weight = weight;
+      const chord::W4A16GemmConfig g128 = chord::resolve_w4a16_config(p);
+      INFO("weight " << weight);
+      CHECK(g128.weight == weight);
+      CHECK(g128.g128());
+      CHECK(g128.error() == nullptr);
+      CHECK(g128.smem_bytes() <= [&] { chord::W4A16GemmConfig c = g128; c.weight = g32.weight; return c.smem_bytes(); }());
+      CHECK(g128.engine == g32.engine);
+      CHECK((g128.block_m == g32.block_m && g128.block_n == g32.block_n && g128.block_k == g32.block_k));
+      CHECK(g128.split_k == g32.split_k);
+      CHECK(g128.stages >= g32.stages);  // zero points: a one-role tile may keep a stage group 32 gave up
+      wgmma += g128.wgmma();
     }
   });
   CHECK(checked == 2 * 6 * 4 * 7);

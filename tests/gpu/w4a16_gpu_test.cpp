@@ -71,6 +71,73 @@ struct ZpScope {
   ZpScope& operator=(const ZpScope&) = delete;
 };
 
+bool g_g128 = false;  // set by G128Scope: make_weight packs group-128 scales (formats CHORD_FORMAT_INT4_G128*)
+
+struct G128Scope {
+  explicit G128Scope(bool g128) { g_g128 = g128; }
+  ~G128Scope() { g_g128 = false; }
+  G128Scope(const G128Scope&) = delete;
+  G128Scope& operator=(const G128Scope&) = delete;
+};
+
+// [rows, K/128] -> [rows, K/32]: each value four times (the group-32 form of a group-128 weight).
+template <typename T>
+std::vector<T> repeat_per_32(const std::vector<T>& v128) {
+  std::vector<T> v32(v128.size() * 4);
+  for (size_t i = 0; i < v32.size(); ++i) v32[i] = v128[i / 4];
+  return v32;
+}
+
+// Group 128 (with zero points when g_zp): one scale (and zero point) per row and 128-k group,
+// packed with CHORD_W4A16_SRC_GROUP_128. The logical weight is the group-32 reference of the
+// repeated scales; the packed bytes are the reference packer's (group 128) and the dequantized
+// weight is the logical one, bit for bit.
+PackedWeight make_g128_weight(PackedWeight w, std::mt19937& rng, const Stream& stream) {
+  REQUIRE(w.k % 128 == 0);
+  const size_t groups = static_cast<size_t>(w.e) * w.n * (w.k / 128);
+  const std::vector<uint16_t> s128 = random_scales_t(groups, rng);
+  std::vector<uint8_t> zp128(groups, 8);
+  if (g_zp) {
+    for (auto& z : zp128) z = static_cast<uint8_t>(rng() % 16);
+  }
+  w.scales = repeat_per_32(s128);
+  const int64_t rows = static_cast<int64_t>(w.e) * w.n;
+  w.logical = g_zp ? chord::ref::dequantize_codes_zp(w.codes, w.scales, repeat_per_32(zp128), rows, w.k, g_fp16)
+                   : chord::ref::dequantize_codes(w.codes, w.scales, rows, w.k, g_fp16);
+  const uint32_t format = g_zp ? (g_fp16 ? CHORD_FORMAT_INT4_G128_ZP_FP16 : CHORD_FORMAT_INT4_G128_ZP)
+                               : (g_fp16 ? CHORD_FORMAT_INT4_G128_FP16 : CHORD_FORMAT_INT4_G128);
+  const int64_t scale_bytes = chord_w4a16_format_scale_bytes(format, w.e, w.n, w.k);
+  REQUIRE(scale_bytes == static_cast<int64_t>(groups) * (g_zp ? 4 : 2));
+  DeviceBuffer codes(w.codes), scales(s128), d_zps(zp128);
+  w.weight_dev = std::make_unique<DeviceBuffer>(chord_w4a16_weight_bytes(w.e, w.n, w.k));
+  w.scales_dev = std::make_unique<DeviceBuffer>(scale_bytes);
+  const int flags = CHORD_W4A16_SRC_CODES | CHORD_W4A16_SRC_GROUP_128 | pack_flags();
+  if (g_zp) {
+    REQUIRE(chord_w4a16_pack_zp(codes.get(), flags, scales.get(), d_zps.get(), w.e, w.n, w.k, w.weight_dev->get(),
+                                w.scales_dev->get(), &w.tag, stream.get()) == CHORD_SUCCESS);
+  } else {
+    REQUIRE(chord_w4a16_pack(codes.get(), flags, scales.get(), w.e, w.n, w.k, w.weight_dev->get(),
+                             w.scales_dev->get(), &w.tag, stream.get()) == CHORD_SUCCESS);
+  }
+  CHECK(w.tag.format == format);
+  CHECK(w.tag.group_size == 128);
+  stream.sync();
+  if (g_zp) {
+    const auto ref = chord::ref::pack_w4a16_zp(w.codes.data(), s128.data(), zp128.data(), w.e, w.n, w.k, g_fp16, 128);
+    CHECK(w.weight_dev->download<uint32_t>() == ref.weight);
+    CHECK(w.scales_dev->download<uint32_t>() == ref.pairs);
+  } else {
+    const auto ref = chord::ref::pack_w4a16(w.codes.data(), s128.data(), w.e, w.n, w.k, 128);
+    CHECK(w.weight_dev->download<uint32_t>() == ref.weight);
+    CHECK(w.scales_dev->download<uint16_t>() == ref.scales);
+  }
+  DeviceBuffer out(static_cast<size_t>(w.e) * w.n * w.k * 2);
+  REQUIRE(chord_w4a16_dequantize(&w.tag, out.get(), stream.get()) == CHORD_SUCCESS);
+  stream.sync();
+  CHECK(out.download<uint16_t>() == w.logical);
+  return w;
+}
+
 // Asymmetric weights: zero points 0..15 per (row, group), W = T((code - zp) * scale).
 PackedWeight make_zp_weight(PackedWeight w, std::mt19937& rng, const Stream& stream) {
   std::vector<uint8_t> zps(static_cast<size_t>(w.e) * w.n * (w.k / 32));
@@ -98,6 +165,7 @@ PackedWeight make_zp_weight(PackedWeight w, std::mt19937& rng, const Stream& str
 PackedWeight make_weight(int e, int n, int k, std::mt19937& rng, const Stream& stream) {
   PackedWeight w{e, n, k, {}, {}, {}, nullptr, nullptr, {}};
   w.codes = random_codes(static_cast<size_t>(e) * n * k, rng);
+  if (g_g128) return make_g128_weight(std::move(w), rng, stream);
   w.scales = random_scales_t(static_cast<size_t>(e) * n * (k / 32), rng);
   if (g_zp) return make_zp_weight(std::move(w), rng, stream);
   w.logical = chord::ref::dequantize_codes(w.codes, w.scales, static_cast<int64_t>(e) * n, k, g_fp16);
@@ -398,9 +466,10 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
   // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
   // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
   // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty. With zero
-  // points too (the {scale, bias} TMA box).
+  // points too (the {scale, bias} TMA box), and with group 128 (one scale row per two k blocks).
   const Fp16Scope dtype(GENERATE(false, true));
   const ZpScope zp(GENERATE(false, true));
+  const G128Scope g128(GENERATE(false, true));
   std::mt19937 rng(61);
   Stream stream;
   const int e = 8, n = 256, k = 768;
@@ -414,6 +483,10 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     p.mode = mode;
     p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpFp16 : chord::kW4A16WeightInt4Zp)
                     : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
+    if (g_g128) {
+      p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpG128Fp16 : chord::kW4A16WeightInt4ZpG128)
+                      : (g_fp16 ? chord::kW4A16WeightInt4G128Fp16 : chord::kW4A16WeightInt4G128);
+    }
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
     p.n = shape_n ? shape_n : n;
@@ -491,30 +564,23 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   CHECK(out.download<uint16_t>() == eager);  // rank 0 adds the partials in rank order
 }
 
-TEST_CASE("gpu w4a16: zero points (BF16 and FP16) in every mode: ragged, empty experts, M = 0 / 1, decode, prefill, "
-          "split-K, CUDA Graph; pack and dequantize bit-exact",
-          "[gpu][w4a16][zp]") {
-  // make_weight checks the packed bytes against the reference packer and the dequantized
-  // weight bit for bit; every GEMM against the fp32 reference of that weight, then replayed
-  // from a CUDA Graph (run_and_check). mma.sync decode tiles (8 tokens: int4_group_mma_zp in
-  // BF16), wider tiles and the one-role WGMMA prefill (sm_90a, 256-row groups) dequant_word_zp;
-  // the warp-specialized prefill is in the large-prefill test.
-  const Fp16Scope dtype(GENERATE(false, true));
-  const ZpScope zp(true);
-  std::mt19937 rng(26);
-  Stream stream;
+// The every-mode matrix of the zero-point and group-128 tests on make_weight's current kind:
+// ragged and empty experts in every mode, decode- and prefill-sized groups, M = 1, EP subsets,
+// split-K (few rows, long K; `k_odd` > 0: also a K whose 64-k split starts fall mid-group),
+// M = 0 and the smallest N / K (`k_min`). `k` is the ragged cases' K.
+void check_every_mode(std::mt19937& rng, const Stream& stream, int k, int k_min, int k_odd = 0) {
   {
-    PackedWeight w = make_weight(6, 256, 512, rng, stream);
+    PackedWeight w = make_weight(6, 256, k, rng, stream);
     check_contiguous(w, {1, 0, 130, 7, 0, 256}, rng, stream);
-    check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 8, rng, stream);        // decode-sized groups
+    check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 8, rng, stream);           // decode-sized groups
     check_masked(w, {200, 0, 256, 17, 1, 256}, 256, 256, rng, stream);  // prefill-sized groups
-    check_offsets(w, {1, 0, 0, 5, 2, 0}, rng, stream);                // M = 8 routed rows, ragged
+    check_offsets(w, {1, 0, 0, 5, 2, 0}, rng, stream);                   // M = 8 routed rows, ragged
     check_offsets(w, {300, 0, 17, 513, 1, 64}, rng, stream);
-    check_offsets(w, {0, 1, 0, 0, 0, 0}, rng, stream);                // one row
+    check_offsets(w, {0, 1, 0, 0, 0, 0}, rng, stream);                   // one row
   }
   {
-    const int e = 16, n = 256, k = 512;
-    PackedWeight w = make_weight(e, n, k, rng, stream);
+    const int e = 16, n = 256, k_idx = 512;
+    PackedWeight w = make_weight(e, n, k_idx, rng, stream);
     for (auto [m, top_k, block_size] : {std::tuple{1, 8, 16}, std::tuple{37, 8, 16}, std::tuple{300, 4, 64}}) {
       std::vector<bool> local(e, true);
       for (int x = 0; x < e; x += 3) local[x] = false;
@@ -527,13 +593,50 @@ TEST_CASE("gpu w4a16: zero points (BF16 and FP16) in every mode: ragged, empty e
     // Few rows and a long K: split-K on sm_90+ (clusters), one CTA per tile elsewhere.
     PackedWeight w = make_weight(4, 128, 4096, rng, stream);
     check_offsets(w, {1, 0, 2, 1}, rng, stream);
+    if (k_odd > 0) {
+      PackedWeight odd = make_weight(4, 128, k_odd, rng, stream);
+      check_offsets(odd, {1, 0, 2, 1}, rng, stream);
+    }
   }
   {
     // M = 0 launches nothing and succeeds.
-    PackedWeight w = make_weight(2, 16, 64, rng, stream);
+    PackedWeight w = make_weight(2, 16, k_min, rng, stream);
     CHECK(chord_w4a16_offsets(w.weight_dev->get(), 0, &w.tag, nullptr, nullptr, stream.get()) == CHORD_SUCCESS);
     check_contiguous(w, {5, 0}, rng, stream);  // the smallest N and K
   }
+}
+
+TEST_CASE("gpu w4a16: zero points (BF16 and FP16) in every mode: ragged, empty experts, M = 0 / 1, decode, prefill, "
+          "split-K, CUDA Graph; pack and dequantize bit-exact",
+          "[gpu][w4a16][zp]") {
+  // make_weight checks the packed bytes against the reference packer and the dequantized
+  // weight bit for bit; every GEMM against the fp32 reference of that weight, then replayed
+  // from a CUDA Graph (run_and_check). mma.sync decode tiles (8 tokens: int4_group_mma_zp in
+  // BF16), wider tiles and the one-role WGMMA prefill (sm_90a, 256-row groups) dequant_word_zp;
+  // the warp-specialized prefill is in the large-prefill test.
+  const Fp16Scope dtype(GENERATE(false, true));
+  const ZpScope zp(true);
+  std::mt19937 rng(26);
+  Stream stream;
+  check_every_mode(rng, stream, 512, 64);
+}
+
+TEST_CASE("gpu w4a16: group 128 (symmetric and zero points, BF16 and FP16) in every mode: ragged, empty experts, "
+          "M = 0 / 1, decode, prefill, split-K, CUDA Graph; pack and dequantize bit-exact",
+          "[gpu][w4a16][g128]") {
+  // make_weight (make_g128_weight) checks the packed bytes against the reference packer (group
+  // 128) and the dequantized weight bit for bit against the group-32 reference of the repeated
+  // scales; every GEMM against the fp32 reference of that weight, then replayed from a CUDA
+  // Graph (run_and_check). mma.sync decode tiles (8 tokens: the group sums in BF16), wider
+  // tiles, the one-role WGMMA prefill (sm_90a, 256-row groups); the warp-specialized prefill is
+  // in the large-prefill test. K is a multiple of 128 throughout; K 640 has an odd count of
+  // 128-groups per 256-k block, K 384 with split-K starts splits mid-group on 64-k blocks.
+  const Fp16Scope dtype(GENERATE(false, true));
+  const ZpScope zp(GENERATE(false, true));
+  const G128Scope g128(true);
+  std::mt19937 rng(128);
+  Stream stream;
+  check_every_mode(rng, stream, 640, 128, 384);
 }
 
 TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch, zero rows launch nothing",

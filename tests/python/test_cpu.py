@@ -183,7 +183,7 @@ def test_tag_checks():
     p = fake_packed()
     a = torch.zeros(8, 128, dtype=torch.bfloat16)
     idx = torch.zeros(8, dtype=torch.int32)
-    for field, value, message in ((0, 0x1234, "magic"), (1, 7, "format"), (2, ck.LAYOUT_VERSION + 1, "layout version"),
+    for field, value, message in ((0, 0x1234, "magic"), (1, 10, "format"), (2, ck.LAYOUT_VERSION + 1, "layout version"),
                                   (3, 64, "group size"), (5, 40, "N % 16")):
         tag = list(p.tag)
         tag[field] = value
@@ -233,21 +233,69 @@ def test_pack_group_size_checks():
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("group_size", [32, 64, 128, 256])
 def test_coarser_group_scales_expand_exactly(group_size, dtype):
-    """The layout's 32-wide groups repeat a coarser group's scale: each weight's scale is the
-    one of its own group, so dtype((code - 8) * scale) is unchanged. Scales already in dtype
-    (fp16 GPTQ / AWQ scales with dtype=float16) are copied bit for bit."""
+    """The layout's 32-wide groups (128-wide for a multiple of 128: the group-128 formats)
+    repeat a coarser group's scale: each weight's scale is the one of its own group, so
+    dtype((code - 8) * scale) is unchanged. Scales already in dtype (fp16 GPTQ / AWQ scales
+    with dtype=float16) are copied bit for bit."""
     from chord_kernels import _ops
     e, n, k = 2, 16, 256
+    packed = _ops.packed_group(group_size, k)
+    assert packed == (128 if group_size % 128 == 0 else 32)
     gen = torch.Generator().manual_seed(group_size)
     scale = torch.rand(e, n, k // group_size, generator=gen, dtype=torch.float32) + 0.5
-    got = _ops._as_group32_scales(scale, e, n, k, group_size, dtype)
-    assert got.dtype == dtype and tuple(got.shape) == (e, n, k // 32)
-    for kk in range(0, k, 32):
-        assert torch.equal(got[..., kk // 32], scale[..., kk // group_size].to(dtype))
+    got = _ops._as_packed_scales(scale, e, n, k, group_size, dtype, packed)
+    assert got.dtype == dtype and tuple(got.shape) == (e, n, k // packed)
+    for kk in range(0, k, packed):
+        assert torch.equal(got[..., kk // packed], scale[..., kk // group_size].to(dtype))
     same = scale.to(dtype)
-    got = _ops._as_group32_scales(same, e, n, k, group_size, dtype)
-    for kk in range(0, k, 32):
-        assert torch.equal(got[..., kk // 32].view(torch.int16), same[..., kk // group_size].view(torch.int16))
+    got = _ops._as_packed_scales(same, e, n, k, group_size, dtype, packed)
+    for kk in range(0, k, packed):
+        assert torch.equal(got[..., kk // packed].view(torch.int16), same[..., kk // group_size].view(torch.int16))
+    zp = torch.randint(0, 16, (e, n, k // group_size), generator=gen, dtype=torch.int32)
+    zps = _ops._as_packed_zero_points(zp, e, n, k, group_size, torch.device("cpu"), packed)
+    assert zps.dtype == torch.uint8 and tuple(zps.shape) == (e, n, k // packed)
+    assert torch.equal(zps.long(), zp.long().repeat_interleave(group_size // packed, -1))
+
+
+def test_group_128_formats_tags_and_sizes():
+    """Group 128 (a multiple of 128 with K % 128 == 0) packs into the CHORD_FORMAT_INT4_G128*
+    formats: tag group_size 128, a quarter of group 32's scale bytes; group 64, and channel-wise
+    groups with K % 128 != 0, stay group-32 formats. Every operator's checks take the new tags."""
+    assert (ck.FORMAT_INT4_G128, ck.FORMAT_INT4_G128_FP16, ck.FORMAT_INT4_G128_ZP, ck.FORMAT_INT4_G128_ZP_FP16) == \
+        (6, 7, 8, 9)
+    assert _ops.SRC_GROUP_128 == 0x20
+    assert _ops.packed_group(128, 256) == _ops.packed_group(256, 256) == _ops.packed_group(512, 512) == 128
+    assert _ops.packed_group(64, 256) == _ops.packed_group(32, 256) == 32
+    assert _ops.packed_group(192, 192) == 32  # channel-wise, K % 128 != 0: repeated per 32
+    want = {(torch.bfloat16, False): ck.FORMAT_INT4_G128, (torch.float16, False): ck.FORMAT_INT4_G128_FP16,
+            (torch.bfloat16, True): ck.FORMAT_INT4_G128_ZP, (torch.float16, True): ck.FORMAT_INT4_G128_ZP_FP16}
+    for (dt, zp), fmt in want.items():
+        tag = ck.expected_tag(4, 64, 256, dt, zero_point=zp, group_size=128)
+        assert tag[1] == fmt and tag[3] == 128
+        assert ck.expected_tag(4, 64, 256, dt, zero_point=zp, group_size=64)[3] == 32
+        entry = 4 if zp else 2
+        assert _ops._C.format_scale_bytes(fmt, 4, 64, 256) == 4 * 64 * 2 * entry
+        assert _ops._C.format_scale_bytes(fmt, 4, 64, 192) == -1
+        w = torch.zeros(_ops._C.weight_bytes(4, 64, 256), dtype=torch.uint8)
+        s = torch.zeros(4 * 64 * 2 * entry, dtype=torch.uint8)
+        p = ck.W4A16Weight(w, s, tag)
+        assert p.group_size == 128 and p.dtype == dt and p.has_zero_point == zp
+        # The checks before the launch take the tag (the next failure is the device's).
+        a = torch.zeros(8, 256, dtype=dt)
+        with pytest.raises(ValueError, match="CUDA device"):
+            ck.offsets(a, p, torch.zeros(4, dtype=torch.int32))
+        with pytest.raises(ValueError, match="CUDA device"):
+            ck.dequantize(p)
+        # The scales buffer of group 32's size is refused, and so is a wrong group field.
+        big = ck.W4A16Weight(w, torch.zeros(4 * 64 * 8 * entry, dtype=torch.uint8), tag)
+        with pytest.raises(ValueError, match="packed scales buffer"):
+            ck.offsets(a, big, torch.zeros(4, dtype=torch.int32))
+        bad = ck.W4A16Weight(w, s, tag[:3] + (32,) + tag[4:])
+        with pytest.raises(ValueError, match="group size 32; supported: 128"):
+            ck.offsets(a, bad, torch.zeros(4, dtype=torch.int32))
+    # pack_w4a16 with group 128 reaches the device check with the group-128 scales.
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.pack_w4a16(torch.zeros(1, 64, 256, dtype=torch.uint8), torch.ones(1, 64, 2), group_size=128)
 
 
 def test_fp16_format_tag_and_dtype():

@@ -21,10 +21,13 @@ def test_expert_bytes_by_hand():
     assert formats.expert_bytes(n, k, 32, False, "checkpoint") == 65536 + 256 * 16 * 2 == 73728
     assert formats.expert_bytes(n, k, 128, False, "checkpoint") == 65536 + 256 * 4 * 2 == 67584
     assert formats.expert_bytes(n, k, 128, True, "checkpoint") == 65536 + 256 * 4 * 2 + 256 * 4 // 2 == 68096
-    # chord: one 2-byte scale per 32 whatever the group; with zero points a 4-byte {scale, bias}
+    # chord: one 2-byte scale per 32, or per 128 for group 128 (the group-128 formats); with zero
+    # points a 4-byte {scale, bias}
     assert formats.expert_bytes(n, k, 32, False, "chord") == 73728
-    assert formats.expert_bytes(n, k, 128, False, "chord") == 73728
-    assert formats.expert_bytes(n, k, 128, True, "chord") == 65536 + 256 * 16 * 4 == 81920
+    assert formats.expert_bytes(n, k, 32, True, "chord") == 65536 + 256 * 16 * 4 == 81920
+    assert formats.expert_bytes(n, k, 64, False, "chord") == 73728  # group 64: repeated per 32
+    assert formats.expert_bytes(n, k, 128, False, "chord") == 65536 + 256 * 4 * 2 == 67584
+    assert formats.expert_bytes(n, k, 128, True, "chord") == 65536 + 256 * 4 * 4 == 69632
     with pytest.raises(ValueError):
         formats.expert_bytes(n, k, 48, False, "chord")
     with pytest.raises(ValueError):
@@ -35,8 +38,8 @@ def test_expert_bytes_of_the_qwen3_gate_up():
     n, k = shapes.SPLITS["qwen3"]["gate_up"]["n"], shapes.SPLITS["qwen3"]["gate_up"]["k"]
     assert (n, k) == (1536, 2048)
     assert formats.expert_bytes(n, k, 128, True, "checkpoint") == 1572864 + 49152 + 12288
-    assert formats.expert_bytes(n, k, 128, False, "chord") == 1572864 + 196608
-    assert formats.expert_bytes(n, k, 128, True, "chord") == 1572864 + 393216
+    assert formats.expert_bytes(n, k, 128, False, "chord") == 1572864 + 49152
+    assert formats.expert_bytes(n, k, 128, True, "chord") == 1572864 + 98304
 
 
 def test_chord_bytes_are_what_the_library_allocates():
@@ -45,7 +48,10 @@ def test_chord_bytes_are_what_the_library_allocates():
     for e, n, k in ((1, 256, 512), (3, 1536, 2048), (2, 7168, 2048)):
         for zp in (False, True):
             scales = native.zp_scale_bytes(e, n, k) if zp else native.scale_bytes(e, n, k)
-            assert native.weight_bytes(e, n, k) + scales == e * formats.expert_bytes(n, k, 128, zp, "chord")
+            assert native.weight_bytes(e, n, k) + scales == e * formats.expert_bytes(n, k, 32, zp, "chord")
+            fmt = ck.FORMAT_INT4_G128_ZP if zp else ck.FORMAT_INT4_G128
+            assert native.weight_bytes(e, n, k) + native.format_scale_bytes(fmt, e, n, k) == \
+                e * formats.expert_bytes(n, k, 128, zp, "chord")
 
 
 def test_geometry_and_floors_by_hand():
@@ -60,9 +66,10 @@ def test_geometry_and_floors_by_hand():
     assert up["flop"] == 2 * 3 * 256 * 512
     zp = up["variants"]["g128-zp"]
     assert zp["checkpoint_bytes"] == 2 * 68096 + 3584
-    assert zp["read_bytes"] == 2 * 81920 + 3584
+    assert zp["read_bytes"] == 2 * 69632 + 3584  # group 128: one {scale, bias} per 128
     assert zp["floor_us"] == pytest.approx((2 * 68096 + 3584) / 4.47e12 * 1e6)
-    assert zp["floor_read_us"] == pytest.approx((2 * 81920 + 3584) / 4.47e12 * 1e6)
+    assert zp["floor_read_us"] == pytest.approx((2 * 69632 + 3584) / 4.47e12 * 1e6)
+    assert up["variants"]["g128"]["read_bytes"] == 2 * 67584 + 3584
     assert up["variants"]["g32"]["checkpoint_bytes"] == up["variants"]["g32"]["read_bytes"] == 2 * 73728 + 3584
     assert up["variants"]["g128-fp16"]["checkpoint_bytes"] == 2 * 67584 + 3584
     down = formats.geometry(topk_ids, 4, 2, "down", n, k)
@@ -91,7 +98,8 @@ def test_rows_cover_qwen3_and_ep8():
             assert 0 < g["active_experts"] <= c["experts"] and sum(g["counts"]) == g["routed_rows"]
             v = g["variants"]
             assert v["g128"]["checkpoint_bytes"] < v["g128-zp"]["checkpoint_bytes"] < v["g32"]["checkpoint_bytes"]
-            assert v["g128"]["read_bytes"] == v["g32"]["read_bytes"] < v["g128-zp"]["read_bytes"]
+            # group 128 reads a quarter of group 32's scale bytes; zero points double them
+            assert v["g128"]["read_bytes"] < v["g128-zp"]["read_bytes"] < v["g32"]["read_bytes"]
         if c["routed_over"] == c["experts"]:  # decode and Qwen3: every route lands on this GPU
             assert c["projs"]["gate_up"]["routed_rows"] == c["x"] * c["top_k"]
     ep8 = next(c for c in cases if c["scenario"] == "formats EP8 prefill")

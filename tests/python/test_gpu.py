@@ -21,72 +21,92 @@ def rel_err(out, ref):
     return ((out.float() - ref.float()).norm() / ref.float().norm().clamp_min(1e-30)).item()
 
 
-def make_weights(e, n, k, seed, dtype=torch.bfloat16, zero_point=False):
-    """Codes, scales in dtype (fp16 ones use their whole fraction, as GPTQ / AWQ scales do),
-    zero points (0..15 per row and group with zero_point, else None) and the logical weight
-    dtype((code - zp) * scale), zp = 8 without zero points: the fp32 product is exact, rounded
-    once."""
+def make_weights(e, n, k, seed, dtype=torch.bfloat16, zero_point=False, group=32):
+    """Codes, scales in dtype per `group` k (fp16 ones use their whole fraction, as GPTQ / AWQ
+    scales do), zero points (0..15 per row and group with zero_point, else None) and the
+    logical weight dtype((code - zp) * scale), zp = 8 without zero points: the fp32 product is
+    exact, rounded once."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
-    scales = (torch.rand(e, n, k // 32, device="cuda", generator=gen) * 0.02 + 0.001).to(dtype)
-    zps = torch.randint(0, 16, (e, n, k // 32), dtype=torch.uint8, device="cuda", generator=gen) if zero_point else None
-    zero = zps.float().repeat_interleave(32, -1) if zero_point else 8
-    ref = ((codes.float() - zero) * scales.float().repeat_interleave(32, -1)).to(dtype)
+    scales = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.02 + 0.001).to(dtype)
+    zps = (torch.randint(0, 16, (e, n, k // group), dtype=torch.uint8, device="cuda", generator=gen)
+           if zero_point else None)
+    zero = zps.float().repeat_interleave(group, -1) if zero_point else 8
+    ref = ((codes.float() - zero) * scales.float().repeat_interleave(group, -1)).to(dtype)
     return codes, scales, ref, zps
 
 
 class WeightCase(tuple):
-    """(packed, codes, scales, ref), with the zero points it was packed with (or None)."""
+    """(packed, codes, scales, ref), with the zero points it was packed with (or None) and the
+    checkpoint group (32 or 128)."""
     zero_point = None
+    group = 32
+
+
+_WEIGHT_PARAMS = [(dt, zp, group) for group in (32, 128) for zp in (False, True)
+                  for dt in (torch.bfloat16, torch.float16)]
 
 
 # Every test on this fixture runs with bf16 weights (FORMAT_INT4_G32), fp16 ones
-# (FORMAT_INT4_G32_FP16: fp16 scales, activations and outputs) and both with zero points
-# (FORMAT_INT4_G32_ZP / _ZP_FP16: asymmetric INT4).
-@pytest.fixture(scope="module", params=[(torch.bfloat16, False), (torch.float16, False), (torch.bfloat16, True),
-                                        (torch.float16, True)], ids=["bf16", "fp16", "bf16-zp", "fp16-zp"])
+# (FORMAT_INT4_G32_FP16: fp16 scales, activations and outputs), both with zero points
+# (FORMAT_INT4_G32_ZP / _ZP_FP16: asymmetric INT4), and all four with group 128
+# (FORMAT_INT4_G128*: one scale per 128 k).
+@pytest.fixture(scope="module", params=_WEIGHT_PARAMS,
+                ids=[("bf16" if dt == torch.bfloat16 else "fp16") + ("-zp" if zp else "") + f"-g{group}"
+                     for dt, zp, group in _WEIGHT_PARAMS])
 def weights(request):
     e, n, k = 8, 256, 512
-    dt, zp = request.param
-    codes, scales, ref, zps = make_weights(e, n, k, 11, dt, zp)
-    case = WeightCase((ck.pack_w4a16(codes, scales, dtype=dt, zero_point=zps), codes, scales, ref))
+    dt, zp, group = request.param
+    codes, scales, ref, zps = make_weights(e, n, k, 11, dt, zp, group)
+    case = WeightCase((ck.pack_w4a16(codes, scales, group, dtype=dt, zero_point=zps), codes, scales, ref))
     case.zero_point = zps
+    case.group = group
     return case
 
 
 def test_pack_dequantize_exact(weights):
     packed, codes, scales, ref = weights
     zps = weights.zero_point
+    group = weights.group
     dt = packed.dtype
     assert dt == scales.dtype
     assert packed.has_zero_point == (zps is not None)
-    assert packed.tag == ck.expected_tag(8, 256, 512, dt, zero_point=zps is not None)
+    assert packed.group_size == group
+    assert packed.tag == ck.expected_tag(8, 256, 512, dt, zero_point=zps is not None, group_size=group)
+    entry = 4 if zps is not None else 2
+    assert packed.scales.numel() == 8 * 256 * (512 // group) * entry  # group 128: a quarter of group 32's
     out = ck.dequantize(packed)
     assert out.dtype == dt
     assert torch.equal(out, ref)  # bit for bit: dtype((code - zp) * scale), one rounding
     if dt == torch.float16:
         # Rounding the fp16 scales to bf16 (what a bf16 layout would do) changes many weights.
-        zero = zps.float().repeat_interleave(32, -1) if zps is not None else 8
-        via_bf16 = ((codes.float() - zero) * scales.to(torch.bfloat16).float().repeat_interleave(32, -1)).to(dt)
+        zero = zps.float().repeat_interleave(group, -1) if zps is not None else 8
+        via_bf16 = ((codes.float() - zero) * scales.to(torch.bfloat16).float().repeat_interleave(group, -1)).to(dt)
         assert (via_bf16 != ref).float().mean().item() > 0.05
     if zps is not None:
         # Never c * s - zp * s: that rounds twice and differs from the reference somewhere.
-        s = scales.float().repeat_interleave(32, -1)
-        z = zps.float().repeat_interleave(32, -1)
+        s = scales.float().repeat_interleave(group, -1)
+        z = zps.float().repeat_interleave(group, -1)
         twice = ((codes.float() * s).to(dt).float() - (z * s).to(dt).float()).to(dt)
         assert (twice != ref).any()
     # The checkpoint int32 form packs to the same bytes as the codes.
-    again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="indexed", dtype=dt, zero_point=zps)
+    again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="indexed", group_size=group, dtype=dt,
+                                  zero_point=zps)
     assert torch.equal(again.weight, packed.weight) and torch.equal(again.scales, packed.scales)
     assert again.tag == packed.tag
     for mode in ck.MODES:
-        assert torch.equal(ck.pack_w4a16_grouped(codes, scales, mode=mode, dtype=dt, zero_point=zps).weight,
-                           packed.weight)
+        assert torch.equal(ck.pack_w4a16_grouped(codes, scales, mode=mode, group_size=group, dtype=dt,
+                                                 zero_point=zps).weight, packed.weight)
     if zps is not None:
         # Zero points all 8 give the symmetric weights (in the zero-point format).
-        eights = ck.pack_w4a16(codes, scales, dtype=dt, zero_point=torch.full_like(zps, 8))
+        eights = ck.pack_w4a16(codes, scales, group, dtype=dt, zero_point=torch.full_like(zps, 8))
         assert torch.equal(eights.weight, packed.weight)
-        assert torch.equal(ck.dequantize(eights), ck.dequantize(ck.pack_w4a16(codes, scales, dtype=dt)))
+        assert torch.equal(ck.dequantize(eights), ck.dequantize(ck.pack_w4a16(codes, scales, group, dtype=dt)))
+    if group == 128:
+        # The same weight repeated into group 32 (the group-32 formats) dequantizes to the same bits.
+        g32 = ck.pack_w4a16(codes, scales.repeat_interleave(4, -1), dtype=dt,
+                            zero_point=zps.repeat_interleave(4, -1) if zps is not None else None)
+        assert g32.group_size == 32 and torch.equal(ck.dequantize(g32), ref)
 
 
 @pytest.mark.parametrize("dt", [torch.bfloat16, torch.float16])
@@ -101,6 +121,7 @@ def test_pack_coarser_groups_exact(group_size, dt):
     scales = (torch.rand(e, n, k // group_size, device="cuda", generator=gen) * 0.02 + 0.001).to(dt)
     ref = ((codes.float() - 8) * scales.float().repeat_interleave(group_size, -1)).to(dt)
     packed = ck.pack_w4a16(codes, scales, group_size=group_size, dtype=dt)
+    assert packed.group_size == (128 if group_size % 128 == 0 else 32)  # 128 and K = 512 store per 128
     assert torch.equal(ck.dequantize(packed), ref)
     again = ck.pack_w4a16_grouped(pack_int4(codes), scales, mode="offsets", group_size=group_size, dtype=dt)
     assert torch.equal(again.weight, packed.weight) and torch.equal(again.scales, packed.scales)

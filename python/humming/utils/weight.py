@@ -12,7 +12,7 @@ import torch
 
 from humming import dtypes
 
-GROUP_SIZE = 32  # chord's layout holds a scale per 32 k; a coarser group repeats its scale
+GROUP_SIZE = 32  # the finest group chord stores (per 128 k for a multiple of 128: the group-128 formats)
 
 
 def _unsupported(what: str):
