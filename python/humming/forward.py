@@ -43,6 +43,16 @@ def _packed(config: LayerConfig, weight: torch.Tensor, weight_scale: Optional[to
     return chord_kernels.W4A16Weight(weight, weight_scale, config.packed_tag)
 
 
+def _check_dtype(packed, inputs: torch.Tensor, outputs: Optional[torch.Tensor]):
+    """The call's activations and outputs are in the layer's dtype: the model dtype it was
+    transformed for (bfloat16 or float16), which its packed weight's format names."""
+    want = packed.dtype
+    if inputs.dtype != want or (outputs is not None and outputs.dtype != want):
+        got = f"inputs {inputs.dtype}" + ("" if outputs is None else f", outputs {outputs.dtype}")
+        raise ValueError(f"humming (chord backend): this layer was transformed for {want} activations and outputs "
+                         f"(prepare_and_transform_humming_tensors' torch_dtype, the model dtype); the call has {got}")
+
+
 def may_quant_input(config: LayerConfig, inputs: torch.Tensor, input_scale: Optional[torch.Tensor] = None,
                     quanted_input: Optional[torch.Tensor] = None, use_pdl: Optional[bool] = None,
                     **kwargs) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
@@ -108,8 +118,9 @@ def humming_forward(config: LayerConfig, inputs: torch.Tensor, weight: torch.Ten
             raise unsupported(f"'{name}' in a forward call (this layer was transformed without it)")
     if hadamard_block_size is not None and hadamard_block_size > 1:
         raise unsupported(f"Hadamard rotation (block {hadamard_block_size})")
-    config.check_device(inputs.device)
     packed = _packed(config, weight, weight_scale)
+    _check_dtype(packed, inputs, outputs)
+    config.check_device(inputs.device)
     compute = _parse(compute_config) or {}
     if compute.get("use_f16_accum") or compute.get("use_batch_invariant"):
         raise unsupported("use_f16_accum / use_batch_invariant in compute_config")

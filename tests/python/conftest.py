@@ -27,3 +27,30 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture
+def cpu_pack(monkeypatch):
+    """The facade's load path without a GPU: humming.transform packs through
+    chord_kernels.pack_w4a16's own Python path (argument checks, scales expanded to the 32-wide
+    layout in the requested dtype, the tag) on CPU tensors, with the device launch replaced by a
+    recorder. Returns the recorded launches: {"src_format", "scales", "zero_points"}."""
+    import chord_kernels
+    from chord_kernels import _ops
+    from humming import transform
+
+    launches = []
+
+    def launch(src, src_format, scales, weight_out, scales_out, native=None):
+        launches.append({"src_format": src_format, "scales": scales.clone(), "zero_points": None})
+
+    def launch_zp(src, src_format, scales, zero_points, weight_out, scales_out, native=None):
+        launches.append({"src_format": src_format, "scales": scales.clone(), "zero_points": zero_points.clone()})
+
+    def pack(weight, scale, group, zero_point, dtype, device):
+        return chord_kernels.pack_w4a16(weight, scale, group_size=group, dtype=dtype, zero_point=zero_point), 0
+
+    monkeypatch.setattr(_ops, "_launch_pack", launch)
+    monkeypatch.setattr(_ops, "_launch_pack_zp", launch_zp)
+    monkeypatch.setattr(transform, "_pack", pack)
+    return launches

@@ -515,8 +515,11 @@ def test_convert_compressed_tensors():
     assert humming_schema.b_dtype == dtypes.uint4 and humming_schema.weight_scale_group_size == 32
     assert out["weight"] is codes and out["weight_scale"].dtype == torch.bfloat16
     humming_schema.validate_tensors(out, n, k, torch.bfloat16, num_experts=e)
-    with pytest.raises(NotImplementedError, match="float16"):
-        schema.convert_humming(tensors, [n], [k], torch.float16, num_experts=e)
+    humming16, out16 = schema.convert_humming(tensors, [n], [k], torch.float16, num_experts=e)
+    assert humming16 == humming_schema and out16["weight_scale"].dtype == torch.float16
+    humming16.validate_tensors(out16, n, k, torch.float16, num_experts=e)
+    with pytest.raises(NotImplementedError, match="model dtype torch.float32"):
+        schema.convert_humming(tensors, [n], [k], torch.float32, num_experts=e)
     with pytest.raises(ValueError, match="shapes"):
         schema.convert_humming(tensors, [n], [k * 2], torch.bfloat16, num_experts=e)
 
@@ -549,8 +552,8 @@ def test_transform_refuses_at_load_and_tuning_rows():
     with pytest.raises(NotImplementedError, match="zero_point"):
         prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale, "zero_point": scale},
                                               **common)
-    with pytest.raises(NotImplementedError, match="float16"):
-        prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale}, torch_dtype=torch.float16,
+    with pytest.raises(NotImplementedError, match="model dtype torch.float32"):
+        prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale}, torch_dtype=torch.float32,
                                               **common)
     with pytest.raises(NotImplementedError, match="K=96"):
         prepare_and_transform_humming_tensors({"weight": weight, "weight_scale": scale}, **{**common, "shape_k": 96})
@@ -569,6 +572,108 @@ def test_transform_refuses_at_load_and_tuning_rows():
         get_heuristics_config(layer_config=config, use_f16_accum=True)
     with pytest.raises(NotImplementedError, match="VLLM_BATCH_INVARIANT"):
         get_heuristics_config(layer_config=config, use_batch_invariant=True)
+
+
+# -- the humming facade in each model dtype ----------------------------------------------------
+
+FORMATS = {(torch.bfloat16, False): ck.FORMAT_INT4_G32, (torch.float16, False): ck.FORMAT_INT4_G32_FP16,
+           (torch.bfloat16, True): ck.FORMAT_INT4_G32_ZP, (torch.float16, True): ck.FORMAT_INT4_G32_ZP_FP16}
+
+
+@pytest.mark.parametrize("zero_point", [False, True])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_facade_packs_the_model_dtypes_format(cpu_pack, dtype, zero_point):
+    """A GPTQ g128 layer (symmetric, or gptq_v2 zero points) as vLLM holds it in a model of
+    `dtype` (scales in params_dtype) -> convert_humming -> prepare_and_transform_humming_tensors:
+    the LayerConfig names the dtype, the packed tag is that dtype's format (float16: 3, or 5
+    with zero points), and the scales reach the packer in that dtype, float16 ones bit for bit."""
+    gen = torch.Generator().manual_seed(11)
+    e, n, k, group = 2, 64, 256, 128
+    codes = torch.randint(0, 16, (e, n, k), generator=gen)
+    scales = (torch.rand(e, k // group, n, generator=gen) * 0.01 + 1e-3).half().to(dtype)  # [E, K/G, N]
+    tensors = {"qweight": pack_int4(codes).transpose(1, 2).contiguous(), "scales": scales}
+    zeros = torch.randint(0, 16, (e, n, k // group), generator=gen)
+    if zero_point:
+        tensors["qzeros"] = pack_int4(zeros.transpose(1, 2))  # [E, K/G, N/8], packed along N
+    schema = BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": group, "desc_act": False,
+                                           "sym": not zero_point, "format": "gptq_v2"})
+    humming, out = schema.convert_humming(tensors, [n // 2, n // 2], [k], dtype, num_experts=e)
+    assert out["weight_scale"].dtype == dtype
+    config, packed = prepare_and_transform_humming_tensors(out, shape_n=n, shape_k=k, weight_schema=humming,
+                                                           input_schema=HummingInputSchema(), num_experts=e,
+                                                           torch_dtype=dtype)
+    model = dtypes.DataType.from_torch_dtype(dtype)
+    assert config.a_dtype == model and config.c_dtype == model and config.bs_dtype == model
+    assert config.torch_dtype is dtype and config.has_zero_point == zero_point
+    assert config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point=zero_point)
+    assert config.packed_tag[1] == FORMATS[(dtype, zero_point)]
+    assert ck.W4A16Weight(packed["weight"], packed["weight_scale"], config.packed_tag).dtype is dtype
+    assert packed["weight"].shape[0] == e and packed["weight_scale"].shape[0] == e
+    (launch,) = cpu_pack
+    want = scales.transpose(1, 2).repeat_interleave(group // 32, -1)  # one scale per 32 weights
+    assert launch["scales"].dtype == dtype
+    assert torch.equal(launch["scales"].view(torch.int16), want.view(torch.int16))
+    if zero_point:
+        got = launch["zero_points"].reshape(e, n, k // 32).long()
+        assert torch.equal(got, zeros.repeat_interleave(group // 32, -1))
+
+
+def test_facade_refuses_mismatched_dtypes(cpu_pack):
+    """Activations, declared scale types and forward calls in a dtype other than the model's
+    are refused with the dtypes named; the model dtype reaches the next check."""
+    from humming.forward import humming_forward
+    e, n, k = 2, 64, 128
+    tensors = {"weight": torch.zeros(e, n, k // 8, dtype=torch.int32),
+               "weight_scale": torch.ones(e, n, k // 32, dtype=torch.float16)}
+    schema = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32)
+    bf16_scales = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32, bs_dtype="bfloat16")
+    common = dict(shape_n=n, shape_k=k, num_experts=e, torch_dtype=torch.float16)
+    with pytest.raises(ValueError, match="activation type bfloat16 is not the model dtype torch.float16"):
+        prepare_and_transform_humming_tensors(tensors, weight_schema=schema,
+                                              input_schema=HummingInputSchema(a_dtype="bfloat16"), **common)
+    with pytest.raises(NotImplementedError, match="weight scale type bfloat16 with model dtype torch.float16"):
+        prepare_and_transform_humming_tensors(tensors, weight_schema=bf16_scales, **common)
+    with pytest.raises(NotImplementedError, match="weight scale type bfloat16 with model dtype torch.float16"):
+        bf16_scales.convert_humming(tensors, [n], [k], torch.float16, num_experts=e)
+    assert not cpu_pack  # refused before packing
+    # What vLLM's check_and_fallback_input_schema asks.
+    fp16_inputs = HummingInputSchema(a_dtype="float16")
+    assert HummingInputSchema().is_compatible_with(schema, torch.float16)
+    assert fp16_inputs.is_compatible_with(schema, torch.float16)
+    assert HummingInputSchema(a_dtype="float16").is_compatible_with(
+        HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32, bs_dtype="float16"), torch.float16)
+    assert not fp16_inputs.is_compatible_with(schema, torch.bfloat16)
+    assert not HummingInputSchema().is_compatible_with(bf16_scales, torch.float16)
+    assert not HummingInputSchema().is_compatible_with(schema, torch.float32)
+    # A forward call on the float16 layer: bf16 inputs or outputs never reach a kernel.
+    config, packed = prepare_and_transform_humming_tensors(tensors, weight_schema=schema, **common)
+    call = dict(weight=packed["weight"], weight_scale=packed["weight_scale"],
+                expert_layout=torch.zeros(e + 1, dtype=torch.int64))
+    with pytest.raises(ValueError, match="transformed for torch.float16 activations .* inputs torch.bfloat16"):
+        humming_forward(config, torch.zeros(4, k, dtype=torch.bfloat16), **call)
+    with pytest.raises(ValueError, match="outputs torch.bfloat16"):
+        humming_forward(config, torch.zeros(4, k, dtype=torch.float16), outputs=torch.zeros(4, n, dtype=torch.bfloat16),
+                        **call)
+    with pytest.raises(ValueError, match="lives on cuda:0"):  # float16 passes on to the device check
+        humming_forward(config, torch.zeros(4, k, dtype=torch.float16), **call)
+
+
+def test_online_quantization_in_float16():
+    """--quantization humming's online path in a float16 model: quant_tensor(w, schema,
+    torch.float16), as vLLM calls it, computes the scales in float16 (the dtype chord stores)."""
+    gen = torch.Generator().manual_seed(12)
+    w = torch.randn(2, 64, 128, generator=gen)
+    codes, scale, _, _ = quantize_weight(w, dtypes.uint4, dtypes.float16, 32, pack=True)
+    assert scale.dtype == torch.float16
+    back = dequantize_weight(codes, scale, packed=True)
+    assert ((back - w).abs() <= scale.float().repeat_interleave(32, -1) * 0.5 + 1e-6).all()
+    schema = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32)
+    out = schema.quant_tensor(w, schema, torch.float16)
+    assert torch.equal(out["weight"], codes) and out["weight_scale"].dtype == torch.float16
+    assert torch.equal(out["weight_scale"], scale)
+    assert schema.quant_tensor(w, torch.bfloat16)["weight_scale"].dtype == torch.bfloat16
+    with pytest.raises(NotImplementedError, match="scale type float32"):
+        quantize_weight(w, dtypes.uint4, dtypes.float32, 32)
 
 
 def test_size_helpers_refusal_is_a_named_error():

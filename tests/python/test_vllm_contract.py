@@ -11,6 +11,7 @@ import importlib
 import inspect
 import json
 import os
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -115,9 +116,11 @@ def test_every_vllm_call_binds_to_our_signature():
     assert checked >= 6, f"only {checked} calls found: has vLLM's source moved?"
 
 
-def test_compressed_tensors_layer_converts_as_vllm_does():
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_compressed_tensors_layer_converts_as_vllm_does(dtype):
     """The auto WNA16 path: the oracle's schema dict of a compressed-tensors QuantizationArgs,
-    vLLM's quant key of the converted schema, and the experts' support check."""
+    vLLM's quant key of the converted schema, and the experts' support check, in a model of
+    either dtype (params_dtype: the scales and activations)."""
     from compressed_tensors.quantization import QuantizationArgs
     from vllm.model_executor.layers.fused_moe.experts.fused_humming_moe import HummingExpertsBase
     from vllm.model_executor.layers.fused_moe.oracle.int_wna16 import _humming_wna16_weight_schema
@@ -132,15 +135,15 @@ def test_compressed_tensors_layer_converts_as_vllm_does():
     assert isinstance(schema, facade.CompressedTensorsWeightSchema)
     e, n, k = 4, 256, 512
     tensors = {"weight_packed": torch.zeros(e, n, k // 8, dtype=torch.int32),
-               "weight_scale": torch.ones(e, n, k // 32, dtype=torch.bfloat16),
+               "weight_scale": torch.ones(e, n, k // 32, dtype=dtype),
                "weight_shape": torch.tensor([n, k]).expand(e, 2)}
     humming_schema, out = schema.convert_humming(tensors=tensors, shape_n_stacks=[n // 2, n // 2],
-                                                 shape_k_stacks=[k], param_dtype=torch.bfloat16, num_experts=e)
+                                                 shape_k_stacks=[k], param_dtype=dtype, num_experts=e)
     assert isinstance(humming_schema, facade.HummingWeightSchema)
-    assert set(out) == {"weight", "weight_scale"}
-    weight_key = weight_schema_to_quant_key(humming_schema, torch.bfloat16)
+    assert set(out) == {"weight", "weight_scale"} and out["weight_scale"].dtype == dtype
+    weight_key = weight_schema_to_quant_key(humming_schema, dtype)
     assert weight_key.symmetric and weight_key.scale.group_shape.col == 32
-    assert input_schema_to_quant_key(facade.HummingInputSchema(), torch.bfloat16) is None
+    assert input_schema_to_quant_key(facade.HummingInputSchema(), dtype) is None
     assert HummingExpertsBase._supports_quant_scheme(weight_key, None)
 
 
@@ -195,6 +198,99 @@ def test_gptq_coarser_groups(group_size):
         schema.convert_humming(tensors={"qweight": qweight, "scales": scales[:, :1] if groups > 1 else
                                         torch.rand(e, 2, n, dtype=torch.float16)},
                                shape_n_stacks=[n], shape_k_stacks=[k], param_dtype=torch.bfloat16, num_experts=e)
+
+
+class _Hopper:
+    """vLLM's current_platform as check_and_fallback_input_schema reads it: an H200 (sm_90)."""
+
+    @staticmethod
+    def get_device_capability(device_id=0):
+        from vllm.platforms.interface import DeviceCapability
+        return DeviceCapability(9, 0)
+
+
+def _vllm_moe_checkpoint(method, e, n, k, group, dtype, gen):
+    """One w13 sublayer as vLLM's GPTQ / AWQ / compressed-tensors MoE methods register it in
+    a model whose params_dtype is `dtype` (the scales in it), the quant config those methods
+    hand the WNA16 oracle, and the codes, N-first scales and zero points it stands for."""
+    from compressed_tensors.quantization import QuantizationArgs
+    from vllm.model_executor.layers.quantization.auto_awq import AutoAWQConfig
+    from vllm.model_executor.layers.quantization.auto_gptq import AutoGPTQConfig
+    from vllm.model_executor.layers.quantization.utils.quant_utils import awq_pack
+    from humming.utils.weight import pack_int4
+    codes = torch.randint(0, 16, (e, n, k), generator=gen, dtype=torch.int32)
+    zeros = torch.randint(0, 16, (e, n, k // group), generator=gen, dtype=torch.int32)
+    scales = (torch.rand(e, n, k // group, generator=gen) * 0.01 + 1e-3).half().to(dtype)  # [E, N, K/G]
+    if method == "gptq":
+        quant_config = AutoGPTQConfig(4, group, False, True, False, {}, {})
+        tensors = {"qweight": pack_int4(codes).transpose(1, 2).contiguous(),
+                   "scales": scales.transpose(1, 2).contiguous(),
+                   "qzeros": torch.zeros(e, k // group, n // 8, dtype=torch.int32),
+                   "g_idx": torch.zeros(e, k, dtype=torch.int32)}
+        return quant_config, tensors, codes, scales, None
+    if method == "awq":
+        quant_config = AutoAWQConfig(4, group, True, False)
+        tensors = {"qweight": torch.stack([awq_pack(c.T.contiguous(), 4, k, n) for c in codes]),
+                   "qzeros": torch.stack([awq_pack(z.T.contiguous(), 4, k // group, n) for z in zeros]),
+                   "scales": scales.transpose(1, 2).contiguous()}
+        return quant_config, tensors, codes, scales, zeros
+    quant_config = QuantizationArgs(num_bits=4, type="int", symmetric=True, strategy="group", group_size=group)
+    tensors = {"weight_packed": pack_int4(codes), "weight_scale": scales,
+               "weight_shape": torch.tensor([n, k]).repeat(e, 1)}
+    return quant_config, tensors, codes, scales, None
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("method", ["gptq", "awq", "compressed-tensors"])
+def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, dtype):
+    """vLLM's own _process_single_sublayer (convert_humming, check_and_fallback_input_schema,
+    prepare_and_transform_humming_tensors, the layer's parameters replaced) on a group-128 w13
+    sublayer of a model in `dtype`, from the schema dict vLLM's WNA16 oracle builds; chord's
+    pack on the CPU (cpu_pack). A float16 model (vLLM's default dtype for GPTQ / AWQ) gets
+    chord's float16 format and its float16 scales bit for bit; vLLM's support checks pass."""
+    import vllm.model_executor.layers.quantization.utils.humming.schema as vllm_schema
+    from vllm.model_executor.layers.fused_moe.experts.fused_humming_moe import HummingExpertsBase
+    from vllm.model_executor.layers.fused_moe.oracle.int_wna16 import _humming_wna16_weight_schema
+    from vllm.model_executor.layers.quantization.utils.humming.moe import _process_single_sublayer
+    import chord_kernels as ck
+    from humming import dtypes
+
+    monkeypatch.setattr(vllm_schema, "current_platform", _Hopper())
+    e, inter, hidden, group = 2, 64, 256, 128
+    n, k = 2 * inter, hidden
+    gen = torch.Generator().manual_seed(21)
+    quant_config, tensors, codes, scales, zeros = _vllm_moe_checkpoint(method, e, n, k, group, dtype, gen)
+    if method != "compressed-tensors":
+        assert dtype in quant_config.get_supported_act_dtypes()
+    layer = torch.nn.Module()
+    for name, tensor in tensors.items():
+        layer.register_parameter(f"w13_{name}", torch.nn.Parameter(tensor, requires_grad=False))
+    layer.moe_config = SimpleNamespace(activation=SimpleNamespace(is_gated=True))
+    weight_schema = facade.BaseWeightSchema.from_config(_humming_wna16_weight_schema(quant_config))
+    final_weight, final_input, config = _process_single_sublayer(
+        layer=layer, sublayer_name="w13", shape_n=n, shape_k=k, weight_schema=weight_schema,
+        input_schema=facade.HummingInputSchema(), has_bias=False, num_experts=e, param_dtype=dtype)
+    model = dtypes.DataType.from_torch_dtype(dtype)
+    assert config.a_dtype == model and config.c_dtype == model and config.bs_dtype == model
+    assert final_input.a_dtype in (None, model)
+    assert config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point=zeros is not None)
+    assert {name for name, _ in layer.named_parameters()} == {"w13_weight", "w13_weight_scale"}
+    (launch,) = cpu_pack
+    assert launch["scales"].dtype == dtype
+    want = scales.repeat_interleave(group // 32, -1)
+    assert torch.equal(launch["scales"].view(torch.int16), want.view(torch.int16))
+    if zeros is not None:
+        got = launch["zero_points"].reshape(e, n, k // 32).long()
+        assert torch.equal(got, zeros.repeat_interleave(group // 32, -1).long())
+    # The checks vLLM makes of the result: the input schema kept without a fallback, and the
+    # quant key its Humming experts accept.
+    kept = vllm_schema.check_and_fallback_input_schema(final_weight, facade.HummingInputSchema(), param_dtype=dtype,
+                                                       allow_fallback=False)
+    assert kept.a_dtype is None
+    weight_key = vllm_schema.weight_schema_to_quant_key(final_weight, dtype)
+    assert weight_key.symmetric == (zeros is None)
+    assert HummingExpertsBase._supports_quant_scheme(weight_key, vllm_schema.input_schema_to_quant_key(final_input,
+                                                                                                        dtype))
 
 
 def test_tuning_rows_are_what_vllm_looks_up():

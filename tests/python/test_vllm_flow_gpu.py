@@ -1,6 +1,7 @@
 """GPU: the humming contract driven exactly as vLLM 0.33's fused Humming MoE experts drive it
 (HummingIndexedExperts, HummingGroupedExperts, BatchedHummingGroupedExperts): layer config
-from prepare_and_transform_humming_tensors on a compressed-tensors INT4 layer, tuning rows,
+from prepare_and_transform_humming_tensors on a compressed-tensors INT4 layer (and GPTQ / AWQ
+layers in bfloat16 and float16 models), tuning rows,
 moe_align, gate_up humming_forward, may_process_input with the activation, down
 humming_forward, top-k weighted sum; against a torch MoE, eagerly and replayed from a CUDA
 Graph. Also every activation of vLLM's table, passed as vLLM passes it (the file that
@@ -179,15 +180,16 @@ def test_activation_layouts_and_graph_replay():
 
 # -- the MoE flow ---------------------------------------------------------------------------
 
-def ct_sublayer(e, n, k, gen, group, zero_point=False):
+def ct_sublayer(e, n, k, gen, group, zero_point=False, dtype=torch.bfloat16):
     """A compressed-tensors pack-quantized sublayer as vLLM's CT MoE layer holds it, and the
-    dense weight it stands for (W = bf16((code - 8) * scale); with zero_point, symmetric:
-    false: weight_zero_point int32 [E, N/8, K/G] and W = bf16((code - zero) * scale))."""
+    dense weight it stands for in the model dtype T (W = T((code - 8) * scale); with
+    zero_point, symmetric: false: weight_zero_point int32 [E, N/8, K/G] and
+    W = T((code - zero) * scale))."""
     codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
-    scale = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.01 + 0.002).to(torch.bfloat16)
+    scale = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.01 + 0.002).to(dtype)
     zeros = torch.randint(0, 16, (e, n, k // group), device="cuda", generator=gen) if zero_point else None
     zero = zeros.float().repeat_interleave(group, -1) if zero_point else 8
-    dense = ((codes.float() - zero) * scale.float().repeat_interleave(group, -1)).to(torch.bfloat16)
+    dense = ((codes.float() - zero) * scale.float().repeat_interleave(group, -1)).to(dtype)
     tensors = {"weight_packed": pack_int4(codes), "weight_scale": scale,
                "weight_shape": torch.tensor([n, k], device="cuda").expand(e, 2)}
     if zero_point:
@@ -195,32 +197,75 @@ def ct_sublayer(e, n, k, gen, group, zero_point=False):
     return tensors, dense
 
 
-def transform(e, n, k, stacks, gen, group, zero_point=False):
-    """vLLM's convert_to_humming_moe_kernel_format for one sublayer."""
-    tensors, dense = ct_sublayer(e, n, k, gen, group, zero_point)
-    schema = BaseWeightSchema.from_config(dict(CT_CONFIG, group_size=group, symmetric=not zero_point))
+AWQ_ORDER = (0, 2, 4, 6, 1, 3, 5, 7)  # AWQ's nibble i of a word holds column 8c + AWQ_ORDER[i]
+
+
+def awq_words(values):
+    """[E, R, N] 0..15 -> int32 [E, R, N/8] in AWQ's interleaved column order."""
+    n = values.shape[-1]
+    perm = torch.arange(n, device=values.device).view(-1, 8)[:, list(AWQ_ORDER)].reshape(-1)
+    return pack_int4(values[..., perm])
+
+
+def checkpoint_sublayer(method, e, n, k, gen, group, dtype):
+    """A GPTQ (symmetric, uint4b8) or AWQ (zero points) group-`group` sublayer as vLLM's MoE
+    methods register it in a model of `dtype` (params_dtype: the scales are stored in it, and
+    vLLM's loader rounds the checkpoint's float16 scales into it), the schema dict vLLM's WNA16
+    oracle builds for it, and the dense weight dtype((code - zero) * scale)."""
+    codes = torch.randint(0, 16, (e, n, k), dtype=torch.uint8, device="cuda", generator=gen)
+    scale = (torch.rand(e, n, k // group, device="cuda", generator=gen) * 0.01 + 0.002).to(torch.float16).to(dtype)
+    if method == "gptq":
+        zeros = torch.full((e, n, k // group), 8, dtype=torch.int64, device="cuda")
+        config = {"quant_method": "gptq", "bits": 4, "group_size": group, "desc_act": False, "sym": True}
+        tensors = {"qweight": pack_int4(codes).transpose(1, 2).contiguous(),  # [E, K/8, N]
+                   "qzeros": torch.zeros(e, k // group, n // 8, dtype=torch.int32, device="cuda"),
+                   "g_idx": torch.zeros(e, k, dtype=torch.int32, device="cuda")}
+    else:
+        zeros = torch.randint(0, 16, (e, n, k // group), device="cuda", generator=gen)
+        config = {"quant_method": "awq", "bits": 4, "group_size": group, "zero_point": True}
+        tensors = {"qweight": awq_words(codes.transpose(1, 2)),  # [E, K, N/8]
+                   "qzeros": awq_words(zeros.transpose(1, 2))}  # [E, K/G, N/8]
+    tensors["scales"] = scale.transpose(1, 2).contiguous()  # [E, K/G, N]
+    dense = ((codes.float() - zeros.float().repeat_interleave(group, -1))
+             * scale.float().repeat_interleave(group, -1)).to(dtype)
+    return config, tensors, dense
+
+
+def transform(e, n, k, stacks, gen, group, zero_point=False, dtype=torch.bfloat16, method="compressed-tensors"):
+    """vLLM's convert_to_humming_moe_kernel_format for one sublayer of a model in `dtype`."""
+    if method == "compressed-tensors":
+        tensors, dense = ct_sublayer(e, n, k, gen, group, zero_point, dtype)
+        schema = BaseWeightSchema.from_config(dict(CT_CONFIG, group_size=group, symmetric=not zero_point))
+    else:
+        config, tensors, dense = checkpoint_sublayer(method, e, n, k, gen, group, dtype)
+        zero_point = method == "awq"
+        schema = BaseWeightSchema.from_config(config)
     weight_schema, tensors = schema.convert_humming(tensors=tensors, shape_n_stacks=stacks, shape_k_stacks=[k],
-                                                    param_dtype=torch.bfloat16, num_experts=e)
+                                                    param_dtype=dtype, num_experts=e)
     input_schema, _ = HummingInputSchema().convert_humming(tensors=tensors, shape_n_stacks=stacks,
-                                                           shape_k_stacks=[k], param_dtype=torch.bfloat16,
+                                                           shape_k_stacks=[k], param_dtype=dtype,
                                                            num_experts=e)
     config, tensors = prepare_and_transform_humming_tensors(
         tensors=tensors, shape_n=n, shape_k=k, pad_n_to_multiple=256, pad_k_to_multiple=128,
         input_schema=input_schema, weight_schema=weight_schema, has_bias=False, num_experts=e,
-        torch_dtype=torch.bfloat16, device=torch.device("cuda"))
+        torch_dtype=dtype, device=torch.device("cuda"))
     assert tensors["weight"].size(0) == e and config.shape_n - config.pad_shape_n == n
     assert config.has_zero_point == zero_point and set(tensors) == {"weight", "weight_scale"}
+    assert config.torch_dtype is dtype and config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point)
     return config, tensors, dense
 
 
 class Model:
     """One MoE layer's transformed sublayers, and the dense weights they stand for."""
 
-    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed, group=32, zero_point=False):
+    def __init__(self, hidden, inter, local, global_experts, gemm_type, seed, group=32, zero_point=False,
+                 dtype=torch.bfloat16, method="compressed-tensors"):
         gen = torch.Generator(device="cuda").manual_seed(seed)
         self.hidden, self.inter, self.local, self.global_experts = hidden, inter, local, global_experts
-        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen, group, zero_point)
-        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen, group, zero_point)
+        self.dtype = dtype
+        self.cfg13, self.t13, self.d13 = transform(local, 2 * inter, hidden, [inter, inter], gen, group, zero_point,
+                                                   dtype, method)
+        self.cfg2, self.t2, self.d2 = transform(local, hidden, inter, [hidden], gen, group, zero_point, dtype, method)
         self.gemm_type = gemm_type
         self.compute = json.dumps({"use_batch_invariant": False, "use_f16_accum": False,
                                    "gemm_type": gemm_type.value})
@@ -263,9 +308,9 @@ def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
         local = expert_map[topk_ids.reshape(-1).long()] >= 0
         scatter_idx = torch.where(local, flat, torch.full_like(flat, -1)).view(-1, 1)
     common = dict(sorted_ids=sorted_ids, expert_ids=expert_ids, num_tokens_padded=ntp, valid_shape_m=valid_shape_m)
-    gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=torch.bfloat16, device="cuda")
-    down_in = torch.empty(m * top_k, model.inter, dtype=torch.bfloat16, device="cuda")
-    down_out = torch.empty(m * top_k, model.hidden, dtype=torch.bfloat16, device="cuda")
+    gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=model.dtype, device="cuda")
+    down_in = torch.empty(m * top_k, model.inter, dtype=model.dtype, device="cuda")
+    down_out = torch.empty(m * top_k, model.hidden, dtype=model.dtype, device="cuda")
     inputs, _, _ = may_process_input(model.cfg13, inputs=hidden_states, outputs=None, token_scales=None,
                                      hadamard_block_size=0, layout="normal", expert_tokens=None, scatter_idx=None,
                                      num_valid_tokens=None)
@@ -283,7 +328,7 @@ def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
         weights = weights * (expert_map[topk_ids.long()] >= 0)
     rows = down_out.view(m, top_k, model.hidden).float()
     rows = torch.where(weights.unsqueeze(-1) != 0, rows, torch.zeros_like(rows))  # rows never written
-    return (rows * weights.unsqueeze(-1)).sum(1).to(torch.bfloat16)
+    return (rows * weights.unsqueeze(-1)).sum(1).to(model.dtype)
 
 
 def prepare_scatter(topk_ids, expert_map, local_experts):
@@ -308,10 +353,10 @@ def grouped_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
     m, top_k = topk_ids.shape
     valid_shape_m = model.valid_shape_m(topk_ids)
     offsets, scatter_idx = prepare_scatter(topk_ids, expert_map, model.local)
-    permuted = torch.empty(m * top_k, model.hidden, dtype=torch.bfloat16, device="cuda")
-    gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=torch.bfloat16, device="cuda")
-    down_in = torch.empty(m * top_k, model.inter, dtype=torch.bfloat16, device="cuda")
-    down_out = torch.empty(m * top_k, model.hidden, dtype=torch.bfloat16, device="cuda")
+    permuted = torch.empty(m * top_k, model.hidden, dtype=model.dtype, device="cuda")
+    gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=model.dtype, device="cuda")
+    down_in = torch.empty(m * top_k, model.inter, dtype=model.dtype, device="cuda")
+    down_out = torch.empty(m * top_k, model.hidden, dtype=model.dtype, device="cuda")
     inputs, _, _ = may_process_input(model.cfg13, inputs=hidden_states, outputs=permuted, token_scales=None,
                                      hadamard_block_size=0, layout="scatter", expert_tokens=None,
                                      scatter_idx=scatter_idx, num_valid_tokens=offsets[-1:])
@@ -325,16 +370,16 @@ def grouped_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
     rows = down_out[scatter_idx.long().clamp(max=m * top_k - 1)].float()
     weights = topk_weights.float() * valid
     rows = torch.where(valid.unsqueeze(-1), rows, torch.zeros_like(rows))
-    return (rows * weights.unsqueeze(-1)).sum(1).to(torch.bfloat16)
+    return (rows * weights.unsqueeze(-1)).sum(1).to(model.dtype)
 
 
 def batched_apply(model, hidden_states, expert_num_tokens, valid_shape_m):
     """BatchedHummingGroupedExperts.apply: hidden_states [E, max_tokens, K]."""
     e, max_tokens, _ = hidden_states.shape
     flat = hidden_states.view(-1, model.hidden)
-    gate_up = torch.empty(e * max_tokens, 2 * model.inter, dtype=torch.bfloat16, device="cuda")
-    down_in = torch.empty(e * max_tokens, model.inter, dtype=torch.bfloat16, device="cuda")
-    out = torch.zeros(e, max_tokens, model.hidden, dtype=torch.bfloat16, device="cuda")
+    gate_up = torch.empty(e * max_tokens, 2 * model.inter, dtype=model.dtype, device="cuda")
+    down_in = torch.empty(e * max_tokens, model.inter, dtype=model.dtype, device="cuda")
+    out = torch.zeros(e, max_tokens, model.hidden, dtype=model.dtype, device="cuda")
     inputs, _, _ = may_process_input(model.cfg13, inputs=flat, outputs=None, token_scales=None,
                                      hadamard_block_size=0, layout="grouped_mask", expert_tokens=expert_num_tokens,
                                      scatter_idx=None, num_valid_tokens=None)
@@ -349,9 +394,10 @@ def batched_apply(model, hidden_states, expert_num_tokens, valid_shape_m):
 
 
 def expert_ffn(model, e, x):
-    """One expert on rows x [r, hidden], rounding where the kernels round (bf16 between steps)."""
-    h = (x.float() @ model.d13[e].float().T).to(torch.bfloat16).float()
-    a = (torch.nn.functional.silu(h[:, : model.inter]) * h[:, model.inter:]).to(torch.bfloat16)
+    """One expert on rows x [r, hidden] in fp32 on the dequantized weights, rounding where the
+    kernels round (to the model dtype between steps)."""
+    h = (x.float() @ model.d13[e].float().T).to(model.dtype).float()
+    a = (torch.nn.functional.silu(h[:, : model.inter]) * h[:, model.inter:]).to(model.dtype)
     return a.float() @ model.d2[e].float().T
 
 
@@ -371,20 +417,20 @@ SHAPES = {"kimi_k2_ep8": (7168, 2048, 48, 384, 8), "qwen3_30b_a3b": (2048, 768, 
 _models = {}
 
 
-def model_for(shape, gemm_type, group=32, zero_point=False):
-    key = (shape, gemm_type, group, zero_point)
+def model_for(shape, gemm_type, group=32, zero_point=False, dtype=torch.bfloat16, method="compressed-tensors"):
+    key = (shape, gemm_type, group, zero_point, dtype, method)
     if key not in _models:
         _models.clear()  # one model at a time: the Kimi layer's dense reference is 4 GB
         hidden, inter, local, global_experts, _ = SHAPES[shape]
         _models[key] = Model(hidden, inter, local, global_experts, gemm_type, seed=len(shape), group=group,
-                             zero_point=zero_point)
+                             zero_point=zero_point, dtype=dtype, method=method)
     return _models[key]
 
 
-def routing(shape, tokens, seed):
+def routing(shape, tokens, seed, dtype=torch.bfloat16):
     hidden, _, local, global_experts, top_k = SHAPES[shape]
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    x = torch.randn(tokens, hidden, device="cuda", generator=gen).to(torch.bfloat16)
+    x = torch.randn(tokens, hidden, device="cuda", generator=gen).to(dtype)
     logits = torch.randn(tokens, global_experts, device="cuda", generator=gen)
     topk_weights, topk_ids = torch.softmax(logits, -1).topk(top_k, dim=-1)
     expert_map = None
@@ -435,6 +481,33 @@ def test_vllm_flow_zero_points(gemm_type, tokens):
     assert out.shape == (tokens, model.hidden)
     if tokens:
         assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
+
+
+@pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])
+@pytest.mark.parametrize("tokens", [0, 1, 64, 600])
+@pytest.mark.parametrize("method", ["gptq", "awq"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_vllm_flow_gptq_awq_model_dtypes(dtype, method, gemm_type, tokens):
+    """GPTQ group-128 (symmetric) and AWQ group-128 (zero points) layers, Qwen3-30B-A3B shapes,
+    in a bfloat16 or a float16 model (vLLM's default dtype for them: params_dtype float16, the
+    scales stored in it, float16 activations): the transform packs that dtype's format, and the
+    flow takes and returns that dtype and matches an fp32 MoE on the dequantized weights."""
+    model = model_for("qwen3_30b_a3b", gemm_type, 128, dtype=dtype, method=method)
+    fmt = {torch.bfloat16: ck.FORMAT_INT4_G32, torch.float16: ck.FORMAT_INT4_G32_FP16}[dtype]
+    if method == "awq":
+        fmt = {torch.bfloat16: ck.FORMAT_INT4_G32_ZP, torch.float16: ck.FORMAT_INT4_G32_ZP_FP16}[dtype]
+    for cfg in (model.cfg13, model.cfg2):
+        assert cfg.torch_dtype is dtype and cfg.has_zero_point == (method == "awq") and cfg.packed_tag[1] == fmt
+    x, w, ids, emap = routing("qwen3_30b_a3b", tokens, seed=tokens + 9, dtype=dtype)
+    out = APPLY[gemm_type](model, x, w, ids, emap)
+    assert out.shape == (tokens, model.hidden) and out.dtype == dtype
+    if tokens:
+        assert out.isfinite().all()
+        assert rel_err(out, reference_moe(model, x, w, ids, emap)) < 2e-2
+    with pytest.raises(ValueError, match=f"transformed for {dtype}"):  # the other dtype never reaches a kernel
+        other = torch.bfloat16 if dtype == torch.float16 else torch.float16
+        model.forward("w2", torch.zeros(4, model.inter, dtype=other, device="cuda"), None,
+                      expert_layout=torch.zeros(model.local + 1, dtype=torch.int64, device="cuda"))
 
 
 @pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])

@@ -10,9 +10,9 @@ from humming import dtypes
 from humming.utils.weight import GROUP_SIZE
 
 
-SERVED = ("chord serves INT4 W4A16: bfloat16 activations x 4-bit integer weights, with or without integer zero "
-          "points, group size a multiple of 32 (32, 64, 128, ...) or channel-wise (humming uint4 / int4, "
-          "compressed-tensors pack-quantized int4, GPTQ 4-bit without desc_act, AWQ 4-bit GEMM)")
+SERVED = ("chord serves INT4 W4A16: bfloat16 or float16 activations (the model dtype) x 4-bit integer weights, "
+          "with or without integer zero points, group size a multiple of 32 (32, 64, 128, ...) or channel-wise "
+          "(humming uint4 / int4, compressed-tensors pack-quantized int4, GPTQ 4-bit without desc_act, AWQ 4-bit GEMM)")
 
 
 def unsupported(what: str) -> NotImplementedError:
@@ -158,9 +158,24 @@ def int4_bits_and_group_problems(bits: int, group_size: int) -> List[str]:
     return problems
 
 
-def check_param_dtype(param_dtype: torch.dtype):
-    if param_dtype != torch.bfloat16:
-        raise unsupported(f"model dtype {param_dtype} (FP16 activations; run the model in bfloat16)")
+# The model dtypes chord serves: the dtype of the activations, the outputs and the stored scales.
+MODEL_DTYPES = (torch.bfloat16, torch.float16)
+
+
+def check_param_dtype(param_dtype: torch.dtype) -> torch.dtype:
+    """The model dtype, if chord serves it: bfloat16 or float16 (activations, outputs and the
+    packed scales all take it)."""
+    if param_dtype not in MODEL_DTYPES:
+        raise unsupported(f"model dtype {param_dtype} (run the model in bfloat16 or float16)")
+    return param_dtype
+
+
+def check_scale_dtype(bs_dtype, param_dtype: torch.dtype):
+    """A schema's declared scale type (None: the model dtype) against the model dtype: chord
+    stores the scales in the activations' dtype, so a declared one must be that dtype."""
+    if bs_dtype is not None and bs_dtype != dtypes.DataType.from_torch_dtype(param_dtype):
+        raise unsupported(f"weight scale type {bs_dtype} with model dtype {param_dtype} (chord stores the "
+                          f"scales in the model dtype)")
 
 
 def as_dtype(value) -> Optional[dtypes.DataType]:

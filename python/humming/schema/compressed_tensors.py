@@ -95,7 +95,7 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
 
 @dataclasses.dataclass(kw_only=True)
 class CompressedTensorsInputSchema(BaseInputSchema):
-    """Quantized activations (W4A8, W8A8, ...): chord runs bfloat16 activations only."""
+    """Quantized activations (W4A8, W8A8, ...): chord runs 16-bit (bfloat16 / float16) activations only."""
 
     quant_method: str = "compressed-tensors"
     format: Optional[str] = None

@@ -7,11 +7,13 @@ import torch
 from humming import dtypes
 from humming.config import InputQuantizationMode, WeightScale2Type, WeightScaleType
 from humming.schema.base import (
+    MODEL_DTYPES,
     BaseInputSchema,
     BaseWeightSchema,
     add_expert_dim,
     as_dtype,
     check_param_dtype,
+    check_scale_dtype,
     unsupported,
 )
 from humming.utils.weight import GROUP_SIZE, dequantize_weight, pack_zero_point, quantize_weight, scale_group
@@ -110,7 +112,7 @@ class HummingWeightSchema(BaseWeightSchema):
             raise unsupported(f"a second weight scale ('{self.weight_scale_2_type.value}')")
         if self.is_fp_zero_point:
             raise unsupported("a floating-point weight zero point")
-        if self.bs_dtype not in (None, dtypes.bfloat16):
+        if self.bs_dtype not in (None, dtypes.bfloat16, dtypes.float16):
             raise unsupported(f"weight scale type {self.bs_dtype}")
         if self.hadamard_block_size not in (0, 1):
             raise unsupported(f"Hadamard-rotated weights (block {self.hadamard_block_size})")
@@ -133,6 +135,7 @@ class HummingWeightSchema(BaseWeightSchema):
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
         check_param_dtype(param_dtype)
+        check_scale_dtype(self.bs_dtype, param_dtype)
         out = dict(tensors)
         out["weight_scale"] = tensors["weight_scale"].to(param_dtype)
         return dataclasses.replace(self), out
@@ -148,9 +151,12 @@ class HummingWeightSchema(BaseWeightSchema):
         schema = target or self
         if not isinstance(schema, HummingWeightSchema):
             raise unsupported(f"quantizing into {type(schema).__name__}")
-        weight, scale, _, _ = quantize_weight(tensor, schema.b_dtype, schema.bs_dtype or dtypes.bfloat16,
+        param_dtype = check_param_dtype(param_dtype or torch.bfloat16)
+        check_scale_dtype(schema.bs_dtype, param_dtype)
+        # The scales are computed in the model dtype, the one chord stores them in.
+        weight, scale, _, _ = quantize_weight(tensor, schema.b_dtype, dtypes.DataType.from_torch_dtype(param_dtype),
                                               schema.weight_scale_group_size, pack=True)
-        out = {"weight": weight, "weight_scale": scale.to(param_dtype or torch.bfloat16)}
+        out = {"weight": weight, "weight_scale": scale}
         if schema.has_zero_point:  # symmetric codes in a zero-point schema: every zero point is 8
             out["zero_point"] = pack_zero_point(torch.full(scale.shape, 8, dtype=torch.int32, device=scale.device))
         return out
@@ -163,8 +169,9 @@ class HummingWeightSchema(BaseWeightSchema):
 
 @dataclasses.dataclass(kw_only=True)
 class HummingInputSchema(BaseInputSchema):
-    """Activations: 16-bit only (a_dtype None means the model dtype); any input quantization
-    is refused when the schema is built."""
+    """Activations: 16-bit only, bfloat16 or float16 (a_dtype None means the model dtype; a
+    given one must be the model dtype); any input quantization is refused when the schema is
+    built."""
 
     quant_method: str = "humming"
     a_dtype: Any = None
@@ -188,6 +195,8 @@ class HummingInputSchema(BaseInputSchema):
             self.input_quant_mode = InputQuantizationMode.Disabled
         if self.a_dtype is not None and self.a_dtype.num_bits != 16:
             raise unsupported(f"activation type {self.a_dtype} (input quantization)")
+        if self.a_dtype is not None and self.a_dtype not in (dtypes.bfloat16, dtypes.float16):
+            raise unsupported(f"activation type {self.a_dtype}")
         if self.input_quant_mode.should_quantize:
             raise unsupported(f"input quantization mode '{self.input_quant_mode.value}'")
         if self.input_scale_group_size or self.input_scale_dtype is not None:
@@ -204,7 +213,17 @@ class HummingInputSchema(BaseInputSchema):
         return self
 
     def is_compatible_with(self, weight_schema, param_dtype=None) -> bool:
-        return isinstance(weight_schema, HummingWeightSchema) and param_dtype in (None, torch.bfloat16)
+        """vLLM's check_and_fallback_input_schema asks this of the schema it would use: the
+        activations (and a weight schema's declared scale type) must be the model dtype,
+        bfloat16 or float16."""
+        if not isinstance(weight_schema, HummingWeightSchema):
+            return False
+        if param_dtype is None:
+            return True
+        if param_dtype not in MODEL_DTYPES:
+            return False
+        model = dtypes.DataType.from_torch_dtype(param_dtype)
+        return self.a_dtype in (None, model) and weight_schema.bs_dtype in (None, model)
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None,
                         sm_version=None, device=None):

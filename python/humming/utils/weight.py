@@ -17,7 +17,8 @@ GROUP_SIZE = 32  # the finest group chord stores (per 128 k for a multiple of 12
 
 def _unsupported(what: str):
     raise NotImplementedError(f"humming (chord backend): {what} is unsupported; supported: uint4 weights, "
-                              f"group size a multiple of {GROUP_SIZE} or channel-wise, symmetric, bfloat16 scales")
+                              f"group size a multiple of {GROUP_SIZE} or channel-wise, symmetric, bfloat16 or float16 "
+                              f"scales")
 
 
 def scale_group(group_size: int, shape_k: int) -> int:
@@ -80,7 +81,8 @@ def quantize_weight(
     """weight float [.., N, K] -> (codes, scale, zero_point, global_scale).
 
     codes: int32 [.., N, K] (pack=False) or int32 [.., N, K/8] (pack=True); scale in
-    scale_dtype [.., N, K/group] (one column channel-wise); zero_point and global_scale are
+    scale_dtype (bfloat16, the default, or float16: the model dtype, which chord stores the
+    scales in) [.., N, K/group] (one column channel-wise); zero_point and global_scale are
     None (symmetric, no tensor scale). The scale is absmax / 7 rounded to the scale dtype, and the codes are rounded
     against that rounded scale, so dequantize_weight reproduces what the kernels compute.
     """
@@ -94,8 +96,8 @@ def quantize_weight(
         _unsupported("a zero point (asymmetric quantization)")
     if has_global_scale:
         _unsupported("a global (tensor) scale")
-    scale_dtype = dtypes.bfloat16 if scale_dtype is None else dtypes.DataType.from_str(scale_dtype)
-    if scale_dtype != dtypes.bfloat16:
+    scale_dtype = dtypes.bfloat16 if scale_dtype is None else dtypes.DataType.from_any(scale_dtype)
+    if scale_dtype not in (dtypes.bfloat16, dtypes.float16):
         _unsupported(f"scale type {scale_dtype}")
     if weight.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise ValueError(f"quantize_weight: expected a float weight, got {weight.dtype}")
@@ -104,7 +106,7 @@ def quantize_weight(
     group = scale_group(group_size, weight.shape[-1])
 
     w = weight.float().reshape(*weight.shape[:-1], weight.shape[-1] // group, group)
-    scale = (w.abs().amax(-1) / 7.0).to(torch.bfloat16)
+    scale = (w.abs().amax(-1) / 7.0).to(dtypes.torch_dtype_map[scale_dtype])
     s = scale.float().unsqueeze(-1)
     q = torch.where(s > 0, torch.round(w / torch.where(s > 0, s, torch.ones_like(s))), torch.zeros_like(w))
     codes = (q.clamp(-8, 7) + 8).to(torch.int32).reshape(weight.shape)
