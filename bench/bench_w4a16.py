@@ -4,11 +4,12 @@ One command on a GPU machine (after scripts/install_wheel.sh: it runs through ch
     python3 bench/bench_w4a16.py --out DIR [--quick]
     python3 bench/bench_w4a16.py --set generalization --out DIR [--quick]
 The second runs the generalization set (other models' shapes, decode sizes) instead: each row's
-time against its read floor and the config the resolver picked, no BF16 anchor (run_generalization).
+time against its read floor and the config the resolver picked, no BF16 anchor (run_generalization);
+with --peers also the peers on its indexed INT4 calls, rep by rep with ours (and DIR/peers.png).
     python3 bench/bench_w4a16.py --set formats --out DIR [--quick]
 runs the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes in group 32 / 128,
 symmetric / zero-point, BF16 / FP16), the variants of a row rep by rep (run_formats).
-    python3 bench/bench_w4a16.py --peers marlin,humming --out DIR [--quick]
+    python3 bench/bench_w4a16.py [--set generalization] --peers marlin,humming --out DIR [--quick]
 also times vLLM's Marlin MoE (scripts/peer-marlin.sh) and inclusionAI's Humming
 (scripts/peer-wheels.sh) through bench/peers.py on the same weights and inputs, rep by rep with
 ours, checked against the same reference.
@@ -32,6 +33,7 @@ import torch
 import chord_kernels as ck
 
 sys.path.insert(0, os.path.dirname(__file__))
+import generalization  # noqa: E402
 import shapes  # noqa: E402
 
 STREAM_BYTES_PER_S = 4.47e12   # docs/shapes.md, measured on this H200
@@ -103,12 +105,15 @@ class ExpertWeights:
         scales = (torch.randn(experts, n, k // 32, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
         self.packed = ck.pack_w4a16(codes, scales, library=library)
         self.humming = self.marlin = None
-        if peers and "humming" in peers:
-            import peers as peer_adapters
-            self.humming = peer_adapters.HummingMoE(peers["humming"], codes, scales)
-        if peers and "marlin" in peers:
-            import peers as peer_adapters
-            self.marlin = peer_adapters.MarlinMoE(peers["marlin"], codes, scales)
+        self.peer_errors = {}  # peer name -> what its layout conversion raised (its rows report it)
+        for name, layout in (("humming", "HummingMoE"), ("marlin", "MarlinMoE")):
+            if peers and name in peers:
+                import peers as peer_adapters
+                try:
+                    setattr(self, name, getattr(peer_adapters, layout)(peers[name], codes, scales))
+                except Exception as e:  # noqa: BLE001 - reported on every row it would have run
+                    self.peer_errors[name] = e
+                    print(f"peer {name}: no layout for {experts} x {n} x {k}: {peer_error(e)}", flush=True)
         del codes
         self.bf16 = ck.dequantize(self.packed, library=library)  # [E, N, K], exact (code-8)*scale
         self.experts, self.n, self.k = experts, n, k
@@ -256,6 +261,116 @@ def peer_alignment(topk_ids, local_of_global, experts, block_size):
     return sorted_ids, expert_ids, torch.tensor([total], dtype=torch.int32, device="cuda")
 
 
+def peer_error(e):
+    """A peer's exception as its row's `<peer>_check`: "ERROR: <type>: <first line>"."""
+    first = (str(e).strip().splitlines() or [""])[0][:300]
+    return f"ERROR: {type(e).__name__}: {first}"
+
+
+def has_peer(w, name):
+    """Whether the weights `w` were converted for peer `name` (successfully or not)."""
+    return getattr(w, name, None) is not None or name in getattr(w, "peer_errors", {})
+
+
+def peer_layout(w, name):
+    """w's layout for peer `name` (ExpertWeights.humming / .marlin); raises what its conversion
+    raised, so that the row reports it (try_peers)."""
+    error = getattr(w, "peer_errors", {}).get(name)
+    if error is not None:
+        raise error
+    return getattr(w, name)
+
+
+def try_peers(names, peer_calls):
+    """The --peers peers on one row, before it is timed. peer_calls: name -> a function giving
+    (function to time, check, extra row fields) of that peer on the row, None where the peer does
+    not serve the row, or a string saying why it does not. Each served peer is built, run once and
+    checked against the row's reference; one that raises is reported (`<peer>_check` "ERROR: ..."),
+    never dropped. Returns (row fields, [(name, function to time)], failed: checks failed or
+    raised); the fields of a timed peer get their times from peer_times."""
+    fields, timed, failed = {}, [], 0
+    for name in names:
+        make = (peer_calls or {}).get(name)
+        if make is None or isinstance(make, str):
+            fields.update({f"{name}_us": None, f"vs_{name}": None, f"{name}_check": "not run"})
+            if make:
+                fields[f"{name}_note"] = make
+            continue
+        try:
+            peer_fn, peer_check, extra = make()
+            t0 = time.perf_counter()
+            peer_fn()
+            torch.cuda.synchronize()
+            first_call_ms = (time.perf_counter() - t0) * 1000.0
+            peer_ok, peer_err = peer_check()
+        except Exception as e:  # noqa: BLE001 - a failing peer is a result
+            fields.update({f"{name}_us": None, f"vs_{name}": None, f"{name}_check": peer_error(e)})
+            failed += 1
+            continue
+        failed += not peer_ok
+        fields.update({f"{name}_check": "ok" if peer_ok else "FAIL", f"{name}_rel_error": peer_err,
+                       f"{name}_first_call_ms": round(first_call_ms, 1),
+                       **{f"{name}_{k}": v for k, v in extra.items()}})
+        timed.append((name, peer_fn))
+    return fields, timed, failed
+
+
+def peer_times(fields, timed, times, ours):
+    """Sets `<peer>_us` and `vs_<peer>` (peer time / ours) of try_peers' timed peers from their
+    times (in the order of `timed`)."""
+    for (name, _), us in zip(timed, times):
+        fields.update({f"{name}_us": round(us, 2), f"vs_{name}": round(us / ours, 3)})
+
+
+def peer_text(row, names):
+    """The peers' part of a row's printed line."""
+    text = ""
+    for name in names:
+        if row.get(f"{name}_us") is not None:
+            text += f"{name}={row[name + '_us']:9.1f}us ({row['vs_' + name]:.3f}x, {row[name + '_check']}) "
+        elif str(row.get(f"{name}_check", "")).startswith("ERROR"):
+            text += f"{name}={row[name + '_check']} "
+    return text
+
+
+def humming_indexed(w, a, out, topk_ids, local_of_global, routed, kernel_top_k, check):
+    """The humming peer's call on an indexed row (a function for try_peers), None without it:
+    Humming as vLLM runs it, its own routing block for this row count, the draw realigned at it
+    over this rank's experts (peer_alignment); its output checked by check(out)."""
+    if not has_peer(w, "humming"):
+        return None
+
+    def make():
+        humming = peer_layout(w, "humming")
+        block = humming.block_size(routed)
+        ids, experts_of_blocks, padded = peer_alignment(topk_ids, local_of_global, w.experts, block)
+        peer_out = torch.full_like(out, float("nan"))
+        return (lambda: humming.indexed(a, peer_out, ids, experts_of_blocks, padded, kernel_top_k, routed),
+                lambda: check(peer_out), dict(block=block))
+    return make
+
+
+def marlin_indexed(w, a, out, topk_ids, tokens, top_k, num_global, local_of_global, kernel_top_k, down, check):
+    """The marlin peer's call on an indexed row (a function for try_peers), None without it: as
+    vLLM's fused_marlin_moe runs it, its block rule, its own alignment (the expert map under EP),
+    router weights multiplied in the down GEMM (all ones here: the reference has none)."""
+    if not has_peer(w, "marlin"):
+        return None
+
+    def make():
+        import peers as peer_adapters
+        marlin = peer_layout(w, "marlin")
+        block = peer_adapters.marlin_block_size(tokens, top_k, w.experts, num_global)
+        expert_map = None if num_global == w.experts else local_of_global
+        ids, experts_of_blocks, total = marlin.align(topk_ids, block, num_global, expert_map)
+        ones = torch.ones(tokens, top_k, dtype=torch.float32, device="cuda")
+        peer_out = torch.full_like(out, float("nan"))
+        return (lambda: marlin.indexed(a, peer_out, ids, experts_of_blocks, total, ones, block, kernel_top_k,
+                                       down),
+                lambda: check(peer_out), dict(block=block))
+    return make
+
+
 def rel_error(out, ref):
     return (out.float() - ref.float()).norm().item() / max(ref.float().norm().item(), 1e-30)
 
@@ -279,10 +394,9 @@ class Suite:
     def record(self, scenario, x, proj, routed_rows, weights, active, flop, call, ref_fn, check, peer_calls=None):
         """call(library) -> the timed function through that build; check() -> (ok, error) of the
         output it wrote. Times ours and the grouped_mm anchor (and the --against build's call,
-        checked too, all three rep by rep); appends a row. peer_calls: name -> a function giving
-        (timed function, check, extra row fields) of that --peers peer on this row, or None
-        where the peer does not serve it; each is run once, checked, and timed rep by rep with
-        the others (its failed check is counted apart: peer_failures)."""
+        checked too, all three rep by rep); appends a row. peer_calls: the --peers peers' calls
+        on this row (try_peers): each is run once, checked, and timed rep by rep with the others
+        (a failed check, or a peer that raised, is counted apart: peer_failures)."""
         if self.only and self.only not in scenario:
             return
         ours_fn = call(self.library)
@@ -300,21 +414,10 @@ class Suite:
             timed.append(against_fn)
         if not ok:
             self.failures += 1
-        peer_rows, peer_slots = {}, []
-        for name in self.peers:
-            make = (peer_calls or {}).get(name)
-            if make is None:
-                peer_rows.update({f"{name}_us": None, f"vs_{name}": None, f"{name}_check": "not run"})
-                continue
-            peer_fn, peer_check, extra = make()
-            peer_fn()
-            torch.cuda.synchronize()
-            peer_ok, peer_err = peer_check()
-            self.peer_failures += not peer_ok
-            peer_rows.update({f"{name}_check": "ok" if peer_ok else "FAIL", f"{name}_rel_error": peer_err,
-                              **{f"{name}_{k}": v for k, v in extra.items()}})
-            peer_slots.append((name, len(timed)))
-            timed.append(peer_fn)
+        peer_rows, peer_timed, failed = try_peers(self.peers, peer_calls)
+        self.peer_failures += failed
+        first_peer = len(timed)
+        timed += [fn for _, fn in peer_timed]
         if ref_fn is not None and (self.interleaved or len(timed) > 1):
             times = time_interleaved_us(timed + [ref_fn], self.flush)
             anchor = times[-1]
@@ -322,8 +425,7 @@ class Suite:
             times = [time_us(fn, self.flush) for fn in timed]
             anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
         ours = times[0]
-        for name, slot in peer_slots:
-            peer_rows.update({f"{name}_us": round(times[slot], 2), f"vs_{name}": round(times[slot] / ours, 3)})
+        peer_times(peer_rows, peer_timed, times[first_peer:first_peer + len(peer_timed)], ours)
         if self.against is not None:
             against = dict(against_us=round(times[1], 2), vs_against=round(times[1] / ours, 3),
                            against_check="ok" if against_ok else "FAIL", against_rel_error=against_err)
@@ -337,9 +439,7 @@ class Suite:
                    routing_block=self.block_size, **against, **peer_rows)
         self.rows.append(row)
         other = f"against={against['against_us']:9.1f}us ({against['vs_against']:.3f}x) " if against else ""
-        for name in self.peers:
-            if row.get(f"{name}_us") is not None:
-                other += f"{name}={row[name + '_us']:9.1f}us ({row['vs_' + name]:.3f}x, {row[name + '_check']}) "
+        other += peer_text(row, self.peers)
         print(f"{scenario:22s} {str(x):>6s} {proj:8s} rows={routed_rows:6d} chord={ours:9.1f}us {other}"
               f"bf16_gmm={anchor:9.1f}us floor={floor:8.1f}us {row['tflops']:6.1f}TF "
               f"{row['weight_gbps']:7.1f}GB/s {row['check']} err={err:.2e}", flush=True)
@@ -375,31 +475,11 @@ class Suite:
                 err = rel_error(got, ref) if routed else 0.0
                 return clean and err < 1e-2 and not torch.isnan(got).any().item(), err
 
-            def humming(w=w, a=a, kernel_top_k=kernel_top_k, check=check):
-                # Humming as vLLM runs it: its own routing block for this row count (realigned)
-                block = w.humming.block_size(routed)
-                ids, experts_of_blocks, padded = peer_alignment(topk_ids, local_of_global, w.experts, block)
-                peer_out = torch.full_like(out, float("nan"))
-                return (lambda: w.humming.indexed(a, peer_out, ids, experts_of_blocks, padded, kernel_top_k, routed),
-                        lambda: check(peer_out), dict(block=block))
-
-            def marlin(w=w, a=a, kernel_top_k=kernel_top_k, check=check, down=proj == "down"):
-                # Marlin as vLLM's fused_marlin_moe runs it: its block rule, its own alignment
-                # (the expert map under EP), router weights multiplied in the down GEMM (all
-                # ones here: the reference has none)
-                import peers as peer_adapters
-                block = peer_adapters.marlin_block_size(tokens, top_k, w.experts, num_global)
-                expert_map = None if num_global == w.experts else local_of_global
-                ids, experts_of_blocks, total = w.marlin.align(topk_ids, block, num_global, expert_map)
-                ones = torch.ones(tokens, top_k, dtype=torch.float32, device="cuda")
-                peer_out = torch.full_like(out, float("nan"))
-                return (lambda: w.marlin.indexed(a, peer_out, ids, experts_of_blocks, total, ones, block,
-                                                 kernel_top_k, down),
-                        lambda: check(peer_out), dict(block=block))
-
             self.record(scenario, x, proj, routed, w, active, 2.0 * routed * w.n * w.k, call, anchor, check,
-                        dict(humming=humming if w.humming is not None else None,
-                             marlin=marlin if getattr(w, "marlin", None) is not None else None))
+                        dict(humming=humming_indexed(w, a, out, topk_ids, local_of_global, routed, kernel_top_k,
+                                                     check),
+                             marlin=marlin_indexed(w, a, out, topk_ids, tokens, top_k, num_global, local_of_global,
+                                                   kernel_top_k, proj == "down", check)))
         self.block_size = None
 
     # -- grouped contiguous ------------------------------------------------------------------
@@ -473,19 +553,20 @@ class Suite:
         moe_align_block_size over the draw, no router weights (chord's offsets call has none). The
         rows of `a` (sorted by expert: row i is route routes[i]) are put in route order before and
         the output taken back to chord's order for the check (neither is timed)."""
-        if getattr(w, "marlin", None) is None:
+        if not has_peer(w, "marlin"):
             return None
 
         def make():
             import peers as peer_adapters
+            marlin = peer_layout(w, "marlin")
             block = peer_adapters.marlin_block_size(tokens, top_k, w.experts)
-            ids, experts_of_blocks, total = w.marlin.align(topk_ids.reshape(-1, 1), block, w.experts)
+            ids, experts_of_blocks, total = marlin.align(topk_ids.reshape(-1, 1), block, w.experts)
             a_routes = torch.empty_like(a)
             a_routes[routes] = a
             out_routes = torch.full_like(out, float("nan"))
             ones = torch.ones(routes.numel(), 1, dtype=torch.float32, device=a.device)
-            return (lambda: w.marlin.indexed(a_routes, out_routes, ids, experts_of_blocks, total, ones, block, 1,
-                                             False),
+            return (lambda: marlin.indexed(a_routes, out_routes, ids, experts_of_blocks, total, ones, block, 1,
+                                           False),
                     lambda: check(out_routes[routes]), dict(block=block))
         return make
 
@@ -493,15 +574,16 @@ class Suite:
     def humming_contiguous(w, a, out, offsets, check):
         """The humming peer's call on rows sorted by expert (its grouped_contiguous GEMM, the
         gemm type vLLM uses under expert parallelism), or None without it."""
-        if getattr(w, "humming", None) is None:
+        if not has_peer(w, "humming"):
             return None
 
         def make():
             import peers as peer_adapters
+            humming = peer_layout(w, "humming")
             layout = peer_adapters.expert_layout_from_offsets(offsets)
             peer_out = torch.full_like(out, float("nan"))
             rows = a.size(0)
-            return lambda: w.humming.contiguous(a, peer_out, layout, rows), lambda: check(peer_out), {}
+            return lambda: humming.contiguous(a, peer_out, layout, rows), lambda: check(peer_out), {}
         return make
 
 
@@ -526,11 +608,13 @@ def run_kimi(suite, chord, quick, gen):
             sub.experts = experts
             sub.bf16 = full.bf16[:experts]
             sub.humming = sub.marlin = None  # marlin serves the indexed and offsets rows only
+            sub.peer_errors = {name: e for name, e in full.peer_errors.items() if name == "humming"}
             if full.humming is not None:
                 try:  # Humming's layer config for fewer experts, over the same tensors' slices
                     sub.humming = full.humming.first_experts(experts)
-                except Exception as e:  # the rows still run; the peer's columns say "not run"
-                    print(f"humming: no {ep} subset ({type(e).__name__}: {e})", flush=True)
+                except Exception as e:  # noqa: BLE001 - the rows still run; the peer's columns say ERROR
+                    sub.peer_errors["humming"] = e
+                    print(f"humming: no {ep} subset ({peer_error(e)})", flush=True)
         subsets[ep] = subset
     # Decode-sized rows (indexed decode, masked) run before the prefill-sized ones: a row of
     # 1-3 ms repeated 110 times leaves the GPU at its power cap (1500 MHz against 1980 idle),
@@ -567,14 +651,19 @@ def run_tp8(suite, chord, quick, gen):
     torch.cuda.empty_cache()
 
 
-def generalization_weights(library, call, gen):
-    kind = NF4ExpertWeights if call["weight"] == "nf4" else ExpertWeights
-    return kind(library, call["experts"], call["n"], call["k"], gen)
+def generalization_weights(library, call, gen, peers=None):
+    """The weights of a call's projection; INT4 ones also in the layouts of `peers` (name -> the
+    loaded --peers peer), from the same codes and scales (the draw from `gen` is the same)."""
+    if call["weight"] == "nf4":
+        return NF4ExpertWeights(library, call["experts"], call["n"], call["k"], gen)
+    return ExpertWeights(library, call["experts"], call["n"], call["k"], gen, peers)
 
 
-def generalization_call(library, call, w, gen):
+def generalization_call(library, call, w, gen, with_peers=False):
     """(timed function, check) of one call of bench/generalization.py on the device: the routing
-    it drew, fresh activations, an output filled with NaN (rows the call must not write stay NaN)."""
+    it drew, fresh activations, an output filled with NaN (rows the call must not write stay NaN).
+    with_peers: also the --peers calls on the same routing, activations and weights (name -> a
+    function for try_peers, None where the peer does not serve the call: masked and offsets)."""
     e, k, n = call["experts"], call["k"], call["n"]
     identity = torch.arange(e, dtype=torch.int32, device="cuda")
     if call["mode"] == "masked":
@@ -590,7 +679,8 @@ def generalization_call(library, call, w, gen):
             clean = bool(torch.isnan(out[~valid]).all()) if (~valid).any() else True
             return clean and err < 1e-2 and not torch.isnan(out[valid]).any().item(), err
 
-        return (lambda: ck.masked(a, w.packed, masked_m, call["expected_m"], out, library=library)), check
+        fn = lambda: ck.masked(a, w.packed, masked_m, call["expected_m"], out, library=library)  # noqa: E731
+        return (fn, check, {}) if with_peers else (fn, check)
     topk_ids = torch.tensor(call["topk_ids"], dtype=torch.int32, device="cuda")
     routes, offsets, _ = grouped_rows(topk_ids, identity, e)
     if call["mode"] == "offsets":
@@ -603,31 +693,74 @@ def generalization_call(library, call, w, gen):
             err = rel_error(out, grouped_mm(a, w.bf16, offsets))
             return exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
-        return (lambda: launch(a, offsets, w.packed, out, library=library)), check
+        fn = lambda: launch(a, offsets, w.packed, out, library=library)  # noqa: E731
+        return (fn, check, {}) if with_peers else (fn, check)
     block, top_k = call["block_size"], call["kernel_top_k"]
     sorted_ids, expert_ids, ntp = align_block_size(topk_ids, e, identity, block, extra_blocks=2)
     routes_all = topk_ids.numel()
     a = torch.randn(call["a_rows"], k, device="cuda", generator=gen).to(torch.bfloat16)
     out = torch.full((routes_all, n), float("nan"), dtype=torch.bfloat16, device="cuda")
 
-    def check():
+    def check(out=out):
         ref = grouped_mm(a[routes // top_k], w.bf16, offsets)
         got = out[routes]
         err = rel_error(got, ref)
         return err < 1e-2 and not torch.isnan(got).any().item(), err
 
-    return (lambda: ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, top_k, out, block_size=block,
-                               library=library)), check
+    fn = lambda: ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, top_k, out, block_size=block,  # noqa: E731
+                            library=library)
+    if not with_peers:
+        return fn, check
+    # decode: every route lands on this GPU's experts (routed over them: global = local)
+    return fn, check, dict(
+        humming=humming_indexed(w, a, out, topk_ids, identity, routes.numel(), top_k, check),
+        marlin=marlin_indexed(w, a, out, topk_ids, call["tokens"], call["top_k"], e, identity, top_k,
+                              call["proj"] == "down", check))
 
 
-def run_generalization(args):
+def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
+    """One row of the set: the call run once (its first call timed: JIT compile included) and
+    checked, the --peers peers on it (try_peers: each run once and checked), then all of them
+    timed rep by rep by timer(functions) -> us each (one clock); prints the row's line. Returns
+    (row, ok, peers failed); with peer_names the row ends with the peers' fields (<peer>_us,
+    vs_<peer>, <peer>_check, ...: 'not run' where peer_calls has no call for the peer)."""
+    t1 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    first_call_ms = (time.perf_counter() - t1) * 1000.0
+    ok, err = check()
+    fields, timed, peers_failed = try_peers(peer_names, peer_calls)
+    times = timer([fn] + [peer_fn for _, peer_fn in timed])
+    us = times[0]
+    peer_times(fields, timed, times[1:], us)
+    config = call["config"]
+    row = dict(model=call["model"], split=call["split"], scenario=call["scenario"], mode=call["mode"],
+               weight=call["weight"], draw=call["draw"], x=call["x"], proj=call["proj"], n=call["n"],
+               k=call["k"], experts=call["experts"], routed_rows=call["routed_rows"],
+               active_experts=call["active_experts"], config=generalization.config_label(config),
+               config_source=config.get("source"), kernel=config.get("kernel"), chord_us=round(us, 2),
+               floor_us=round(call["floor_us"], 2), floor_bytes=call["bytes"],
+               pct_floor=round(100.0 * call["floor_us"] / us, 1), check="ok" if ok else "FAIL",
+               rel_error=err, first_call_ms=round(first_call_ms, 1), **fields)
+    print(f"{row['scenario']:28s} {row['x']:>3} {row['proj']:7s} rows={row['routed_rows']:4d} "
+          f"experts={row['active_experts']:3d} {us:8.1f}us floor={row['floor_us']:7.1f}us "
+          f"{row['pct_floor']:5.1f}% {row['check']} {row['config']} [{row['config_source']}]"
+          + (" " + peer_text(row, peer_names) if peer_names else ""), flush=True)
+    return row, ok, peers_failed
+
+
+def run_generalization(args, loaded_peers=None):
     """The generalization set: every call of bench/generalization.py (its routing drawn there,
     its config asked of the installed wheel's `chord config` before any GPU work), checked
     against torch, then timed (median of --reps after warm-up, L2 flushed) against its read
-    floor. One split's weights are held at a time."""
+    floor. One split's weights are held at a time. loaded_peers (--peers): name -> the loaded
+    peer, run on the calls it serves (generalization.peer_note: the indexed INT4 calls, Marlin
+    where vLLM would run it on the layer) on the same weights, routing and activations, checked
+    against the same reference and timed rep by rep with ours; each split's weights are
+    converted for a peer once, if some call of the split runs it."""
     import itertools
-    import generalization
     chord = ck.load_library(args.library) if args.library else None
+    loaded_peers = loaded_peers or {}
     calls = generalization.calls(quick=args.quick, only=args.only)
     t0 = time.perf_counter()
     generalization.resolve_configs(calls)
@@ -637,33 +770,27 @@ def run_generalization(args):
     flush = l2_flush_buffer()
     settle_clocks()
     rows, failures = [], 0
+    timer = lambda fns: time_interleaved_us(fns, flush, reps=args.reps)  # noqa: E731 - one fn: time_us
     for split, group in itertools.groupby(calls, key=lambda c: c["split"]):
+        group = list(group)
         weights = {}
         for call in group:
             key = (call["proj"], call["weight"])
-            if key not in weights:
-                weights[key] = generalization_weights(chord, call, gen)
-            fn, check = generalization_call(chord, call, weights[key], gen)
-            t1 = time.perf_counter()
-            fn()
-            torch.cuda.synchronize()
-            first_call_ms = (time.perf_counter() - t1) * 1000.0
-            ok, err = check()
+            if key not in weights:  # converted for the peers that some call of this key runs
+                serving = {name: peer for name, peer in loaded_peers.items()
+                           if any(generalization.peer_note(c, name) is None for c in group
+                                  if (c["proj"], c["weight"]) == key)}
+                weights[key] = generalization_weights(chord, call, gen, serving)
+            if not loaded_peers:
+                fn, check = generalization_call(chord, call, weights[key], gen)
+                peer_calls = None
+            else:
+                fn, check, made = generalization_call(chord, call, weights[key], gen, with_peers=True)
+                notes = {name: generalization.peer_note(call, name) for name in loaded_peers}
+                peer_calls = {name: made.get(name) if notes[name] is None else notes[name] for name in loaded_peers}
+            row, ok, _ = generalization_row(call, fn, check, timer, loaded_peers, peer_calls)
             failures += not ok
-            us = time_us(fn, flush, reps=args.reps)
-            config = call["config"]
-            row = dict(model=call["model"], split=split, scenario=call["scenario"], mode=call["mode"],
-                       weight=call["weight"], draw=call["draw"], x=call["x"], proj=call["proj"], n=call["n"],
-                       k=call["k"], experts=call["experts"], routed_rows=call["routed_rows"],
-                       active_experts=call["active_experts"], config=generalization.config_label(config),
-                       config_source=config.get("source"), kernel=config.get("kernel"), chord_us=round(us, 2),
-                       floor_us=round(call["floor_us"], 2), floor_bytes=call["bytes"],
-                       pct_floor=round(100.0 * call["floor_us"] / us, 1), check="ok" if ok else "FAIL",
-                       rel_error=err, first_call_ms=round(first_call_ms, 1))
             rows.append(row)
-            print(f"{row['scenario']:28s} {row['x']:>3} {row['proj']:7s} rows={row['routed_rows']:4d} "
-                  f"experts={row['active_experts']:3d} {us:8.1f}us floor={row['floor_us']:7.1f}us "
-                  f"{row['pct_floor']:5.1f}% {row['check']} {row['config']} [{row['config_source']}]", flush=True)
         del weights, fn, check
         torch.cuda.empty_cache()
     return rows, failures
@@ -811,7 +938,8 @@ def run_formats(args):
 
 def generalization_summary(rows, worst=15):
     """Text: % of the read floor per scenario and projection (min / median / max), then the
-    worst rows."""
+    worst rows; where the rows carry --peers peers, then chord / each peer (peers_chart.summary:
+    the rows above 0.9x Marlin's time, above 1.0x Humming's, and the peers that failed)."""
     lines = ["% of the read floor (floor / time), per scenario and projection: min / median / max"]
     keyed = {}
     for r in rows:
@@ -824,6 +952,10 @@ def generalization_summary(rows, worst=15):
         lines.append(f"  {r['pct_floor']:5.1f}%  {r['scenario']} x={r['x']} {r['proj']} ({r['n']} x {r['k']}, "
                      f"{r['routed_rows']} rows on {r['active_experts']} experts) {r['chord_us']} us vs "
                      f"{r['floor_us']} us: {r['config']} [{r['config_source']}]")
+    import peers_chart
+    if peers_chart.peer_names(rows):
+        lines.append("peers (chord time / peer time: below 1 chord is faster):")
+        lines += ["  " + line for line in peers_chart.summary(rows, worst).splitlines()]
     return "\n".join(lines)
 
 
@@ -949,26 +1081,43 @@ def command_line(args):
     return " ".join(parts)
 
 
-def run_set(args, meta, name, run_rows, summarize):
+def run_set(args, meta, name, run_rows, summarize, peers=None, missing_peers=None):
     """--set generalization / formats: runs the set (run_rows(args) -> rows, failures), writes
     NAME.json (meta and rows) and NAME_summary.txt (summarize(rows), also printed) to --out.
-    meta gains the run's seconds and the first calls' share of them (their JIT compiles)."""
+    meta gains the run's seconds and the first calls' share of them (their JIT compiles). With
+    --peers (peers: the loaded ones' names) also meta.peer_first_call_s (each peer's first calls:
+    Humming's JIT compiles) and peers.png (bench/peers_chart.py) where a peer ran; peer failures
+    are counted on the last line and do not change the exit code, as in the suite."""
     started = time.perf_counter()
     rows, failures = run_rows(args)
     summary = summarize(rows)
     meta["seconds"] = round(time.perf_counter() - started, 1)
     meta["first_call_s"] = round(sum(r["first_call_ms"] for r in rows) / 1000.0, 1)
+    peer_note = ""
+    if peers:
+        meta["peer_first_call_s"] = {p: round(sum(r.get(f"{p}_first_call_ms") or 0.0 for r in rows) / 1000.0, 1)
+                                     for p in peers}
+        failed = sum(1 for r in rows for p in peers if r.get(f"{p}_check") not in (None, "ok", "not run"))
+        peer_note = f" (peers: {failed} failed checks"
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     with open(os.path.join(args.out, f"{name}_summary.txt"), "w") as f:
         f.write(summary + "\n")
+    if peers:
+        import peers_chart
+        if peers_chart.draw(rows, os.path.join(args.out, "peers.png"), meta):
+            peer_note += "; peers.png"
+        peer_note += f", first calls {meta['peer_first_call_s']} s)"
+    if missing_peers:
+        peer_note += f" (not run, not installed: {', '.join(missing_peers)})"
     print("\n" + summary)
-    print(f"\n{len(rows)} rows, {failures} failed checks, {meta['seconds']} s (first calls, JIT compiles included: "
-          f"{meta['first_call_s']} s); {name}.json and {name}_summary.txt in {args.out}")
+    print(f"\n{len(rows)} rows, {failures} failed checks{peer_note}, {meta['seconds']} s (first calls, JIT compiles "
+          f"included: {meta['first_call_s']} s); {name}.json and {name}_summary.txt in {args.out}")
     return 1 if failures else 0
 
 
-def main():
+def parse_args(argv=None):
+    """The command line (sys.argv[1:] by default); argparse's error (SystemExit 2) on a bad one."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--quick", action="store_true", help="a subset of the rows")
@@ -993,7 +1142,9 @@ def main():
                              "or the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes under group "
                              "32 / 128, zero points and FP16, against the checkpoint format's read floor); with "
                              "the two sets --only, --quick and --library apply (and --fixed-blocks with formats, "
-                             "whose rows are always timed rep by rep), the other options do not")
+                             "whose rows are always timed rep by rep; --peers with generalization; with "
+                             "generalization --only takes a comma-separated list, any of which the scenario "
+                             "contains), the other options do not")
     parser.add_argument("--reps", type=int, default=None,
                         help="--set generalization / formats: timed reps per row (default 50 / 100)")
     parser.add_argument("--peers", default=None, type=peer_names,
@@ -1003,15 +1154,22 @@ def main():
                              "indexed, contiguous and INT4 offsets rows), marlin (vLLM 0.33's Marlin MoE, as "
                              "fused_marlin_moe calls it; built by scripts/peer-marlin.sh into .peer-marlin or "
                              "PEER_MARLIN; indexed and INT4 offsets rows). Rows gain <peer>_us, vs_<peer> (peer time / ours) and "
-                             "<peer>_check ('not run' where the peer does not serve the row); a peer that is not "
-                             "installed is left out, saying so. --set suite only")
-    args = parser.parse_args()
-    if args.peers and args.set != "suite":
-        parser.error("--peers runs with the suite (--set suite) only")
+                             "<peer>_check ('not run' where the peer does not serve the row, 'ERROR: ...' where "
+                             "it raised); a peer that is not installed is left out, saying so. With --set "
+                             "generalization: its indexed INT4 calls (Marlin where vLLM would run it on the "
+                             "layer), masked and NF4 calls say 'not run'. Not with --set formats")
+    args = parser.parse_args(argv)
+    if args.peers and args.set == "formats":
+        parser.error("--peers runs with the suite and --set generalization, not --set formats")
     if args.set == "formats" and (args.against or args.interleaved):
         parser.error("--set formats: --against does not apply, and its rows are always interleaved")
     if args.reps is None:
         args.reps = 100 if args.set == "formats" else 50
+    return args
+
+
+def main():
+    args = parse_args()
     loaded_peers, missing_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
@@ -1022,7 +1180,8 @@ def main():
     if missing_peers:
         meta["peers_missing"] = missing_peers
     if args.set == "generalization":
-        return run_set(args, meta, "generalization", run_generalization, generalization_summary)
+        return run_set(args, meta, "generalization", lambda a: run_generalization(a, loaded_peers),
+                       generalization_summary, list(loaded_peers), missing_peers)
     if args.set == "formats":
         import formats
         return run_set(args, meta, "formats", run_formats, formats.summary)

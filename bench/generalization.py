@@ -3,6 +3,7 @@ Python: the routing draws, each call's geometry, the config the resolver picks f
 `chord config`) and its read floor. No torch here, so that lab/generalization_configs.py lists,
 without a GPU, exactly the calls that `bench/bench_w4a16.py --set generalization` times.
 """
+import functools
 import os
 import random
 import re
@@ -67,13 +68,19 @@ def weight_bytes(n, k, weight):
     return n * (k // 2 + (2 * k // 32 if weight == "int4" else 4 * k // 64))
 
 
+def selected(scenario, only):
+    """--only for the set: no filter, or a comma-separated list of texts, any of which the
+    scenario's name contains ("dsv3,q235" runs both models' rows)."""
+    return not only or any(part in scenario for part in only.split(",") if part)
+
+
 def calls(section=None, quick=False, only=None):
     """Every call of the set, in run order (split by split, so that the bench holds one split's
     weights at a time). Each is a dict: what the bench records, plus the routing it runs."""
     section = section or shapes.Section("generalization")
     by_split = {}
     for row in section.rows:
-        if only and only not in row["scenario"]:
+        if not selected(row["scenario"], only):
             continue
         by_split.setdefault(row["split"], []).append(row)
     out = []
@@ -125,6 +132,28 @@ def geometry(call, block):
     call.update(bytes=moved, flop=flop,
                 floor_us=max(moved / STREAM_BYTES_PER_S, flop / BF16_FLOP_PER_S) * 1e6)
     return call
+
+
+@functools.lru_cache(maxsize=1)
+def default_section():
+    return shapes.Section("generalization")
+
+
+PEER_MODES = {"marlin": ("indexed",), "humming": ("indexed",)}  # the set's modes each --peers peer runs
+
+
+def peer_note(call, peer, section=None):
+    """None where the --peers peer `peer` runs this call; else why not: "" where it has no form
+    for the call (masked: vLLM's batched forms are not wired; NF4: neither peer reads it), or the
+    reason vLLM would not run it on this layer (Marlin: bench/peers.marlin_unserved, the layer's
+    hidden size = gate_up's K and intermediate size = down's K)."""
+    if call["mode"] not in PEER_MODES.get(peer, ()) or call["weight"] != "int4":
+        return ""
+    if peer == "marlin":
+        import peers
+        split = (section or default_section()).splits[call["split"]]
+        return peers.marlin_unserved(split["gate_up"]["k"], split["down"]["k"])
+    return None
 
 
 def config_args(call, arch=ARCH, sms=SMS):

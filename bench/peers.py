@@ -350,6 +350,21 @@ def marlin_scales(scales):
     return by_k.reshape(-1, 8, 8).transpose(1, 2).reshape(groups, n).contiguous()
 
 
+def marlin_unserved(hidden, intermediate, group_size=32):
+    """Why vLLM 0.33 would not run Marlin MoE on a layer (hidden size, intermediate size per
+    partition), or None where it would: check_moe_marlin_supports_layer's shape rule, hidden % 128
+    and intermediate % max(64, group) ("moe marlin requires n % 128 == 0 and k % 64 == 0" for
+    gate_up (2 x intermediate, hidden) and down (hidden, intermediate)), group -1, 32, 64 or 128.
+    Where it would not, vLLM runs another kernel: the bench says 'not run', with this reason."""
+    problems = [what for what, bad in (
+        (f"hidden {hidden} % 128 != 0", hidden % 128),
+        (f"intermediate {intermediate} % {max(64, group_size)} != 0", intermediate % max(64, group_size)),
+        (f"group {group_size} not in -1, 32, 64, 128", group_size not in (-1, 32, 64, 128))) if bad]
+    if not problems:
+        return None
+    return "vLLM's check_moe_marlin_supports_layer refuses the layer: " + ", ".join(problems)
+
+
 def marlin_block_size(tokens, top_k, experts, global_experts=None):
     """vLLM 0.33 fused_marlin_moe's routing block: M = tokens (times experts / global experts
     under EP, rounded up); the first block of 8, 16, 32, 48, 64 with M * top_k / experts / block
@@ -371,7 +386,7 @@ class MarlinMoE:
         import torch
         e, n, k = codes.shape
         assert scales.shape == (e, n, k // 32) and scales.dtype == torch.bfloat16, scales.shape
-        assert k % 128 == 0 and n % 64 == 0, (n, k)
+        assert n % 128 == 0 and k % 64 == 0, (n, k)  # the per-GEMM form of marlin_unserved's rule
         self.peer, self.experts, self.n, self.k = peer, e, n, k
         repack = torch.ops._C.gptq_marlin_repack
         self.weight = torch.empty(e, k // 16, n * 2, dtype=torch.int32, device=codes.device)

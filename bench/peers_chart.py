@@ -1,20 +1,23 @@
-"""chord against its peers (bench/bench_w4a16.py --peers): a chart and a Markdown table.
+"""chord against its peers (bench/bench_w4a16.py --peers): a chart, a Markdown table and a summary.
 
-    python3 bench/peers_chart.py BENCH_JSON OUT_PNG     # the chart (bench.json of a --peers run)
+    python3 bench/peers_chart.py BENCH_JSON OUT_PNG     # the chart (bench.json or generalization.json)
     python3 bench/peers_chart.py BENCH_JSON --markdown  # the table, for the docs
+    python3 bench/peers_chart.py BENCH_JSON --summary   # ratios per peer, rows over its bar
 
-Rows kept: those where at least one peer was timed (`<peer>_us` set). The chart has one bar
-group per row ("scenario x proj"), one bar per peer that ran and checked ok: chord's time / the
-peer's time, so below 1 chord is faster; a line at 1.0 and a dashed one at 0.9 (the decode target
-against Marlin). A peer whose check failed is a marker with the word 'wrong' (at its ratio); a
-peer that did not run on the row leaves its slot empty. The bench writes DIR/peers.png through
-draw() whenever --peers ran and some peer was timed. No torch here: tests/python/test_peers_cpu.py
-runs it on any machine.
+Rows kept: those where at least one peer ran (`<peer>_us` set, or `<peer>_check` an ERROR: it
+raised). The chart has one bar group per row ("scenario x proj"), one bar per peer that ran and
+checked ok: chord's time / the peer's time, so below 1 chord is faster; a line at 1.0 and a dashed
+one at 0.9 (the decode target against Marlin). A peer whose check failed is a marker with the word
+'wrong' (at its ratio), one that raised a marker 'error' at 0; a peer that did not run on the row
+leaves its slot empty. Long row lists (the generalization set's 420 indexed rows) get thinner
+bars. The bench writes DIR/peers.png through draw() whenever --peers ran and some peer ran. No
+torch here: tests/python/test_peers_cpu.py runs it on any machine.
 """
 import json
 import sys
 
 PEER_ORDER = ("marlin", "humming")  # known peers first, in this order; others after, as found
+BARS = {"marlin": 0.9}  # chord / peer above this is a miss (issue 29: <= 0.9x Marlin on decode); 1.0 otherwise
 
 
 def peer_names(rows):
@@ -30,9 +33,9 @@ def peer_names(rows):
 
 
 def timed_rows(rows):
-    """The rows where at least one peer was timed."""
+    """The rows where at least one peer ran: timed, or raised (state 'error')."""
     names = peer_names(rows)
-    return [r for r in rows if any(r.get(f"{n}_us") is not None for n in names)]
+    return [r for r in rows if any(status(r, n)[0] != "not run" for n in names)]
 
 
 def label(row):
@@ -40,11 +43,12 @@ def label(row):
 
 
 def status(row, name):
-    """(state, chord time / peer time or None): state 'ok', 'wrong' (timed, check failed) or
-    'not run' (no time: the peer does not serve the row)."""
+    """(state, chord time / peer time or None): state 'ok', 'wrong' (timed, check failed),
+    'error' (no time: the peer raised, `<peer>_check` "ERROR: ...") or 'not run' (no time: the
+    peer does not serve the row)."""
     peer_us = row.get(f"{name}_us")
     if peer_us is None:
-        return "not run", None
+        return ("error" if str(row.get(f"{name}_check", "")).startswith("ERROR") else "not run"), None
     ratio = row["chord_us"] / peer_us if peer_us > 0 else None
     return ("ok" if row.get(f"{name}_check") == "ok" else "wrong"), ratio
 
@@ -59,9 +63,9 @@ def best_peer(row, names):
 
 
 def table(rows):
-    """A Markdown table of the timed rows: row, chord us, each peer's us ('(wrong)' after a
-    failed check, 'not run' where it did not run) and chord / the fastest peer that checked ok
-    (below 1: chord is faster), naming that peer."""
+    """A Markdown table of the rows where a peer ran: row, chord us, each peer's us ('(wrong)'
+    after a failed check, 'error' where it raised, 'not run' where it did not run) and chord / the
+    fastest peer that checked ok (below 1: chord is faster), naming that peer."""
     names = peer_names(rows)
     head = ["row", "chord us"] + [f"{n} us" for n in names] + ["chord/best peer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
@@ -69,13 +73,39 @@ def table(rows):
         cells = [label(row), f"{row['chord_us']:.1f}"]
         for n in names:
             state, _ = status(row, n)
-            if state == "not run":
-                cells.append("not run")
+            if state in ("not run", "error"):
+                cells.append(state)
             else:
                 cells.append(f"{row[f'{n}_us']:.1f}" + (" (wrong)" if state == "wrong" else ""))
         best = best_peer(row, names)
         cells.append(f"{row['chord_us'] / best[1]:.2f} ({best[0]})" if best else "-")
         lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary(rows, worst=10):
+    """Text, per peer: how many rows it ran ok / wrong / raised / did not run; chord / peer
+    (min / median / max) over its ok rows; the rows where that ratio is above the peer's bar
+    (BARS: 0.9 for Marlin, 1.0 otherwise), the `worst` highest listed; the rows where it raised,
+    with the message. Empty where no row carries a peer."""
+    lines = []
+    for name in peer_names(rows):
+        states = [(r, *status(r, name)) for r in rows]
+        count = {s: sum(1 for _, state, _ in states if state == s) for s in ("ok", "wrong", "error", "not run")}
+        ok = sorted((ratio, i) for i, (_, state, ratio) in enumerate(states) if state == "ok" and ratio is not None)
+        bar = BARS.get(name, 1.0)
+        spread = (f"; chord / {name} min / median / max {ok[0][0]:.3f} / {ok[len(ok) // 2][0]:.3f} / "
+                  f"{ok[-1][0]:.3f}; {sum(1 for ratio, _ in ok if ratio > bar)} rows above {bar}") if ok else ""
+        lines.append(f"{name}: {count['ok']} rows ok, {count['wrong']} wrong, {count['error']} raised, "
+                     f"{count['not run']} not run{spread}")
+        for ratio, i in sorted(((ratio, i) for ratio, i in ok if ratio > bar), reverse=True)[:worst]:
+            row = rows[i]
+            lines.append(f"  {ratio:.3f}  {label(row)}: chord {row['chord_us']} us, {name} {row[f'{name}_us']} us")
+        bad = [(row, state) for row, state, _ in states if state in ("wrong", "error")]
+        for row, state in bad[:worst]:
+            lines.append(f"  {state}: {label(row)}: {row.get(f'{name}_check')}")
+        if len(bad) > worst:
+            lines.append(f"  ... and {len(bad) - worst} more wrong or raised")
     return "\n".join(lines)
 
 
@@ -92,12 +122,14 @@ def draw(rows, path, meta=None):
     colors = {"marlin": "tab:red", "humming": "tab:green"}
     palette = iter(["tab:purple", "tab:brown", "tab:olive", "tab:cyan"])
     bar = 0.8 / max(len(names), 1)
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.22 * len(sel) * max(len(names), 1)))
+    bars = len(sel) * max(len(names), 1)
+    per_bar = 0.22 if bars <= 240 else max(0.07, 0.22 * 240 / bars)  # inches: the suite's, or thinner
+    fig, ax = plt.subplots(figsize=(9, 1.2 + per_bar * bars))
     highest = 1.1
-    wrong_labelled = False
+    wrong_labelled = error_labelled = False
     for j, name in enumerate(names):
         color = colors.get(name) or next(palette, "tab:gray")
-        ys, widths, wrong = [], [], []
+        ys, widths, wrong, error = [], [], [], []
         for i, row in enumerate(sel):
             y = i + (j - (len(names) - 1) / 2) * bar
             state, ratio = status(row, name)
@@ -107,6 +139,8 @@ def draw(rows, path, meta=None):
                 highest = max(highest, ratio)
             elif state == "wrong":
                 wrong.append((y, ratio if ratio is not None else 1.0))
+            elif state == "error":
+                error.append(y)
         ax.barh(ys, widths, height=bar * 0.9, color=color, label=f"chord / {name}")
         for y, ratio in wrong:
             highest = max(highest, ratio)
@@ -115,11 +149,17 @@ def draw(rows, path, meta=None):
             wrong_labelled = True
             ax.annotate("wrong", (ratio, y), xytext=(6, 0), textcoords="offset points", va="center",
                         fontsize=7, color=color)
+        for y in error:
+            ax.plot([0], [y], marker="X", color=color, markersize=8, linestyle="none",
+                    label=None if error_labelled else "raised (ERROR)")
+            error_labelled = True
+            ax.annotate("error", (0, y), xytext=(6, 0), textcoords="offset points", va="center",
+                        fontsize=7, color=color)
     ax.axvline(1.0, color="black", linewidth=1)
     ax.axvline(0.9, color="black", linewidth=1, linestyle="--", label="0.9: decode target vs Marlin")
     ax.set_yticks(range(len(sel)))
-    ax.set_yticklabels([label(r) for r in sel], fontsize=7)
-    ax.invert_yaxis()  # the bench's row order, top to bottom
+    ax.set_yticklabels([label(r) for r in sel], fontsize=7 if per_bar >= 0.11 else 5)
+    ax.set_ylim(len(sel) - 0.5, -0.5)  # the bench's row order, top to bottom; no margin (long lists)
     ax.set_xlim(0, highest * 1.12)
     ax.set_xlabel("chord time / peer time (below 1: chord is faster)")
     meta = meta or {}
@@ -135,14 +175,13 @@ def draw(rows, path, meta=None):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 2:
-        print(__doc__.strip().splitlines()[2].strip() + "\n" + __doc__.strip().splitlines()[3].strip(),
-              file=sys.stderr)
+        print("\n".join(line.strip() for line in __doc__.strip().splitlines()[2:5]), file=sys.stderr)
         return 2
     with open(argv[0]) as f:
         data = json.load(f)
     rows, meta = data.get("rows", []), data.get("meta", {})
-    if argv[1] == "--markdown":
-        print(table(rows))
+    if argv[1] in ("--markdown", "--summary"):
+        print(table(rows) if argv[1] == "--markdown" else summary(rows))
         return 0
     try:
         drawn = draw(rows, argv[1], meta)

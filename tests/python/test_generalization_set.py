@@ -78,3 +78,21 @@ def test_resolver_lists_a_config_for_every_call():
     for c in calls:
         assert "error" not in c["config"], (c["scenario"], c["x"], c["proj"], c["config"])
         assert c["config"]["source"]
+
+
+def test_only_takes_a_comma_separated_list():
+    both = generalization.calls(quick=True, only="dsv3,q235_tp8")
+    assert both == generalization.calls(quick=True, only="dsv3") + generalization.calls(quick=True, only="q235_tp8")
+    assert generalization.calls(quick=True, only="dsv3,") == generalization.calls(quick=True, only="dsv3")
+
+
+def test_peers_run_the_indexed_int4_calls():
+    notes = {(c["mode"], c["weight"], c["split"], p): generalization.peer_note(c, p)
+             for c in generalization.calls() for p in ("marlin", "humming")}
+    for (mode, weight, split, peer), note in notes.items():
+        if mode != "indexed" or weight != "int4":
+            assert note == ""  # masked, NF4: not run, no reason to give
+        elif peer == "marlin" and split == "gptoss_tp1":
+            assert "hidden 2880 % 128" in note  # vLLM's Marlin MoE refuses the layer
+        else:
+            assert note is None

@@ -284,3 +284,145 @@ def test_marlin_offsets_maps_rows_back():
     assert extra == dict(block=8)  # 5 * 3 / 4 / 8 < 0.9
     assert bench.Suite.marlin_offsets(types.SimpleNamespace(marlin=None), a, out, routes, topk_ids, tokens, top_k,
                                       check) is None
+
+
+# -- --peers with --set generalization: argument handling, the rows' peer fields (fake peers) ----
+
+def test_marlin_unserved_is_vllms_layer_rule():
+    assert peers.marlin_unserved(7168, 2048) is None      # Kimi / DeepSeek-V3
+    assert peers.marlin_unserved(4096, 192) is None       # Qwen3-235B TP8: intermediate % 64 is enough
+    why = peers.marlin_unserved(2880, 2880)               # gpt-oss-120b: hidden 2880 % 128 = 64
+    assert "check_moe_marlin_supports_layer" in why and "hidden 2880" in why and "intermediate" not in why
+    assert "intermediate 96 % 64" in peers.marlin_unserved(4096, 96)
+    assert "group 16" in peers.marlin_unserved(4096, 2048, group_size=16)
+
+
+def test_parse_args_peers_with_the_sets():
+    bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
+    args = bench.parse_args(["--set", "generalization", "--peers", "marlin,humming", "--only", "dsv3,q235"])
+    assert args.peers == ["marlin", "humming"] and args.reps == 50 and args.only == "dsv3,q235"
+    assert "--set generalization --reps 50 --only dsv3,q235 --peers marlin,humming" in bench.command_line(args)
+    assert bench.parse_args(["--peers", "humming"]).peers == ["humming"]
+    assert bench.parse_args(["--set", "generalization"]).peers is None
+    for bad in (["--set", "formats", "--peers", "marlin"], ["--set", "generalization", "--peers", "cutlass"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(bad)
+
+
+ROW_KEYS = ["model", "split", "scenario", "mode", "weight", "draw", "x", "proj", "n", "k", "experts", "routed_rows",
+            "active_experts", "config", "config_source", "kernel", "chord_us", "floor_us", "floor_bytes",
+            "pct_floor", "check", "rel_error", "first_call_ms"]
+
+
+def _generalization_rows(monkeypatch, names, make_peer):
+    """generalization_row over the quick calls of three splits (Marlin-served, gpt-oss: refused by
+    vLLM's layer rule, and one with masked rows) and an NF4 one, with a fake chord call and fake
+    peers (make_peer(name, call) -> the peer's call for try_peers); the timer gives chord 10 us
+    and each peer 10 us more than the last. Returns (rows, the function lists the timer got)."""
+    bench = pytest.importorskip("bench_w4a16")
+    import generalization
+    monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda *a: None)
+    calls = generalization.calls(quick=True, only="minimax_ep8,gptoss_tp1 indexed uniform,phi35_tp2 offsets")
+    timed = []
+
+    def timer(fns):
+        timed.append(list(fns))
+        return [10.0 * (i + 1) for i in range(len(fns))]
+
+    rows = []
+    for call in calls:
+        call["config"] = dict(engine="mma_sync", block_m="16", block_n="128", block_k="128", stages="3",
+                              warps_m="1", warps_n="4", source="heuristic", kernel="k")
+        peer_calls = {}
+        for name in names:
+            note = generalization.peer_note(call, name)
+            peer_calls[name] = make_peer(name, call) if note is None else note
+        row, ok, _ = bench.generalization_row(call, lambda: None, lambda: (True, 1e-3), timer, names, peer_calls)
+        assert ok
+        rows.append(row)
+    return rows, timed
+
+
+def test_generalization_rows_without_peers_are_unchanged(monkeypatch, capsys):
+    rows, timed = _generalization_rows(monkeypatch, [], None)
+    assert rows and all(list(r) == ROW_KEYS for r in rows)
+    assert all(len(fns) == 1 for fns in timed)  # chord alone: time_us's call
+    assert "not run" not in capsys.readouterr().out
+
+
+def test_generalization_rows_gain_the_peer_fields(monkeypatch):
+    def make_peer(name, call):
+        def make():
+            if name == "humming" and call["x"] == 8 and call["proj"] == "down":
+                raise RuntimeError("no kernel for this shape\nsecond line")
+            wrong = name == "marlin" and call["x"] == 64
+            return (lambda: None), (lambda: (not wrong, 0.5 if wrong else 1e-4)), dict(block=8)
+        return make
+
+    rows, timed = _generalization_rows(monkeypatch, ["marlin", "humming"], make_peer)
+    modes = {(r["scenario"].split()[0], r["mode"]) for r in rows}
+    assert {("minimax_ep8", "indexed"), ("minimax_ep8", "masked"), ("gptoss_tp1", "indexed"),
+            ("phi35_tp2", "offsets")} <= modes
+    for row, fns in zip(rows, timed):
+        assert list(row)[:len(ROW_KEYS)] == ROW_KEYS
+        for name in ("marlin", "humming"):
+            assert {f"{name}_us", f"vs_{name}", f"{name}_check"} <= set(row)
+        served = [n for n in ("marlin", "humming") if row[f"{n}_us"] is not None]
+        assert len(fns) == 1 + len(served)  # chord, then each peer timed, rep by rep (one timer call)
+        if row["mode"] != "indexed":  # masked, offsets NF4: no peer, no note
+            assert row["marlin_check"] == row["humming_check"] == "not run" and not served
+            assert "marlin_note" not in row and "humming_note" not in row
+            continue
+        if row["split"] == "gptoss_tp1":  # vLLM would not run Marlin on this layer: 'not run', saying why
+            assert row["marlin_check"] == "not run" and "hidden 2880 % 128" in row["marlin_note"]
+        else:
+            assert row["marlin_us"] == 20.0 and row["vs_marlin"] == 2.0 and row["marlin_block"] == 8
+            assert row["marlin_check"] == ("FAIL" if row["x"] == 64 else "ok")
+        if row["x"] == 8 and row["proj"] == "down":
+            assert row["humming_check"] == "ERROR: RuntimeError: no kernel for this shape"
+            assert row["humming_us"] is None and row["vs_humming"] is None
+        else:
+            assert row["humming_check"] == "ok" and row["humming_us"] == 10.0 * len(fns)
+    # the chart, the table and the summary read these rows as they read the suite's
+    assert peers_chart.peer_names(rows) == ["marlin", "humming"]
+    ran = peers_chart.timed_rows(rows)
+    assert ran == [r for r in rows if r["mode"] == "indexed"]
+    text = peers_chart.table(rows)
+    assert "| gptoss_tp1 indexed uniform 8 down | 10.0 | not run | error | - |" in text
+    assert "| minimax_ep8 indexed uniform 64 gate_up | 10.0 | 20.0 (wrong) | 30.0 | 0.33 (humming) |" in text
+    summary = peers_chart.summary(rows)
+    assert "rows above 0.9" in summary and "error: gptoss_tp1 indexed uniform 8 down: ERROR" in summary
+
+
+def test_peer_layout_errors_reach_the_rows():
+    bench = pytest.importorskip("bench_w4a16")
+    import types
+    w = types.SimpleNamespace(humming=None, marlin=None, peer_errors={"marlin": ValueError("bad shape")},
+                              experts=4)
+    assert bench.humming_indexed(w, None, None, None, None, 1, 1, None) is None  # not converted: not run
+    make = bench.marlin_indexed(w, None, None, None, 1, 1, 4, None, 1, False, None)
+    fields, timed, failed = bench.try_peers(["marlin", "humming"], dict(marlin=make, humming=None))
+    assert fields["marlin_check"] == "ERROR: ValueError: bad shape" and fields["marlin_us"] is None
+    assert fields["humming_check"] == "not run" and timed == [] and failed == 1
+
+
+MANY_ROWS = [dict(scenario=f"m{i % 15} indexed uniform", x=2 ** (i % 7), proj="down", chord_us=10.0 + i,
+                  marlin_us=12.0, marlin_check="ok", humming_us=None, humming_check="ERROR: RuntimeError: x")
+             for i in range(420)]  # the generalization set's indexed rows: Humming raised on every one
+
+
+def test_peers_chart_on_many_rows(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "peers.png"
+    assert peers_chart.draw(MANY_ROWS, str(path), dict(gpu="g", commit="c")) == 420
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_peers_summary_on_many_rows():
+    rows = MANY_ROWS
+    summary = peers_chart.summary(rows, worst=3).splitlines()
+    assert summary[0].startswith("marlin: 420 rows ok, 0 wrong, 0 raised, 0 not run; chord / marlin min")
+    assert summary[0].endswith(f"{sum(1 for r in rows if r['chord_us'] / 12.0 > 0.9)} rows above 0.9")
+    assert summary[1] == "  35.750  m14 indexed uniform 64 down: chord 429.0 us, marlin 12.0 us"  # highest first
+    assert "humming: 0 rows ok, 0 wrong, 420 raised, 0 not run" in summary
+    assert summary[-1] == "  ... and 417 more wrong or raised"
