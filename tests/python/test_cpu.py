@@ -576,8 +576,8 @@ def test_transform_refuses_at_load_and_tuning_rows():
 
 # -- the humming facade in each model dtype ----------------------------------------------------
 
-FORMATS = {(torch.bfloat16, False): ck.FORMAT_INT4_G32, (torch.float16, False): ck.FORMAT_INT4_G32_FP16,
-           (torch.bfloat16, True): ck.FORMAT_INT4_G32_ZP, (torch.float16, True): ck.FORMAT_INT4_G32_ZP_FP16}
+FORMATS = {(torch.bfloat16, False): ck.FORMAT_INT4_G128, (torch.float16, False): ck.FORMAT_INT4_G128_FP16,
+           (torch.bfloat16, True): ck.FORMAT_INT4_G128_ZP, (torch.float16, True): ck.FORMAT_INT4_G128_ZP_FP16}
 
 
 @pytest.mark.parametrize("zero_point", [False, True])
@@ -585,8 +585,9 @@ FORMATS = {(torch.bfloat16, False): ck.FORMAT_INT4_G32, (torch.float16, False): 
 def test_facade_packs_the_model_dtypes_format(cpu_pack, dtype, zero_point):
     """A GPTQ g128 layer (symmetric, or gptq_v2 zero points) as vLLM holds it in a model of
     `dtype` (scales in params_dtype) -> convert_humming -> prepare_and_transform_humming_tensors:
-    the LayerConfig names the dtype, the packed tag is that dtype's format (float16: 3, or 5
-    with zero points), and the scales reach the packer in that dtype, float16 ones bit for bit."""
+    the LayerConfig names the dtype, the packed tag is that dtype's group-128 format (float16: 7,
+    or 9 with zero points), and the scales reach the packer in that dtype, float16 ones bit for
+    bit."""
     gen = torch.Generator().manual_seed(11)
     e, n, k, group = 2, 64, 256, 128
     codes = torch.randint(0, 16, (e, n, k), generator=gen)
@@ -605,17 +606,18 @@ def test_facade_packs_the_model_dtypes_format(cpu_pack, dtype, zero_point):
     model = dtypes.DataType.from_torch_dtype(dtype)
     assert config.a_dtype == model and config.c_dtype == model and config.bs_dtype == model
     assert config.torch_dtype is dtype and config.has_zero_point == zero_point
-    assert config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point=zero_point)
+    assert config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point=zero_point, group_size=group)
     assert config.packed_tag[1] == FORMATS[(dtype, zero_point)]
     assert ck.W4A16Weight(packed["weight"], packed["weight_scale"], config.packed_tag).dtype is dtype
     assert packed["weight"].shape[0] == e and packed["weight_scale"].shape[0] == e
     (launch,) = cpu_pack
-    want = scales.transpose(1, 2).repeat_interleave(group // 32, -1)  # one scale per 32 weights
+    want = scales.transpose(1, 2)  # one scale per 128 weights, as the checkpoint stores them
+    assert launch["src_format"] & _ops.SRC_GROUP_128
     assert launch["scales"].dtype == dtype
     assert torch.equal(launch["scales"].view(torch.int16), want.view(torch.int16))
     if zero_point:
-        got = launch["zero_points"].reshape(e, n, k // 32).long()
-        assert torch.equal(got, zeros.repeat_interleave(group // 32, -1))
+        got = launch["zero_points"].reshape(e, n, k // group).long()
+        assert torch.equal(got, zeros)
 
 
 def test_facade_refuses_mismatched_dtypes(cpu_pack):

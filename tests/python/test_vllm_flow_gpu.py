@@ -251,7 +251,7 @@ def transform(e, n, k, stacks, gen, group, zero_point=False, dtype=torch.bfloat1
         torch_dtype=dtype, device=torch.device("cuda"))
     assert tensors["weight"].size(0) == e and config.shape_n - config.pad_shape_n == n
     assert config.has_zero_point == zero_point and set(tensors) == {"weight", "weight_scale"}
-    assert config.torch_dtype is dtype and config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point)
+    assert config.torch_dtype is dtype and config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point, group)
     return config, tensors, dense
 
 
@@ -490,12 +490,13 @@ def test_vllm_flow_zero_points(gemm_type, tokens):
 def test_vllm_flow_gptq_awq_model_dtypes(dtype, method, gemm_type, tokens):
     """GPTQ group-128 (symmetric) and AWQ group-128 (zero points) layers, Qwen3-30B-A3B shapes,
     in a bfloat16 or a float16 model (vLLM's default dtype for them: params_dtype float16, the
-    scales stored in it, float16 activations): the transform packs that dtype's format, and the
+    scales stored in it, float16 activations): the transform packs that dtype's group-128
+    format, and the
     flow takes and returns that dtype and matches an fp32 MoE on the dequantized weights."""
     model = model_for("qwen3_30b_a3b", gemm_type, 128, dtype=dtype, method=method)
-    fmt = {torch.bfloat16: ck.FORMAT_INT4_G32, torch.float16: ck.FORMAT_INT4_G32_FP16}[dtype]
+    fmt = {torch.bfloat16: ck.FORMAT_INT4_G128, torch.float16: ck.FORMAT_INT4_G128_FP16}[dtype]
     if method == "awq":
-        fmt = {torch.bfloat16: ck.FORMAT_INT4_G32_ZP, torch.float16: ck.FORMAT_INT4_G32_ZP_FP16}[dtype]
+        fmt = {torch.bfloat16: ck.FORMAT_INT4_G128_ZP, torch.float16: ck.FORMAT_INT4_G128_ZP_FP16}[dtype]
     for cfg in (model.cfg13, model.cfg2):
         assert cfg.torch_dtype is dtype and cfg.has_zero_point == (method == "awq") and cfg.packed_tag[1] == fmt
     x, w, ids, emap = routing("qwen3_30b_a3b", tokens, seed=tokens + 9, dtype=dtype)
