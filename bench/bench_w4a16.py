@@ -62,7 +62,17 @@ def settle_clocks(seconds=1.0):
 
 
 def l2_flush_buffer():
-    return torch.empty(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+    return torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
+
+
+READ_FLUSH = os.environ.get("CHORD_BENCH_FLUSH", "write") == "read"
+
+
+def flush_l2(flush):
+    if READ_FLUSH:
+        flush.view(torch.int64).sum()
+    else:
+        flush.zero_()
 
 
 def time_interleaved_us(fns, flush, reps=100, warmup=10):
@@ -78,7 +88,7 @@ def time_interleaved_us(fns, flush, reps=100, warmup=10):
     for i in range(reps):
         for fn, side in zip(fns, events):
             start, end = side[i]
-            flush.zero_()
+            flush_l2(flush)
             start.record()
             fn()
             end.record()

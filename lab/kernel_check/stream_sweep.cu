@@ -7,7 +7,7 @@
 // kernel's time on the same shape (bench --set generalization) against the best line here says
 // whether the copy schedule or the math and latency hold a row.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. lab/kernel_check/stream_sweep.cu -o /tmp/ss
-//   /tmp/ss                 the shapes below, every setting
+//   /tmp/ss                 the shapes below, every setting, after a write flush and a read flush
 #include <algorithm>
 #include <cstdio>
 #include <vector>
@@ -95,7 +95,22 @@ struct Buffers {
   unsigned char *w, *s;
   unsigned int* sink;
   void* flush;
+  bool read_flush;  // flush L2 by reading the flush buffer (clean lines) instead of writing it
 };
+
+constexpr long long kFlushBytes = 256ll << 20;
+
+// Reads the flush buffer: L2 ends up holding clean lines, so the timed kernel's misses evict
+// without a write-back. A memset leaves L2 full of dirty lines whose write-back the next kernel
+// pays for in DRAM time.
+__global__ void read_flush(const uint4* p, long long n, unsigned int* sink) {
+  unsigned int acc = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
 
 template <int BN, int BK, int STAGES, int THREADS>
 void run(const Shape& sh, int split, const Buffers& b) {
@@ -109,7 +124,11 @@ void run(const Shape& sh, int split, const Buffers& b) {
   CK(cudaEventCreate(&e));
   std::vector<float> t;
   for (int r = 0; r < 15; ++r) {
-    CK(cudaMemsetAsync(b.flush, r, 256 << 20));  // L2 flushed before every rep
+    if (b.read_flush) {  // L2 flushed before every rep
+      read_flush<<<132 * 8, 256>>>((const uint4*)b.flush, kFlushBytes / 16, b.sink);
+    } else {
+      CK(cudaMemsetAsync(b.flush, r, kFlushBytes));
+    }
     CK(cudaEventRecord(a));
     kernel<<<grid, THREADS, T::kSmem>>>(b.w, b.s, sh.n, sh.k, split, b.sink);
     CK(cudaEventRecord(e));
@@ -126,7 +145,7 @@ void run(const Shape& sh, int split, const Buffers& b) {
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, T::kSmem));
   const double bytes = (double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2;
   const double floor_us = bytes / kStreamBytesPerS * 1e6;
-  std::printf("  bn%-3d bk%-3d s%d t%-3d sk%d: %5d CTAs (%d/SM max) %8.2f us  %5.1f%% of the floor\n", BN, BK, STAGES,
+  std::printf("  %s bn%-3d bk%-3d s%d t%-3d sk%d: %5d CTAs (%d/SM max) %8.2f us  %5.1f%% of the floor\n", b.read_flush ? "read " : "write", BN, BK, STAGES,
               THREADS, split, grid, per_sm, us, 100.0 * floor_us / us);
 }
 
@@ -152,16 +171,20 @@ int main() {
   CK(cudaMalloc(&b.w, max_w));
   CK(cudaMalloc(&b.s, max_s));
   CK(cudaMalloc(&b.sink, 4));
-  CK(cudaMalloc(&b.flush, 256 << 20));
+  CK(cudaMalloc(&b.flush, kFlushBytes));
+  CK(cudaMemset(b.flush, 0, kFlushBytes));
   CK(cudaMemset(b.w, 1, max_w));
   CK(cudaMemset(b.s, 1, max_s));
   for (const Shape& sh : kShapes) {
     const double mb = ((double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2) / 1e6;
-    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, mb, mb * 1e6 / kStreamBytesPerS);
-    stages_threads<64, 128>(sh, b);
-    stages_threads<128, 128>(sh, b);
-    stages_threads<128, 256>(sh, b);
-    stages_threads<256, 128>(sh, b);
+    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, mb, mb * 1e6 / kStreamBytesPerS * 1e6);
+    for (bool read : {false, true}) {
+      b.read_flush = read;
+      stages_threads<64, 128>(sh, b);
+      stages_threads<128, 128>(sh, b);
+      stages_threads<128, 256>(sh, b);
+      stages_threads<256, 128>(sh, b);
+    }
   }
   return 0;
 }
