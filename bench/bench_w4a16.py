@@ -65,14 +65,19 @@ def l2_flush_buffer():
     return torch.zeros(256 * 1024 * 1024, dtype=torch.uint8, device="cuda")
 
 
-READ_FLUSH = os.environ.get("CHORD_BENCH_FLUSH", "write") == "read"
+# The L2 is flushed by reading a 256 MiB buffer, so it holds clean lines when the timed call
+# starts. Zeroing the buffer instead leaves ~50 MB of dirty lines whose write-back the next call
+# pays in DRAM time: a copy-only stream of 132 MB reads 72% of the read floor after a zeroing
+# flush and 90% after a reading one (lab/kernel_check/stream_sweep.cu). CHORD_BENCH_FLUSH=write
+# zeroes it, as earlier results files were timed.
+WRITE_FLUSH = os.environ.get("CHORD_BENCH_FLUSH", "read") == "write"
 
 
 def flush_l2(flush):
-    if READ_FLUSH:
-        flush.view(torch.int64).sum()
-    else:
+    if WRITE_FLUSH:
         flush.zero_()
+    else:
+        flush.view(torch.int64).sum()
 
 
 def time_interleaved_us(fns, flush, reps=100, warmup=10):
@@ -1183,7 +1188,8 @@ def main():
     loaded_peers, missing_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
-                date=time.strftime("%Y-%m-%d"), command=command_line(args))
+                date=time.strftime("%Y-%m-%d"), command=command_line(args),
+                l2_flush="write" if WRITE_FLUSH else "read")
     if loaded_peers:
         import peers as peer_adapters
         meta["peers"] = {name: peer_adapters.peer_version(p) for name, p in loaded_peers.items()}
