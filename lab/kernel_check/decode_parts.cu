@@ -1,0 +1,380 @@
+// Where does the time of the INT4 mma.sync decode tile go on the decode shapes that stay far
+// below the HBM read floor? Takes the copy-only stream of stream_sweep.cu (the packed weights
+// and bf16 scales of a few active experts through a cp.async ring, one CTA per (expert, n
+// block, K split)) and adds the decode tile's work to it one part at a time, per stage after
+// the wait and the barrier:
+//   copy      MODE 0: the stream alone (one word touched per thread, as stream_sweep);
+//   +lds      MODE 1: + every warp reads its n tiles' packed words (one 16-byte ld.shared per
+//             lane per 16 x 64 chunk) and group scales (a 32-bit {s[g], s[g+8]} per 32-k group)
+//             in the fragment pattern of the real tile, XOR-folded so the loads stay live;
+//   +dequant  MODE 2: + the nibble -> bf16 (128 + code) lop3s of every word and the per-group
+//             scale fma on fp32 partial sums (int4_group_mma without its MMAs);
+//   +mma      MODE 3: + the m16n8k16 MMAs: the group sums against an 8-token activation
+//             fragment and the constant-A (-136) correction per 32-k group, i.e. the full math
+//             of the decode tile (w4a16_gemm.cuh, staged path, BLOCK_M 8, kScaleInAcc).
+// Each line times the four modes of one (BN, BK, STAGES, THREADS, SPLIT) setting after a read
+// flush of L2 and prints the time and the fraction of bytes / 4.47 TB/s; the step from one mode
+// to the next is the cost of that part when it runs under the stream. The first line is the
+// fixed cost of any launch: an empty 132-CTA kernel timed the same way.
+//   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. lab/kernel_check/decode_parts.cu -o /tmp/dp
+//   /tmp/dp                 the shapes below, every setting, all four modes
+//
+// What differs from the real tile (so a mode-3 time is a floor of the math, not the kernel's):
+// the activations are registers loaded once per CTA, so there is no activation copy (2 KiB per
+// 128-k stage at 8 tokens) and no ldmatrix.x2 per k16 step; there is no tile resolve, split-K
+// reduction or epilogue. The copies issue as the real tile's do (straight-line, precomputed
+// sources); stream_sweep's runtime-strided copy loop issues more, so MODE 0 here can differ
+// from its lines on the same setting. MODE 2 stands in for the MMAs by OR-ing the
+// second word's nibbles into the first word's converted pairs (the same lop3 count as the real
+// conversion, no extra instruction), and MODE 1 folds its loads with three-input XORs (about
+// 0.75 LOP3 per word that MODE 2 replaces with real consumers).
+//
+// Per packed 32-bit word (one lane's word, 8 weights) at BN128 / BK128 / 4 warps (two 16-row n
+// tiles per warp, as the real BN128 tile): 3 SHF + 4 LOP3 for the nibbles, 2 FFMA for the scale
+// on the group sums, 1 + 0.5 HMMA (the group sums, and the correction shared by the two n
+// tiles), 0.5 for the scale word's bf16 -> fp32 (shift, and), 0.75 LDS (one v4 and two 32-bit
+// per 4 words), and the copies, addresses, barrier and loop. SASS of the main loop per 128-k
+// stage (16 words per lane), sm_90a: MODE 3 273 instructions (17.1 per word: HMMA 24, LDS 13,
+// LOP3 73, SHF 48, FFMA 32, IMAD 29, LDGSTS 5), MODE 2 228 (14.2), MODE 1 75 (4.7), MODE 0 ~40
+// (2.5); the real tile (w4a16_gemm_body, masked, BLOCK_M 8) issues 285 (17.8 per word; its ~19
+// in docs/kernels.md, "Where the time goes"), the difference being its 8 ldmatrix.x2 and one
+// activation copy per stage and their addresses. At BN64 (one n tile per warp) the correction
+// is not shared: 2 HMMA per word, MODE 3 170 per stage (21.2 per word; real tile 178, 22.2).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "kernels_src/ptx.cuh"
+#include "lab/kernel_check/check_harness.cuh"  // CK
+
+namespace {
+
+using namespace chord;
+
+constexpr double kStreamBytesPerS = 4.47e12;
+
+struct Shape {
+  const char* name;
+  int experts, n, k;
+};
+
+// Active experts x N x K of decode calls measured at 40-60% of their floor (generalization set).
+const Shape kShapes[] = {
+    {"dsv3 EP8 T=1 gate_up (8 x 4096 x 7168)", 8, 4096, 7168},
+    {"mixtral TP1 T=1 down (2 x 4096 x 14336)", 2, 4096, 14336},
+    {"maverick EP8 T=1 down (1 x 5120 x 8192)", 1, 5120, 8192},
+    {"q235 EP8 T=8 gate_up (16 x 3072 x 4096)", 16, 3072, 4096},
+    {"masked EP8 gate_up (48 x 4096 x 7168)", 48, 4096, 7168},
+};
+
+constexpr const char* kModeNames[] = {"copy", "+lds", "+dequant", "+mma"};
+
+__device__ __forceinline__ void cp16(unsigned int dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+
+// (x & 0x000f000f) | c with c a register: MODE 2's stand-in for the MMA, the same lop3 as the
+// nibble conversion but OR-ing into the other word's converted pair, so both conversions feed
+// the scale fma without an extra instruction.
+__device__ __forceinline__ unsigned int nibble_pair_into(unsigned int x, unsigned int c) {
+  unsigned int d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(x), "n"(0x000f000f), "r"(c));
+  return d;
+}
+
+template <int BN, int BK, int STAGES, int THREADS>
+struct Tile {
+  static constexpr int kW = BN * BK / 2;          // packed weight bytes per stage
+  static constexpr int kS = (BK / 32) * BN * 2;   // bf16 scale bytes per stage
+  static constexpr int kStage = kW + kS;
+  static constexpr int kSmem = STAGES * kStage;
+  static constexpr int kWarps = THREADS / 32;     // all along N, as the decode tile (WARPS_M 1)
+  static constexpr int kNT = BN / 16 / kWarps;    // 16-row n tiles per warp
+  static constexpr int kKC = BK / 64;             // 64-k chunks per stage
+  static_assert(BN % (16 * kWarps) == 0, "every warp owns whole 16-row n tiles");
+};
+
+// One 32-k group of every n tile of the warp: words w[i][0..1] (its two k16 steps), scale word
+// s2[i] = {s[g], s[g+8]}, activation fragments b0 / b1 of the two steps (int4_group_mma, MT 1).
+template <int MODE, int NT>
+__device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&w)[NT][2], const unsigned int (&s2)[NT],
+                                      const unsigned int (&b0)[2], const unsigned int (&b1)[2]) {
+  const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
+  const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+  float corr[4];
+  if constexpr (MODE >= 3) {
+    ptx::mma_bf16_16816_c(corr, kNeg136, b0[0], b0[1], kZero);
+    ptx::mma_bf16_16816(corr, kNeg136, b1[0], b1[1]);
+  }
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    unsigned int a0[4], a1[4];
+    float sum[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) a0[p] = ptx::nibble_pair_bf16(w[i][0] >> (4 * p));
+    if constexpr (MODE >= 3) {
+#pragma unroll
+      for (int p = 0; p < 4; ++p) a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
+      ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], corr);
+      ptx::mma_bf16_16816(sum, a1, b1[0], b1[1]);
+    } else {
+#pragma unroll
+      for (int p = 0; p < 4; ++p) sum[p] = __uint_as_float(nibble_pair_into(w[i][1] >> (4 * p), a0[p]));
+    }
+    const float s_lo = __uint_as_float(s2[i] << 16);          // row g
+    const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
+    acc[i][0] = fmaf(s_lo, sum[0], acc[i][0]);
+    acc[i][1] = fmaf(s_lo, sum[1], acc[i][1]);
+    acc[i][2] = fmaf(s_hi, sum[2], acc[i][2]);
+    acc[i][3] = fmaf(s_hi, sum[3], acc[i][3]);
+  }
+}
+
+// blockIdx.x = (expert * n_blocks + n_block) * split + piece; piece streams its K / split.
+// act: 32 lanes x BK / 16 k16 steps x 2 registers of bf16 pairs, the warp's 8-token fragments.
+template <int MODE, int BN, int BK, int STAGES, int THREADS>
+__global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, const unsigned char* s,
+                                                         const unsigned int* act, int n, int k, int split,
+                                                         unsigned int* sink) {
+  using T = Tile<BN, BK, STAGES, THREADS>;
+  constexpr int kNT = T::kNT, kKC = T::kKC;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned int base = (unsigned int)__cvta_generic_to_shared(smem);
+  const int n_blocks = n / BN;
+  const int piece = blockIdx.x % split, tile = blockIdx.x / split;
+  const int e = tile / n_blocks, nb = tile % n_blocks;
+  const int kbs = k / BK, kb0 = kbs * piece / split, num_k = kbs * (piece + 1) / split - kb0;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
+  // A thread's copies of a stage: chunks tid, tid + THREADS, ... of the weight and scale tiles,
+  // their sources computed once and advanced per k block, with compile-time trip counts, so the
+  // copy issue is straight-line code as in the real tile (stream_sweep's runtime c += THREADS
+  // loop compiles to a loop with remainder paths, several times the issue of the copies).
+  constexpr int kWChunks = T::kW / 16, kSChunks = T::kS / 16;
+  constexpr int kWIters = (kWChunks + THREADS - 1) / THREADS, kSIters = (kSChunks + THREADS - 1) / THREADS;
+  const unsigned char* w_src[kWIters];
+  const unsigned char* s_src[kSIters];
+#pragma unroll
+  for (int i = 0; i < kWIters; ++i) {
+    // chunk c: n tile c / (32 * BK / 64), 64-k chunk (c / 32) % (BK / 64), 16 bytes c % 32.
+    const int c = tid + i * THREADS;
+    const int nt = nb * (BN / 16) + c / (32 * kKC), kc = kb0 * kKC + (c / 32) % kKC;
+    w_src[i] = w + (((long long)e * (n / 16) + nt) * (k / 64) + kc) * 512 + (c % 32) * 16;
+  }
+#pragma unroll
+  for (int i = 0; i < kSIters; ++i) {
+    const int c = tid + i * THREADS;
+    const int grp = kb0 * (BK / 32) + c / (BN * 2 / 16);
+    s_src[i] = s + (((long long)e * (k / 32) + grp) * n + nb * BN) * 2 + (c % (BN * 2 / 16)) * 16;
+  }
+  const long long s_step = (long long)(BK / 32) * n * 2;  // a k block's scale rows
+  auto load = [&](int kb, int slot) {
+    const unsigned int st = base + slot * T::kStage;
+#pragma unroll
+    for (int i = 0; i < kWIters; ++i)
+      if (kWChunks % THREADS == 0 || tid + i * THREADS < kWChunks)
+        cp16(st + (tid + i * THREADS) * 16, w_src[i] + kb * (kKC * 512));
+#pragma unroll
+    for (int i = 0; i < kSIters; ++i)
+      if (kSChunks % THREADS == 0 || tid + i * THREADS < kSChunks)
+        cp16(st + T::kW + (tid + i * THREADS) * 16, s_src[i] + kb * s_step);
+  };
+  // The same fragments every stage: the real tile's differ per k block, which costs it the
+  // activation copies and ldmatrix this probe leaves out, not math.
+  unsigned int b[kKC][4][2];
+  if constexpr (MODE >= 3) {
+#pragma unroll
+    for (int kc = 0; kc < kKC; ++kc)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) b[kc][j][r] = act[((kc * 4 + j) * 2 + r) * 32 + lane];
+  }
+  float acc[kNT][4];
+#pragma unroll
+  for (int i = 0; i < kNT; ++i)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) acc[i][r] = 0.f;
+  unsigned int x = 0;
+#pragma unroll
+  for (int st = 0; st < STAGES - 1; ++st) {
+    if (st < num_k) load(st, st);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+  }
+  int slot = 0;
+  for (int kb = 0; kb < num_k; ++kb) {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2) : "memory");
+    __syncthreads();
+    const int next = kb + STAGES - 1;
+    int ns = slot + STAGES - 1;
+    ns = ns >= STAGES ? ns - STAGES : ns;
+    if (next < num_k) load(next, ns);
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+    const unsigned int sw = base + slot * T::kStage, ss = sw + T::kW;
+    x ^= ptx::lds32(sw + (tid % 64) * 16);  // MODE 0's touch, kept in every mode so the modes only add
+    if constexpr (MODE >= 1) {
+#pragma unroll
+      for (int kc = 0; kc < kKC; ++kc) {
+        // The real tile's reads: lane l's 16 bytes of each of its 16 x 64 chunks (four k16 words)
+        // and, per 32-k group h, the scale pair {s[g], s[g+8]} of rows g, g + 8 (permuted rows).
+        unsigned int wq[kNT][4], sc[kNT][2];
+#pragma unroll
+        for (int i = 0; i < kNT; ++i) {
+          const int nt = warp * kNT + i;
+          ptx::lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) sc[i][h] = ptx::lds32(ss + ((kc * 2 + h) * BN + nt * 16 + 2 * g) * 2);
+        }
+        if constexpr (MODE == 1) {
+#pragma unroll
+          for (int i = 0; i < kNT; ++i) x ^= wq[i][0] ^ wq[i][1] ^ wq[i][2] ^ wq[i][3] ^ sc[i][0] ^ sc[i][1];
+        } else {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            unsigned int w2[kNT][2], s2[kNT];
+#pragma unroll
+            for (int i = 0; i < kNT; ++i) {
+              w2[i][0] = wq[i][2 * h];
+              w2[i][1] = wq[i][2 * h + 1];
+              s2[i] = sc[i][h];
+            }
+            if constexpr (MODE >= 3) {
+              group<MODE, kNT>(acc, w2, s2, b[kc][2 * h], b[kc][2 * h + 1]);
+            } else {
+              const unsigned int none[2] = {0u, 0u};
+              group<MODE, kNT>(acc, w2, s2, none, none);
+            }
+          }
+        }
+      }
+    }
+    slot = slot + 1 == STAGES ? 0 : slot + 1;
+  }
+#pragma unroll
+  for (int i = 0; i < kNT; ++i)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) x ^= __float_as_uint(acc[i][r]);
+  if (x == 0x9e3779b9u) sink[0] = x;  // keeps the reads and the math alive
+}
+
+// The fixed cost every call carries: a launch whose CTAs do nothing.
+__global__ void empty_kernel(unsigned int* sink) {
+  if (threadIdx.x == 1024) sink[0] = 0;
+}
+
+// Random bits for the packed words and activations, bf16 scales in [1/256, 1/128): the tensor
+// pipe draws less power on zero operands, so the probe streams data that looks like weights.
+__global__ void fill(unsigned int* p, long long n, unsigned int seed, bool bf16_scales) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    unsigned int h = (unsigned int)i * 0x9e3779b1u + seed;
+    h ^= h >> 15;
+    h *= 0x85ebca6bu;
+    h ^= h >> 13;
+    p[i] = bf16_scales ? (0x3b803b80u | (h & 0x007f007fu)) : h;
+  }
+}
+
+struct Buffers {
+  unsigned char *w, *s;
+  unsigned int *act, *sink;
+  void* flush;
+};
+
+constexpr long long kFlushBytes = 256ll << 20;
+
+// Reads the flush buffer: L2 ends up holding clean lines, so the timed kernel's misses evict
+// without a write-back.
+__global__ void read_flush(const uint4* p, long long n, unsigned int* sink) {
+  unsigned int acc = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
+    const uint4 v = p[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+
+// Median over 12 reps (after 3 warm-up reps) of launch(), each after a read flush; the events
+// bracket the launch only.
+template <class Launch>
+float time_us(const Buffers& b, Launch launch) {
+  cudaEvent_t a, e;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&e));
+  std::vector<float> t;
+  for (int r = 0; r < 15; ++r) {
+    read_flush<<<132 * 8, 256>>>((const uint4*)b.flush, kFlushBytes / 16, b.sink);
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(e));
+    CK(cudaEventSynchronize(e));
+    CK(cudaGetLastError());
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, e));
+    if (r >= 3) t.push_back(ms * 1000.f);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(e));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <int MODE, int BN, int BK, int STAGES, int THREADS>
+float run_mode(const Shape& sh, int split, const Buffers& b) {
+  using T = Tile<BN, BK, STAGES, THREADS>;
+  auto kernel = decode_parts<MODE, BN, BK, STAGES, THREADS>;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
+  const int grid = sh.experts * (sh.n / BN) * split;
+  return time_us(b, [&] { kernel<<<grid, THREADS, T::kSmem>>>(b.w, b.s, b.act, sh.n, sh.k, split, b.sink); });
+}
+
+template <int BN, int BK, int STAGES, int THREADS>
+void run(const Shape& sh, int split, const Buffers& b) {
+  using T = Tile<BN, BK, STAGES, THREADS>;
+  if (sh.n % BN != 0 || sh.k % BK != 0 || sh.k / BK < split) return;
+  const float us[4] = {run_mode<0, BN, BK, STAGES, THREADS>(sh, split, b),
+                       run_mode<1, BN, BK, STAGES, THREADS>(sh, split, b),
+                       run_mode<2, BN, BK, STAGES, THREADS>(sh, split, b),
+                       run_mode<3, BN, BK, STAGES, THREADS>(sh, split, b)};
+  int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
+                                                   T::kSmem));
+  const double bytes = (double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2;
+  const double floor_us = bytes / kStreamBytesPerS * 1e6;
+  std::printf("  bn%-3d bk%-3d s%d t%-3d sk%d:", BN, BK, STAGES, THREADS, split);
+  for (int m = 0; m < 4; ++m) std::printf("  %s %6.1f us %3.0f%%", kModeNames[m], us[m], 100.0 * floor_us / us[m]);
+  std::printf("   (%d CTAs, %d/SM)\n", sh.experts * (sh.n / BN) * split, per_sm);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main() {
+  long long max_w = 0, max_s = 0;
+  for (const Shape& sh : kShapes) {
+    max_w = std::max(max_w, (long long)sh.experts * sh.n * sh.k / 2);
+    max_s = std::max(max_s, (long long)sh.experts * (sh.k / 32) * sh.n * 2);
+  }
+  constexpr int kActWords = 32 * (256 / 16) * 2;  // fragments of the widest BK
+  Buffers b;
+  CK(cudaMalloc(&b.w, max_w));
+  CK(cudaMalloc(&b.s, max_s));
+  CK(cudaMalloc(&b.act, kActWords * 4));
+  CK(cudaMalloc(&b.sink, 4));
+  CK(cudaMalloc(&b.flush, kFlushBytes));
+  CK(cudaMemset(b.flush, 0, kFlushBytes));
+  fill<<<1024, 256>>>((unsigned int*)b.w, max_w / 4, 1u, false);
+  fill<<<1024, 256>>>((unsigned int*)b.s, max_s / 4, 2u, true);
+  fill<<<1, 256>>>(b.act, kActWords, 3u, true);
+  CK(cudaGetLastError());
+  CK(cudaDeviceSynchronize());
+  const float empty = time_us(b, [&] { empty_kernel<<<132, 128>>>(b.sink); });
+  std::printf("empty launch (132 CTAs x 128 threads) after the flush: %.2f us\n", empty);
+  for (const Shape& sh : kShapes) {
+    const double mb = ((double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2) / 1e6;
+    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, mb, mb * 1e6 / kStreamBytesPerS * 1e6);
+    for (int split : {1, 2, 4}) {
+      run<64, 128, 4, 128>(sh, split, b);
+      run<128, 128, 4, 128>(sh, split, b);
+    }
+  }
+  return 0;
+}
