@@ -12,6 +12,12 @@
 //   +mma      MODE 3: + the m16n8k16 MMAs: the group sums against an 8-token activation
 //             fragment and the constant-A (-136) correction per 32-k group, i.e. the full math
 //             of the decode tile (w4a16_gemm.cuh, staged path, BLOCK_M 8, kScaleInAcc).
+// Three alternatives to MODE 3's math, each the whole tile's work again:
+//   nocorr    MODE 4: (code - 8) per register (a bf16x2 fma after the lop3), no correction
+//             MMAs: fewer MMAs (2 per group and n tile) for 8 more fmas per word pair;
+//   split     MODE 5: MODE 3 with the group's two k16 MMAs as independent chains (the second
+//             from zero), each scaled into acc: a shorter MMA -> fma chain for 4 more fmas;
+//   nocorr+split MODE 6: both.
 // Each line times the four modes of one (BN, BK, STAGES, THREADS, SPLIT) setting after a read
 // flush of L2 and prints the time and the fraction of bytes / 4.47 TB/s; the step from one mode
 // to the next is the cost of that part when it runs under the stream. The first line is the
@@ -67,7 +73,8 @@ const Shape kShapes[] = {
     {"masked EP8 gate_up (48 x 4096 x 7168)", 48, 4096, 7168},
 };
 
-constexpr const char* kModeNames[] = {"copy", "+lds", "+dequant", "+mma"};
+constexpr int kModes = 7;
+constexpr const char* kModeNames[kModes] = {"copy", "+lds", "+dequant", "+mma", "nocorr", "split", "nocorr+split"};
 
 __device__ __forceinline__ void cp16(unsigned int dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
@@ -101,22 +108,39 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
                                       const unsigned int (&b0)[2], const unsigned int (&b1)[2]) {
   const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
-  float corr[4];
-  if constexpr (MODE >= 3) {
+  // MODE 4 / 6 take (code - 8) per weight (one bf16x2 fma per register after the lop3) and
+  // drop the shared correction MMAs; MODE 5 / 6 run the group's two k16 MMAs as independent
+  // chains, each scaled into acc by its own fmas.
+  constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6;
+  const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
+  float corr[4] = {0.f, 0.f, 0.f, 0.f};
+  if constexpr (kCorr) {
     ptx::mma_bf16_16816_c(corr, kNeg136, b0[0], b0[1], kZero);
     ptx::mma_bf16_16816(corr, kNeg136, b1[0], b1[1]);
   }
 #pragma unroll
   for (int i = 0; i < NT; ++i) {
     unsigned int a0[4], a1[4];
-    float sum[4];
+    float sum[4], sum1[4];
 #pragma unroll
     for (int p = 0; p < 4; ++p) a0[p] = ptx::nibble_pair_bf16(w[i][0] >> (4 * p));
     if constexpr (MODE >= 3) {
 #pragma unroll
       for (int p = 0; p < 4; ++p) a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
-      ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], corr);
-      ptx::mma_bf16_16816(sum, a1, b1[0], b1[1]);
+      if constexpr (!kCorr) {
+#pragma unroll
+        for (int p = 0; p < 4; ++p) {
+          a0[p] = ptx::fma_x2<0>(a0[p], kOne, kNeg136[0]);  // (128 + code) - 136, exact
+          a1[p] = ptx::fma_x2<0>(a1[p], kOne, kNeg136[0]);
+        }
+      }
+      if constexpr (kSplit) {
+        ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], corr);
+        ptx::mma_bf16_16816_c(sum1, a1, b1[0], b1[1], kZero);
+      } else {
+        ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], corr);
+        ptx::mma_bf16_16816(sum, a1, b1[0], b1[1]);
+      }
     } else {
 #pragma unroll
       for (int p = 0; p < 4; ++p) sum[p] = __uint_as_float(nibble_pair_into(w[i][1] >> (4 * p), a0[p]));
@@ -127,6 +151,12 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
     acc[i][1] = fmaf(s_lo, sum[1], acc[i][1]);
     acc[i][2] = fmaf(s_hi, sum[2], acc[i][2]);
     acc[i][3] = fmaf(s_hi, sum[3], acc[i][3]);
+    if constexpr (kSplit) {
+      acc[i][0] = fmaf(s_lo, sum1[0], acc[i][0]);
+      acc[i][1] = fmaf(s_lo, sum1[1], acc[i][1]);
+      acc[i][2] = fmaf(s_hi, sum1[2], acc[i][2]);
+      acc[i][3] = fmaf(s_hi, sum1[3], acc[i][3]);
+    }
   }
 }
 
@@ -330,17 +360,20 @@ template <int BN, int BK, int STAGES, int THREADS>
 void run(const Shape& sh, int split, const Buffers& b) {
   using T = Tile<BN, BK, STAGES, THREADS>;
   if (sh.n % BN != 0 || sh.k % BK != 0 || sh.k / BK < split) return;
-  const float us[4] = {run_mode<0, BN, BK, STAGES, THREADS>(sh, split, b),
-                       run_mode<1, BN, BK, STAGES, THREADS>(sh, split, b),
-                       run_mode<2, BN, BK, STAGES, THREADS>(sh, split, b),
-                       run_mode<3, BN, BK, STAGES, THREADS>(sh, split, b)};
+  const float us[kModes] = {run_mode<0, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<1, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<2, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<3, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<4, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<5, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<6, BN, BK, STAGES, THREADS>(sh, split, b)};
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));
   const double bytes = (double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2;
   const double floor_us = bytes / kStreamBytesPerS * 1e6;
   std::printf("  bn%-3d bk%-3d s%d t%-3d sk%d:", BN, BK, STAGES, THREADS, split);
-  for (int m = 0; m < 4; ++m) std::printf("  %s %6.1f us %3.0f%%", kModeNames[m], us[m], 100.0 * floor_us / us[m]);
+  for (int m = 0; m < kModes; ++m) std::printf("  %s %6.1f us %3.0f%%", kModeNames[m], us[m], 100.0 * floor_us / us[m]);
   std::printf("   (%d CTAs, %d/SM)\n", sh.experts * (sh.n / BN) * split, per_sm);
   std::fflush(stdout);
 }
