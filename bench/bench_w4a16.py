@@ -24,6 +24,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -764,7 +765,7 @@ def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
     return row, ok, peers_failed
 
 
-def run_generalization(args, loaded_peers=None):
+def run_generalization(args, loaded_peers=None, rows=None):
     """The generalization set: every call of bench/generalization.py (its routing drawn there,
     its config asked of the installed wheel's `chord config` before any GPU work), checked
     against torch, then timed (median of --reps after warm-up, L2 flushed) against its read
@@ -772,7 +773,8 @@ def run_generalization(args, loaded_peers=None):
     peer, run on the calls it serves (generalization.peer_note: the indexed INT4 calls, Marlin
     where vLLM would run it on the layer) on the same weights, routing and activations, checked
     against the same reference and timed rep by rep with ours; each split's weights are
-    converted for a peer once, if some call of the split runs it."""
+    converted for a peer once, if some call of the split runs it. rows: the list the rows are
+    appended to (a new one by default)."""
     import itertools
     chord = ck.load_library(args.library) if args.library else None
     loaded_peers = loaded_peers or {}
@@ -784,7 +786,7 @@ def run_generalization(args, loaded_peers=None):
     gen.manual_seed(SEED)
     flush = l2_flush_buffer()
     settle_clocks()
-    rows, failures = [], 0
+    rows, failures = [] if rows is None else rows, 0
     timer = lambda fns: time_interleaved_us(fns, flush, reps=args.reps)  # noqa: E731 - one fn: time_us
     for split, group in itertools.groupby(calls, key=lambda c: c["split"]):
         group = list(group)
@@ -858,11 +860,12 @@ def reference_fp32(x_grouped, w, counts):
     return out
 
 
-def run_formats(args):
+def run_formats(args, rows=None):
     """The formats set: every row of bench/formats.py (its routing drawn there), each variant's
     call checked against an FP32 reference of its logical weight, then the variants and the BF16
     grouped_mm anchor timed rep by rep (time_interleaved_us: one clock), --reps after 10 warm-ups,
-    L2 flushed before each. One row per (scenario, T, projection, variant)."""
+    L2 flushed before each. One row per (scenario, T, projection, variant), appended to rows (a new
+    list by default)."""
     import formats
     chord = ck.load_library(args.library) if args.library else None
     cases = formats.cases(quick=args.quick, only=args.only)
@@ -870,7 +873,7 @@ def run_formats(args):
     gen.manual_seed(SEED)
     flush = l2_flush_buffer()
     settle_clocks()
-    weights, rows, failures = {}, [], 0
+    weights, rows, failures = {}, [] if rows is None else rows, 0
     for case in cases:
         split = shapes.SPLITS[case["split"]]
         if case["split"] not in weights:
@@ -1015,12 +1018,15 @@ def peer_names(value):
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
-def run(args, loaded_peers=None):
+def run(args, loaded_peers=None, rows=None):
+    """The suite; its rows are appended to rows (the Suite's own list by default)."""
     chord = ck.load_library(args.library) if args.library else None  # ours: None = this package's
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
     against = ck.load_library(args.against) if args.against else None
     suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved, against, loaded_peers)
+    if rows is not None:
+        suite.rows = rows
     settle_clocks()
     quick = args.quick
 
@@ -1096,6 +1102,29 @@ def command_line(args):
     return " ".join(parts)
 
 
+class Stopped(Exception):
+    """SIGTERM (what `timeout` sends) during a run."""
+
+
+def stop_on_sigterm():
+    """SIGTERM raises Stopped, so that a run cut short by a time limit still writes the rows it
+    has, its meta marked `partial`."""
+    def stop(signum, frame):
+        raise Stopped()
+    signal.signal(signal.SIGTERM, stop)
+
+
+def run_rows_until_stopped(meta, run_rows, rows):
+    """run_rows(rows) -> failures, appending to rows; on Stopped meta.partial says how many rows
+    were done, and the failures are the finished rows' failed checks."""
+    try:
+        return run_rows(rows)
+    except Stopped:
+        meta["partial"] = f"stopped by SIGTERM after {len(rows)} rows"
+        print(f"\nstopped by SIGTERM: writing the {len(rows)} rows done", flush=True)
+        return sum(r.get("check") not in (None, "ok") for r in rows)
+
+
 def run_set(args, meta, name, run_rows, summarize, peers=None, missing_peers=None):
     """--set generalization / formats: runs the set (run_rows(args) -> rows, failures), writes
     NAME.json (meta and rows) and NAME_summary.txt (summarize(rows), also printed) to --out.
@@ -1104,7 +1133,8 @@ def run_set(args, meta, name, run_rows, summarize, peers=None, missing_peers=Non
     Humming's JIT compiles) and peers.png (bench/peers_chart.py) where a peer ran; peer failures
     are counted on the last line and do not change the exit code, as in the suite."""
     started = time.perf_counter()
-    rows, failures = run_rows(args)
+    rows = []
+    failures = run_rows_until_stopped(meta, lambda out: run_rows(args, out)[1], rows)
     summary = summarize(rows)
     meta["seconds"] = round(time.perf_counter() - started, 1)
     meta["first_call_s"] = round(sum(r["first_call_ms"] for r in rows) / 1000.0, 1)
@@ -1187,6 +1217,7 @@ def main():
     args = parse_args()
     loaded_peers, missing_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
+    stop_on_sigterm()
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command=command_line(args),
                 l2_flush="write" if WRITE_FLUSH else "read")
@@ -1196,24 +1227,26 @@ def main():
     if missing_peers:
         meta["peers_missing"] = missing_peers
     if args.set == "generalization":
-        return run_set(args, meta, "generalization", lambda a: run_generalization(a, loaded_peers),
+        return run_set(args, meta, "generalization", lambda a, out: run_generalization(a, loaded_peers, out),
                        generalization_summary, list(loaded_peers), missing_peers)
     if args.set == "formats":
         import formats
         return run_set(args, meta, "formats", run_formats, formats.summary)
-    suite = run(args, loaded_peers)
+    rows = []
+    failures = run_rows_until_stopped(meta, lambda out: run(args, loaded_peers, out).failures, rows)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
-        json.dump(dict(meta=meta, rows=suite.rows), f, indent=1)
-    draw(suite.rows, os.path.join(args.out, "bench.png"))
-    peer_note = f" (peers: {suite.peer_failures} failed checks)" if loaded_peers else ""
+        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    draw(rows, os.path.join(args.out, "bench.png"))
+    peer_failures = sum(1 for r in rows for p in loaded_peers if r.get(f"{p}_check") not in (None, "ok", "not run"))
+    peer_note = f" (peers: {peer_failures} failed checks)" if loaded_peers else ""
     if loaded_peers:
         import peers_chart
-        if peers_chart.draw(suite.rows, os.path.join(args.out, "peers.png"), meta):
+        if peers_chart.draw(rows, os.path.join(args.out, "peers.png"), meta):
             peer_note += "; peers.png"
     if missing_peers:
         peer_note += f" (not run, not installed: {', '.join(missing_peers)})"
-    print(f"\n{len(suite.rows)} rows, {suite.failures} failed checks{peer_note}; JSON and PNG in {args.out}")
-    return 1 if suite.failures else 0
+    print(f"\n{len(rows)} rows, {failures} failed checks{peer_note}; JSON and PNG in {args.out}")
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -426,3 +426,32 @@ def test_peers_summary_on_many_rows():
     assert summary[1] == "  35.750  m14 indexed uniform 64 down: chord 429.0 us, marlin 12.0 us"  # highest first
     assert "humming: 0 rows ok, 0 wrong, 420 raised, 0 not run" in summary
     assert summary[-1] == "  ... and 417 more wrong or raised"
+
+
+# -- a run cut short by `timeout` keeps its rows -------------------------------------------------
+
+def test_sigterm_keeps_the_rows_done():
+    """SIGTERM during a run raises Stopped (stop_on_sigterm); run_rows_until_stopped returns the
+    finished rows' failed checks and marks meta partial, the rows appended so far intact."""
+    import signal
+    bench = pytest.importorskip("bench_w4a16")
+    previous = signal.getsignal(signal.SIGTERM)
+    bench.stop_on_sigterm()
+    try:
+        def run_rows(rows):
+            rows.append(dict(scenario="a", check="ok"))
+            rows.append(dict(scenario="b", check="FAIL"))
+            os.kill(os.getpid(), signal.SIGTERM)
+            rows.append(dict(scenario="never", check="ok"))
+            return 0
+
+        meta, rows = {}, []
+        assert bench.run_rows_until_stopped(meta, run_rows, rows) == 1
+        assert [r["scenario"] for r in rows] == ["a", "b"]
+        assert meta["partial"] == "stopped by SIGTERM after 2 rows"
+        # A run that finishes returns its own count and leaves meta alone.
+        meta, rows = {}, []
+        assert bench.run_rows_until_stopped(meta, lambda out: out.append(dict(check="ok")) or 7, rows) == 7
+        assert meta == {} and len(rows) == 1
+    finally:
+        signal.signal(signal.SIGTERM, previous)
