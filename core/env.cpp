@@ -22,7 +22,7 @@ constexpr const char* kVariables[] = {
     "CHORD_CACHE_DIR",      "CHORD_CACHE_READONLY_DIRS", "CHORD_JIT_DEBUG",     "CHORD_JIT_DUMP_SOURCE",
     "CHORD_SM90_DECODE",    "CHORD_W4A16_PORTABLE",      "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",
     "CHORD_W4A16_ENGINE",   "CHORD_W4A16_BM",            "CHORD_W4A16_BN",      "CHORD_W4A16_BK",
-    "CHORD_W4A16_STAGES",   "CHORD_W4A16_WARPS_N",       "CHORD_W4A16_SPLIT_K"};
+    "CHORD_W4A16_STAGES",   "CHORD_W4A16_WARPS_N",       "CHORD_W4A16_SPLIT_K", "CHORD_W4A16_GROUP_SUMS"};
 
 const char* get(const char* name) {
   const char* value = std::getenv(name);
@@ -52,6 +52,17 @@ std::optional<int> read_positive_int(const char* name) {
          "environment variable {}='{}' is invalid: expected a positive integer (digits only, at most 1048576)", name, v);
   }
   return static_cast<int>(parsed);
+}
+
+// One digit in [0, most] (no sign, no space).
+std::optional<int> read_digit(const char* name, int most) {
+  const char* value = get(name);
+  if (value == nullptr) return std::nullopt;
+  std::string v(value);
+  if (v.size() != 1 || v[0] < '0' || v[0] > '0' + most) {
+    fail(CHORD_ERROR_ENVIRONMENT, "environment variable {}='{}' is invalid: expected one of 0..{}", name, v, most);
+  }
+  return v[0] - '0';
 }
 
 // An absolute path with no leading or trailing white space (which would be a typo, and one
@@ -246,6 +257,7 @@ Environment read_environment() {
   e.w4a16_stages = read_positive_int("CHORD_W4A16_STAGES");
   e.w4a16_warps_n = read_positive_int("CHORD_W4A16_WARPS_N");
   e.w4a16_split_k = read_positive_int("CHORD_W4A16_SPLIT_K");
+  e.w4a16_group_sums = read_digit("CHORD_W4A16_GROUP_SUMS", 3);
   return e;
 }
 

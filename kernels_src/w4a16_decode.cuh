@@ -75,24 +75,45 @@ __device__ __forceinline__ void dequant_word_zp(unsigned int q, unsigned int p_g
 //   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
 // (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
 // dequant_word go away (BF16 only: in FP16 the offset is 1024, whose cancellation in the fp32
-// sums would cost about as much as the FP16 output's rounding, so FP16 tiles dequantize); the -136 term is the same for every weight row, so it is one MMA with
-// a constant A per token tile and k16 step, shared by the NT n tiles, and it seeds each group
-// sum. Products are exact in the fp32 MMA; the result differs from the bf16-dequantized
-// reference only by that reference's rounding of (code - 8) * scale to bf16.
+// sums would cost about as much as the FP16 output's rounding, so FP16 tiles dequantize); the
+// -136 term is the same for every weight row, so it is one MMA with a constant A per token tile
+// and k16 step, shared by the NT n tiles, and it seeds each group sum. Products are exact in the
+// fp32 MMA; the result differs from the bf16-dequantized reference only by that reference's
+// rounding of (code - 8) * scale to bf16.
 //   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
 //   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
 //   MTU: token tiles used (the first MTU of MT; the others' accumulators are left alone).
-template <int NT, int MT, int MTU = MT>
+//   SUMS (W4A16GroupSums): how the group sums are formed. Every variant forms the same exact
+//   products, so they differ only in the order of the fp32 additions; the alternatives exist to
+//   be measured against the default (lab/kernel_check/decode_parts.cu, MODE 3..6), as the MMAs
+//   cost the decode tile 10-20% of the read floor there. Per group, token tile and NT n tiles:
+//   kW4A16GroupSumsCorrection (0): 2 correction MMAs shared by the n tiles, then per n tile a
+//     chain mma(a0, seed corr) -> mma(a1) -> 4 scale fmas: 2 + 2 NT MMAs, 4 NT fmas.
+//   kW4A16GroupSumsNoCorrection (1): (code - 8) in bf16 per register (one bf16x2 fma after the
+//     lop3: (128 + code) * 1 - 136, exact) and no correction MMAs: 2 NT MMAs, but 8 more
+//     HFMA2 per n tile; fewer MMAs where the tile has few n tiles per warp (at NT 1 the
+//     correction is half its MMAs).
+//   kW4A16GroupSumsSplitChains (2): the correction as in 0; per n tile the two k16 MMAs as
+//     independent chains (sum0 from corr, sum1 from zero), each scaled into acc: the same
+//     MMAs, 4 more FFMA per n tile, and a shorter MMA -> fma dependency chain (one MMA's
+//     latency instead of two before the fmas can issue).
+//   kW4A16GroupSumsNoCorrectionSplit (3): both.
+template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsCorrection>
 __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma: 1 <= MTU <= MT");
+  static_assert(SUMS >= 0 && SUMS < kW4A16GroupSumsCount, "int4_group_mma: unknown W4A16GroupSums");
+  constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection || SUMS == kW4A16GroupSumsSplitChains;
+  constexpr bool kSplit = SUMS == kW4A16GroupSumsSplitChains || SUMS == kW4A16GroupSumsNoCorrectionSplit;
   const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   float corr[MTU][4];
+  if constexpr (kCorr) {
 #pragma unroll
-  for (int m = 0; m < MTU; ++m) {
-    ptx::mma_bf16_16816_c(corr[m], kNeg136, b[0][m][0], b[0][m][1], kZero);
-    ptx::mma_bf16_16816(corr[m], kNeg136, b[1][m][0], b[1][m][1]);
+    for (int m = 0; m < MTU; ++m) {
+      ptx::mma_bf16_16816_c(corr[m], kNeg136, b[0][m][0], b[0][m][1], kZero);
+      ptx::mma_bf16_16816(corr[m], kNeg136, b[1][m][0], b[1][m][1]);
+    }
   }
 #pragma unroll
   for (int i = 0; i < NT; ++i) {
@@ -102,17 +123,47 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
       a0[p] = ptx::nibble_pair_bf16(w[i][0] >> (4 * p));
       a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
     }
+    if constexpr (!kCorr) {
+      const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        a0[p] = ptx::fma_x2<kNF4BF16>(a0[p], kOne, kNeg136[0]);  // (128 + code) - 136, exact
+        a1[p] = ptx::fma_x2<kNF4BF16>(a1[p], kOne, kNeg136[0]);
+      }
+    }
     const float s_lo = __uint_as_float(s2[i] << 16);          // row g
     const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
 #pragma unroll
     for (int m = 0; m < MTU; ++m) {
       float sum[4];
-      ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
-      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
-      acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
-      acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
-      acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
-      acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+      if constexpr (kSplit) {
+        float sum1[4];
+        if constexpr (kCorr) {
+          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
+        } else {
+          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
+        }
+        ptx::mma_bf16_16816_c(sum1, a1, b[1][m][0], b[1][m][1], kZero);
+        acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
+        acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
+        acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
+        acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+        acc[i][m][0] = fmaf(s_lo, sum1[0], acc[i][m][0]);
+        acc[i][m][1] = fmaf(s_lo, sum1[1], acc[i][m][1]);
+        acc[i][m][2] = fmaf(s_hi, sum1[2], acc[i][m][2]);
+        acc[i][m][3] = fmaf(s_hi, sum1[3], acc[i][m][3]);
+      } else {
+        if constexpr (kCorr) {
+          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
+        } else {
+          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
+        }
+        ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+        acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
+        acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
+        acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
+        acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+      }
     }
   }
 }

@@ -87,7 +87,7 @@ struct W4A16Config {
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
           int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
-          int SPLIT_K = 1>
+          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsCorrection>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // SPLIT_K > 1 (sm_90+, launched as clusters of SPLIT_K CTAs along x): the SPLIT_K CTAs of a
   // cluster share one output tile and each reduces its slice of K; rank 0 adds the others'
@@ -99,6 +99,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
   // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
   // pipeline (w4a16_decode.cuh).
+  // GROUP_SUMS (W4A16GroupSums): the math of the INT4 BF16 group sums (int4_group_mma) on the
+  // tiles that run them (kScaleInAcc, symmetric weights); the default is the tuned one, the
+  // others exist to be measured (CHORD_W4A16_GROUP_SUMS).
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
   static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
@@ -135,6 +138,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K, kZp, kG128) ==
                     nullptr,
                 "invalid W4A16 config with NF4 weights, zero points, group 128 or split-K (see w4a16_config_error)");
+  static_assert(w4a16_group_sums_error(GROUP_SUMS, WEIGHT, BLOCK_M, WARPS_M) == nullptr,
+                "a group-sums variant other than 0 needs the INT4 BF16 symmetric group sums (see w4a16_group_sums_error)");
+  static_assert(GROUP_SUMS == kW4A16GroupSumsCorrection || (kScaleInAcc && !kZp), "GROUP_SUMS: no group sums to vary");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -444,7 +450,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 w2[i][1] = cw[i][2 * h + 1];
                 s2[i] = cs[i][h];
               }
-              int4_group_mma<kNT, kMT>(acc, w2, s2, bh);
+              int4_group_mma<kNT, kMT, kMT, GROUP_SUMS>(acc, w2, s2, bh);
             }
           }
         } else {
@@ -577,7 +583,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
               w2[i][1] = wq[i][2 * h + 1];
               s2[i] = sc[i][h];
             }
-            int4_group_mma<kNT, kMT, decltype(tag)::value>(acc, w2, s2, b);
+            int4_group_mma<kNT, kMT, decltype(tag)::value, GROUP_SUMS>(acc, w2, s2, b);
           }
         }
       };

@@ -83,4 +83,33 @@ CHORD_W4A16_HD constexpr bool w4a16_known_weight(int weight) {
   return weight >= kW4A16WeightInt4 && weight <= kW4A16WeightInt4ZpG128Fp16;
 }
 
+// The math of the INT4 BF16 decode tile's fp32 group sums (int4_group_mma, w4a16_decode.cuh):
+// the GROUP_SUMS template argument of w4a16_gemm_body, W4A16GemmConfig::group_sums,
+// CHORD_W4A16_GROUP_SUMS. kW4A16GroupSumsCorrection is the kernels' math; the others are
+// alternatives kept to be measured against it (lab/kernel_check/decode_parts.cu, MODE 3..6).
+enum W4A16GroupSums : int {
+  kW4A16GroupSumsCorrection = 0,         // shared constant-A (-136) correction MMAs seed each chain
+  kW4A16GroupSumsNoCorrection = 1,       // (code - 8) per register by a bf16x2 fma; no correction MMAs
+  kW4A16GroupSumsSplitChains = 2,        // the group's two k16 MMAs as two chains, each scaled into acc
+  kW4A16GroupSumsNoCorrectionSplit = 3,  // both
+  kW4A16GroupSumsCount = 4,              // the number of variants (not one)
+};
+
+// Whether a mma.sync tile runs the symmetric BF16 group sums (int4_group_mma): INT4 weights
+// with BF16 scales and no zero point (group 32 or 128), 8 tokens per warp (w4a16_gemm_body's
+// kScaleInAcc without zero points).
+CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int warps_m) {
+  return w4a16_known_weight(weight) && !w4a16_is_nf4(weight) && w4a16_element(weight) == kNF4BF16 &&
+         !w4a16_has_zero_point(weight) && warps_m > 0 && block_m == 8 * warps_m;
+}
+
+// Why a group-sums variant is invalid for a mma.sync tile, or nullptr.
+CHORD_W4A16_HD constexpr const char* w4a16_group_sums_error(int group_sums, int weight, int block_m, int warps_m) {
+  return (group_sums < 0 || group_sums >= kW4A16GroupSumsCount) ? "the group-sums variant must be 0, 1, 2 or 3"
+         : (group_sums != 0 && !w4a16_runs_group_sums(weight, block_m, warps_m))
+             ? "a group-sums variant other than 0 needs a tile that runs the INT4 BF16 group sums (INT4 BF16 "
+               "weights without zero points, group 32 or 128, and 8 tokens per warp: BLOCK_M == 8 * WARPS_M)"
+             : nullptr;
+}
+
 }  // namespace chord

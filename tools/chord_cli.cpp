@@ -289,10 +289,12 @@ int config(const Args& args) {
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;
   const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
   const char* engine = chord::w4a16_engine_name(c.engine);
-  std::printf("engine=%s block_m=%d block_n=%d block_k=%d stages=%d warps_m=%d warps_n=%d warpgroups=%d split_k=%d "
+  // group_sums shows where it is not the default (CHORD_W4A16_GROUP_SUMS).
+  const std::string group_sums = c.group_sums != 0 ? " group_sums=" + std::to_string(c.group_sums) : "";
+  std::printf("engine=%s block_m=%d block_n=%d block_k=%d stages=%d warps_m=%d warps_n=%d warpgroups=%d split_k=%d%s "
               "threads=%d smem=%d kernel=%s\n",
               engine, c.block_m, c.block_n, c.block_k, c.stages, c.warps_m, c.warps_n, c.warpgroups, c.split_k,
-              c.threads(), c.smem_bytes(), c.source().name.c_str());
+              group_sums.c_str(), c.threads(), c.smem_bytes(), c.source().name.c_str());
   if (args.count("--candidates")) {
     std::printf("candidates, best first (* the best one the call can run):\n");
     bool taken = false;
@@ -400,7 +402,7 @@ const std::vector<Command>& commands() {
          info},
         {"config",
          "the W4A16 config and kernel the resolver picks for a GEMM shape",
-         "Prints the config (engine, tile, stages, split-K) and kernel name that the operators would pick for "
+         "Prints the config (engine, tile, stages, split-K, a group-sums variant other than 0) and kernel name that the operators would pick for "
          "this shape, CHORD_W4A16_* overrides included. Needs no GPU.",
          {{"--arch", "ARCH", true, arches},
           {"--mode", "MODE", true, join(mode_names())},
