@@ -161,6 +161,56 @@ TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
   CHECK(out.find("GPUs:") != std::string::npos);
 }
 
+TEST_CASE("cli: CHORD_W4A16_GROUP_SUMS reaches the decode tiles that run the group sums, and only them", "[cli]") {
+  const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
+  // The heuristic's 8-token tile (INT4 BF16, group 32 and 128): the variant in the config and
+  // the kernel name; without the variable, neither.
+  const std::string decode = "--mode masked --n 4096 --k 7168 --experts 8 --rows 1 --groups 8 --max-m 8";
+  const std::string heuristic = "CHORD_W4A16_PROFILE=heuristic ";
+  for (int gs = 0; gs < 4; ++gs) {
+    for (const std::string weight : {"int4", "int4-g128"}) {
+      int code = -1;
+      const std::string command =
+          heuristic + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " " + cli + decode + " --weight " + weight;
+      const std::string out = run_command(command, &code);
+      INFO(command << " -> " << out);
+      CHECK(code == 0);
+      const std::string tile = std::string("kernel=w4a16_masked_m8n128k128s3w1x4") + (weight == "int4" ? "" : "_g128") + "_sk2";
+      if (gs == 0) {
+        CHECK(out.find(tile + "\n") != std::string::npos);
+        CHECK(out.find("group_sums") == std::string::npos);
+      } else {
+        CHECK(out.find(tile + "_gs" + std::to_string(gs) + "\n") != std::string::npos);
+        CHECK(out.find("split_k=2 group_sums=" + std::to_string(gs) + " ") != std::string::npos);
+      }
+    }
+  }
+  // Calls whose tile runs no symmetric BF16 group sums keep their kernel: 16 tokens per warp,
+  // FP16, NF4, zero points, WGMMA prefill.
+  const std::string others[] = {
+      "--mode masked --n 4096 --k 7168 --experts 8 --rows 10 --groups 8 --max-m 16",
+      decode + " --weight int4-fp16", decode + " --weight nf4", decode + " --weight int4-zp",
+      "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512"};
+  for (const std::string& args : others) {
+    int code = -1;
+    const std::string plain = run_command(heuristic + cli + args, &code);
+    REQUIRE(code == 0);
+    const std::string out = run_command(heuristic + "CHORD_W4A16_GROUP_SUMS=3 " + cli + args, &code);
+    INFO(args << " -> " << out);
+    CHECK(code == 0);
+    CHECK(out == plain);
+    CHECK(out.find("_gs3") == std::string::npos);
+  }
+  // A value outside 0..3 is an environment error naming the variable.
+  for (const char* bad : {"4", "-1", "1 ", "x", ""}) {
+    int code = -1;
+    const std::string out = run_command("CHORD_W4A16_GROUP_SUMS='" + std::string(bad) + "' " + cli + decode, &code);
+    INFO(bad << " -> " << out);
+    CHECK(code == 1);
+    CHECK(out.find("CHORD_W4A16_GROUP_SUMS") != std::string::npos);
+  }
+}
+
 TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides included", "[cli]") {
   const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
   const std::string ep8_down = "--mode indexed --n 7168 --k 2048 --experts 48 --rows 170 --block-size 64";

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <map>
 
 #include "core/arch.hpp"
 #include "core/cubin_info.hpp"
@@ -495,4 +496,131 @@ TEST_CASE("arch: names parse, unknown names and old GPUs are rejected", "[arch]"
   CHECK(chord::arch_for_device(10, 0).name() == "sm_100a");
   CHECK(chord::arch_for_device(8, 6).name() == "sm_86");
   CHECK_THROWS_AS(chord::arch_for_device(7, 5), chord::Error);
+}
+
+// The SASS opcodes of a cubin's kernel code (the .text.* sections): per 128-bit instruction of
+// sm_80 and later, the low 12 bits of its first 64-bit word (the opcode and its operand form,
+// as nvdisasm -hex shows them), counted. The ELF is the 64-bit little-endian CUDA cubin.
+static std::map<unsigned, int> sass_opcodes(const std::vector<char>& cubin) {
+  auto read = [&](size_t at, size_t bytes) {
+    REQUIRE(at + bytes <= cubin.size());
+    uint64_t v = 0;
+    for (size_t i = 0; i < bytes; ++i) v |= uint64_t(static_cast<unsigned char>(cubin[at + i])) << (8 * i);
+    return v;
+  };
+  const uint64_t shoff = read(0x28, 8);
+  const size_t shentsize = read(0x3a, 2), shnum = read(0x3c, 2), shstrndx = read(0x3e, 2);
+  const uint64_t strtab = read(shoff + shstrndx * shentsize + 0x18, 8);
+  std::map<unsigned, int> counts;
+  for (size_t i = 0; i < shnum; ++i) {
+    const uint64_t sh = shoff + i * shentsize;
+    const std::string name(&cubin.at(strtab + read(sh, 4)));
+    if (name.rfind(".text.", 0) != 0) continue;
+    const uint64_t offset = read(sh + 0x18, 8), size = read(sh + 0x20, 8);
+    REQUIRE(size % 16 == 0);
+    for (uint64_t at = offset; at < offset + size; at += 16) ++counts[static_cast<unsigned>(read(at, 8) & 0xfffu)];
+  }
+  return counts;
+}
+
+// The opcodes counted (nvdisasm -hex of the cubins of this toolkit, sm_80 / sm_90a / sm_100a).
+constexpr unsigned kSassHmma = 0x23c;    // HMMA.16816.F32.BF16
+constexpr unsigned kSassFfma = 0x223;    // FFMA R, R, R, R
+constexpr unsigned kSassHfma2 = 0x431;   // HFMA2.BF16 R, R, imm, imm
+
+TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build on every arch, trade MMAs for fmas "
+          "as designed, variant 0 keeps its name and text",
+          "[compile]") {
+  // Variant 0 is every existing kernel: its name and text are those before the variants existed.
+  chord::W4A16GemmConfig decode = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 8, 128, 128, 3, 1, 4, 1);
+  REQUIRE(decode.group_sums == chord::kW4A16GroupSumsCorrection);
+  REQUIRE(decode.runs_group_sums());
+  CHECK(decode.source().name == "w4a16_masked_m8n128k128s3w1x4");
+  CHECK(decode.source().text.find("chord::w4a16_gemm_body<1, 8, 128, 128, 3, 1, 4>(args);") != std::string::npos);
+  chord::W4A16GemmConfig split = decode;
+  split.split_k = 2;
+  CHECK(split.source().name == "w4a16_masked_m8n128k128s3w1x4_sk2");
+  CHECK(split.source().text.find("chord::w4a16_gemm_body<1, 8, 128, 128, 3, 1, 4, chord::w4a16_default_path(8, 1, 3), "
+                                 "0, 2>(args);") != std::string::npos);
+  chord::W4A16GemmConfig g128 = decode;
+  g128.weight = chord::kW4A16WeightInt4G128;
+  CHECK(g128.source().name == "w4a16_masked_m8n128k128s3w1x4_g128");
+  CHECK(g128.descriptor(chord::parse_arch("sm_90a")).params[11] == 0);
+
+  // Per 128-k stage of this tile (4 groups of 32 k, 2 n tiles per warp): variant 0 runs 2
+  // correction MMAs per group and 2 per n tile (24 HMMA), 4 scale FFMA per n tile (32); 1 drops
+  // the correction (16 HMMA) for one bf16x2 fma per A register (64 HFMA2); 2 keeps the MMAs and
+  // scales both chains (64 FFMA); 3 both. The main loop is the kernel's only code with these.
+  struct Want {
+    int hmma, ffma, hfma2;
+  };
+  const Want want[chord::kW4A16GroupSumsCount] = {{24, 32, 0}, {16, 32, 64}, {24, 64, 0}, {16, 64, 64}};
+  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
+      chord::W4A16GemmConfig c = decode;
+      c.group_sums = gs;
+      REQUIRE(c.error() == nullptr);
+      const chord::KernelDescriptor d = c.descriptor(arch);
+      CHECK(chord::W4A16GemmConfig::from(d).group_sums == gs);
+      const chord::KernelSource source = c.source();
+      INFO(arch_name << " " << source.name);
+      if (gs != 0) {
+        CHECK_FALSE(d == decode.descriptor(arch));
+        CHECK(source.name == "w4a16_masked_m8n128k128s3w1x4_gs" + std::to_string(gs));
+        CHECK(source.text.find("chord::w4a16_gemm_body<1, 8, 128, 128, 3, 1, 4, chord::w4a16_default_path(8, 1, 3), "
+                               "0, 1, " + std::to_string(gs) + ">(args);") != std::string::npos);
+      }
+      const std::vector<char> cubin = chord::compile_to_cubin(
+          chord::CompileRequest{source.name, source.text, arch, source.options}, "/tmp");
+      CHECK(chord::read_cubin_info(cubin).arch == arch_name);
+      std::map<unsigned, int> ops = sass_opcodes(cubin);
+      CHECK(ops[kSassHmma] == want[gs].hmma);
+      CHECK(ops[kSassFfma] == want[gs].ffma);
+      CHECK(ops[kSassHfma2] == want[gs].hfma2);
+
+      // The other tiles that run the group sums (sm_90a): every mode, group 128, split-K, the
+      // direct path, two warps along M.
+      if (arch.sm() != 90) continue;
+      std::vector<chord::W4A16GemmConfig> others;
+      for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+        others.push_back(mma_sync_config(chord::kW4A16WeightInt4, mode, 8, 128, 128, 3, 1, 4, 1));
+      }
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4G128, chord::kW4A16Indexed, 8, 128, 128, 3, 1, 4, 1));
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4G128, chord::kW4A16Offsets, 8, 64, 256, 2, 1, 4, 1));
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Offsets, 16, 64, 256, 4, 2, 2, 1));
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4G128, chord::kW4A16Masked, 8, 64, 256, 4, 1, 4, 4));
+      for (chord::W4A16GemmConfig o : others) {
+        o.group_sums = gs;
+        REQUIRE(o.error() == nullptr);
+        INFO(o.source().name);
+        if (gs != 0) CHECK(o.source().name.find("_gs" + std::to_string(gs)) != std::string::npos);
+        CHECK(chord::JitRuntime::global().compile(o.descriptor(arch))->info.arch == arch_name);
+      }
+    }
+  }
+
+  // A variant other than 0 on a tile without the symmetric BF16 group sums is a config error.
+  auto rejected = [](chord::W4A16GemmConfig c) {
+    c.group_sums = chord::kW4A16GroupSumsNoCorrection;
+    CHECK_FALSE(c.runs_group_sums());
+    const char* why = c.error();
+    REQUIRE(why != nullptr);
+    CHECK(std::string(why).find("group-sums") != std::string::npos);
+    CHECK_THROWS_AS(c.descriptor(chord::parse_arch("sm_90a")), chord::Error);
+    c.group_sums = 0;
+    CHECK(c.error() == nullptr);
+  };
+  for (auto weight : {chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightNF4, chord::kW4A16WeightInt4Zp,
+                      chord::kW4A16WeightInt4ZpG128, chord::kW4A16WeightInt4G128Fp16}) {
+    rejected(mma_sync_config(weight, chord::kW4A16Masked, 8, 128, 128, 3, 1, 4, 1));
+  }
+  rejected(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 16, 128, 128, 3, 1, 4, 1));  // 16 tokens
+  rejected(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 64, 128, 64, 4, 2, 4, 1));   // prefill
+  chord::W4A16GemmConfig wgmma = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 128, 128, 64, 5, 1, 4, 1);
+  wgmma.engine = chord::W4A16Engine::kWgmma;
+  rejected(wgmma);
+  chord::W4A16GemmConfig bad = decode;
+  bad.group_sums = chord::kW4A16GroupSumsCount;
+  CHECK(bad.error() != nullptr);
 }

@@ -6,8 +6,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <numeric>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "chord/chord.h"
 #include "core/env.hpp"
@@ -637,6 +643,92 @@ TEST_CASE("gpu w4a16: group 128 (symmetric and zero points, BF16 and FP16) in ev
   std::mt19937 rng(128);
   Stream stream;
   check_every_mode(rng, stream, 640, 128, 384);
+}
+
+// The decode calls of every mode on make_weight's current kind, each sized so that the
+// resolver picks an 8-token tile (the heuristic's BLOCK_M 8: a few rows per expert over 64
+// experts, shapes no tuning table names): contiguous, masked, offsets, indexed gate_up and
+// down, and few rows on a long K (split-K on sm_90+).
+void check_decode_modes(std::mt19937& rng, const Stream& stream) {
+  const int e = 64;
+  PackedWeight w = make_weight(e, 128, 512, rng, stream);
+  std::vector<int> rows(e, 0);
+  rows[3] = 5;
+  rows[40] = 1;
+  check_contiguous(w, rows, rng, stream);  // m = 256 padded rows: 4 per expert
+  std::vector<int32_t> masked(e, 0);
+  masked[0] = 1;
+  masked[5] = 3;
+  masked[9] = 8;
+  masked[63] = 2;
+  check_masked(w, masked, 8, 2, rng, stream);
+  std::vector<int> counts(e, 0);
+  counts[1] = 1;
+  counts[7] = 5;
+  counts[30] = 2;
+  check_offsets(w, counts, rng, stream);
+  for (int m : {1, 3}) {
+    std::vector<bool> local(e, true);
+    for (int x = 0; x < e; x += 5) local[x] = false;
+    Routing r = align_routing(m, 8, e, 16, local, 16, rng);
+    check_indexed(w, r, m, 8, 16, rng, stream);      // gate_up
+    check_indexed(w, r, m * 8, 1, 16, rng, stream);  // down
+  }
+  PackedWeight long_k = make_weight(4, 128, 4096, rng, stream);
+  check_offsets(long_k, {1, 0, 2, 1}, rng, stream);
+}
+
+// Run by the test below in a child process whose CHORD_W4A16_GROUP_SUMS is set (the environment
+// is read once per process): the symmetric BF16 kinds, group 32 and 128, in every decode mode
+// and the every-mode matrix, against the reference.
+TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHORD_W4A16_GROUP_SUMS",
+          "[.gpu_group_sums_child]") {
+  const char* value = std::getenv("CHORD_W4A16_GROUP_SUMS");
+  if (value == nullptr) return;  // only as the parent's child
+  const int want = std::atoi(value);
+  const G128Scope g128(GENERATE(false, true));
+  std::mt19937 rng(g_g128 ? 1280 : 320);
+  Stream stream;
+  const chord::DeviceContext device = chord::current_device_context(stream.get());
+  chord::W4A16Problem p;  // check_decode_modes' offsets call: the variable reached its tile
+  p.mode = chord::kW4A16Offsets;
+  p.weight = g_g128 ? chord::kW4A16WeightInt4G128 : chord::kW4A16WeightInt4;
+  p.rows_per_expert = 0;
+  p.n = 128;
+  p.k = 512;
+  p.experts = 64;
+  p.a_rows = 8;
+  p.arch = device.arch;
+  p.sm_count = device.sm_count;
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+  INFO(c.source().name);
+  REQUIRE(c.runs_group_sums());
+  CHECK(c.group_sums == want);
+  check_decode_modes(rng, stream);
+  check_every_mode(rng, stream, 640, 128, g_g128 ? 384 : 0);
+}
+
+TEST_CASE("gpu w4a16: every CHORD_W4A16_GROUP_SUMS variant of the decode tile's group sums equals the reference in "
+          "every mode, group 32 and 128, split-K",
+          "[gpu][w4a16][group_sums]") {
+  // Each variant forms the same exact products as the default and only adds them in another
+  // order (int4_group_mma), so each meets the reference within check_output's tolerance.
+  char self[4096] = {0};
+  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
+    const std::string command = "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " '" + self +
+                                "' '[.gpu_group_sums_child]' 2>&1";
+    FILE* pipe = popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string output;
+    std::array<char, 4096> buffer;
+    while (size_t got = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), got);
+    const int status = pclose(pipe);
+    INFO(command << " -> " << output);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK(output.find("All tests passed") != std::string::npos);
+  }
 }
 
 TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch, zero rows launch nothing",
