@@ -60,7 +60,7 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
 
 
 /* ---------------------------------------------------------------------------------------
- * W4A16 grouped GEMM: INT4 group-32 weights (packed once, on the GPU) x BF16 or FP16
+ * W4A16 grouped GEMM: INT4 weights, group 32 or 128 (packed once, on the GPU) x BF16 or FP16
  * activations, FP32 accumulation. One packed layout serves every mode.
  * docs/packed_layout.md describes it.
  * The weight's format names the 16-bit type of its scales, which is also the type of the
@@ -68,6 +68,7 @@ CHORD_EXPORT chord_status_t chord_int4_dequantize_compressed(const void* packed_
  *   CHORD_FORMAT_INT4_G32       BF16 scales, BF16 activations / outputs
  *   CHORD_FORMAT_INT4_G32_FP16  FP16 scales, FP16 activations / outputs (GPTQ / AWQ
  *                               checkpoints keep their FP16 scales unrounded)
+ * and likewise the zero-point and group-128 formats below (each names its scale type).
  * The activation pointers are untyped: passing FP16 data with a BF16 weight (or the reverse)
  * cannot be detected here and gives wrong numbers (the Python layer checks the pairing).
  * ------------------------------------------------------------------------------------- */
@@ -143,7 +144,8 @@ CHORD_EXPORT chord_status_t chord_w4a16_pack(const void* src_dev, int src_format
  * per 32; group 128: CHORD_W4A16_SRC_GROUP_128, [E, N, K/128]). src_format and scales_dev as
  * for chord_w4a16_pack. *weight gets format
  * CHORD_FORMAT_INT4_G32_ZP (CHORD_FORMAT_INT4_G32_ZP_FP16 with CHORD_W4A16_SRC_SCALES_FP16);
- * scales_out_dev must hold chord_w4a16_zp_scale_bytes() bytes. A separate entry point (not a
+ * scales_out_dev must hold chord_w4a16_zp_scale_bytes() bytes (group 128: the
+ * CHORD_FORMAT_INT4_G128_ZP* format, chord_w4a16_format_scale_bytes() of it). A separate entry point (not a
  * flag of chord_w4a16_pack) because the zero points are one more pointer: the existing entry
  * point and its ABI are unchanged. */
 CHORD_EXPORT chord_status_t chord_w4a16_pack_zp(const void* src_dev, int src_format, const void* scales_dev,
