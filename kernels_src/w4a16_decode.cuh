@@ -175,17 +175,26 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
 // The result differs from the dequantized reference by that reference's rounding of
 // (code - zp) * s and by the fp32 rounding of the seed and sums (the class of int4_group_mma).
 //   p[i][0] / p[i][1]: the {scale, bias} pairs of rows g / g + 8 of n tile i.
-template <int NT, int MT, int MTU = MT>
+//   SUMS: as for int4_group_mma. Without the correction (1, 3) each register takes
+//   (128 + code) + (-(128 + zp)) = code - zp, exact, by a bf16x2 fma with its row's bias
+//   splatted, so there are no token-sum MMAs and no seeds; split chains (2, 3) scale the group's
+//   two k16 MMAs into acc separately.
+template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsCorrection>
 __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                   const unsigned int (&p)[NT][2], const unsigned int (&b)[2][MT][2]) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma_zp: 1 <= MTU <= MT");
+  static_assert(SUMS >= 0 && SUMS < kW4A16GroupSumsCount, "int4_group_mma_zp: unknown W4A16GroupSums");
+  constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection || SUMS == kW4A16GroupSumsSplitChains;
+  constexpr bool kSplit = SUMS == kW4A16GroupSumsSplitChains || SUMS == kW4A16GroupSumsNoCorrectionSplit;
   const unsigned int kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   float tsum[MTU][4];  // [0], [2]: sum_k a of token 2t; [1], [3]: of token 2t + 1
+  if constexpr (kCorr) {
 #pragma unroll
-  for (int m = 0; m < MTU; ++m) {
-    ptx::mma_bf16_16816_c(tsum[m], kOnes, b[0][m][0], b[0][m][1], kZero);
-    ptx::mma_bf16_16816(tsum[m], kOnes, b[1][m][0], b[1][m][1]);
+    for (int m = 0; m < MTU; ++m) {
+      ptx::mma_bf16_16816_c(tsum[m], kOnes, b[0][m][0], b[0][m][1], kZero);
+      ptx::mma_bf16_16816(tsum[m], kOnes, b[1][m][0], b[1][m][1]);
+    }
   }
 #pragma unroll
   for (int i = 0; i < NT; ++i) {
@@ -199,11 +208,37 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
     const float s_hi = __uint_as_float(p[i][1] << 16);          // row g + 8
     const float z_lo = __uint_as_float(p[i][0] & 0xffff0000u);  // -(128 + zp[g])
     const float z_hi = __uint_as_float(p[i][1] & 0xffff0000u);
+    if constexpr (!kCorr) {
+      // Registers 0 and 2 hold row g, 1 and 3 row g + 8 (dequant_word_splat).
+      const unsigned int bias[2] = {ptx::splat_hi(p[i][0]), ptx::splat_hi(p[i][1])};
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        a0[q] = ptx::fma_x2<kNF4BF16>(a0[q], kOnes[0], bias[q & 1]);  // code - zp, exact
+        a1[q] = ptx::fma_x2<kNF4BF16>(a1[q], kOnes[0], bias[q & 1]);
+      }
+    }
 #pragma unroll
     for (int m = 0; m < MTU; ++m) {
-      float sum[4] = {z_lo * tsum[m][0], z_lo * tsum[m][1], z_hi * tsum[m][2], z_hi * tsum[m][3]};
-      ptx::mma_bf16_16816(sum, a0, b[0][m][0], b[0][m][1]);
-      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      float sum[4];
+      if constexpr (kCorr) {
+        sum[0] = z_lo * tsum[m][0];
+        sum[1] = z_lo * tsum[m][1];
+        sum[2] = z_hi * tsum[m][2];
+        sum[3] = z_hi * tsum[m][3];
+        ptx::mma_bf16_16816(sum, a0, b[0][m][0], b[0][m][1]);
+      } else {
+        ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
+      }
+      if constexpr (kSplit) {
+        float sum1[4];
+        ptx::mma_bf16_16816_c(sum1, a1, b[1][m][0], b[1][m][1], kZero);
+        acc[i][m][0] = fmaf(s_lo, sum1[0], acc[i][m][0]);
+        acc[i][m][1] = fmaf(s_lo, sum1[1], acc[i][m][1]);
+        acc[i][m][2] = fmaf(s_hi, sum1[2], acc[i][m][2]);
+        acc[i][m][3] = fmaf(s_hi, sum1[3], acc[i][m][3]);
+      } else {
+        ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      }
       acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
       acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
       acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);

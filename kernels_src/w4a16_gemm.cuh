@@ -99,9 +99,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
   // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
   // pipeline (w4a16_decode.cuh).
-  // GROUP_SUMS (W4A16GroupSums): the math of the INT4 BF16 group sums (int4_group_mma) on the
-  // tiles that run them (kScaleInAcc, symmetric weights); the default is the tuned one, the
-  // others exist to be measured (CHORD_W4A16_GROUP_SUMS).
+  // GROUP_SUMS (W4A16GroupSums): the math of the INT4 BF16 group sums (int4_group_mma,
+  // int4_group_mma_zp) on the tiles that run them (kScaleInAcc, kNarrowPath); the default is the
+  // tuned one, the others exist to be measured (CHORD_W4A16_GROUP_SUMS).
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
   static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
@@ -138,9 +138,10 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K, kZp, kG128) ==
                     nullptr,
                 "invalid W4A16 config with NF4 weights, zero points, group 128 or split-K (see w4a16_config_error)");
-  static_assert(w4a16_group_sums_error(GROUP_SUMS, WEIGHT, BLOCK_M, WARPS_M) == nullptr,
-                "a group-sums variant other than 0 needs the INT4 BF16 symmetric group sums (see w4a16_group_sums_error)");
-  static_assert(GROUP_SUMS == kW4A16GroupSumsCorrection || (kScaleInAcc && !kZp), "GROUP_SUMS: no group sums to vary");
+  static_assert(w4a16_group_sums_error(GROUP_SUMS, WEIGHT, BLOCK_M, WARPS_M, STAGES) == nullptr,
+                "a group-sums variant other than 0 needs the INT4 BF16 group sums (see w4a16_group_sums_error)");
+  static_assert(GROUP_SUMS == kW4A16GroupSumsCorrection || kScaleInAcc || kNarrowPath,
+                "GROUP_SUMS: no group sums to vary");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -442,7 +443,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 p2[i][0] = cs[i][2 * h];
                 p2[i][1] = cs[i][2 * h + 1];
               }
-              int4_group_mma_zp<kNT, kMT>(acc, w2, p2, bh);
+              int4_group_mma_zp<kNT, kMT, kMT, GROUP_SUMS>(acc, w2, p2, bh);
             } else {
 #pragma unroll
               for (int i = 0; i < kNT; ++i) {
@@ -575,7 +576,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
               p2[i][0] = sc[i][2 * h];
               p2[i][1] = sc[i][2 * h + 1];
             }
-            int4_group_mma_zp<kNT, kMT, decltype(tag)::value>(acc, w2, p2, b);
+            int4_group_mma_zp<kNT, kMT, decltype(tag)::value, GROUP_SUMS>(acc, w2, p2, b);
           } else {
 #pragma unroll
             for (int i = 0; i < kNT; ++i) {

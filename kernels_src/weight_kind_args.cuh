@@ -95,20 +95,24 @@ enum W4A16GroupSums : int {
   kW4A16GroupSumsCount = 4,              // the number of variants (not one)
 };
 
-// Whether a mma.sync tile runs the symmetric BF16 group sums (int4_group_mma): INT4 weights
-// with BF16 scales and no zero point (group 32 or 128), 8 tokens per warp (w4a16_gemm_body's
-// kScaleInAcc without zero points).
-CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int warps_m) {
-  return w4a16_known_weight(weight) && !w4a16_is_nf4(weight) && w4a16_element(weight) == kNF4BF16 &&
-         !w4a16_has_zero_point(weight) && warps_m > 0 && block_m == 8 * warps_m;
+// Whether a mma.sync tile runs the INT4 BF16 group sums (int4_group_mma, int4_group_mma_zp):
+// INT4 weights with BF16 scales (symmetric or with zero points, group 32 or 128) on tiles of 8
+// tokens per warp (w4a16_gemm_body's kScaleInAcc), or 16-token tiles of one warp along M on the
+// staged path (kNarrowPath: the group sums on a tile that holds <= 8 rows; the staged path is
+// w4a16_default_path's choice for every stage count but 2).
+CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int warps_m, int stages) {
+  return w4a16_known_weight(weight) && !w4a16_is_nf4(weight) && w4a16_element(weight) == kNF4BF16 && warps_m > 0 &&
+         (block_m == 8 * warps_m || (block_m == 16 && warps_m == 1 && stages != 2));
 }
 
 // Why a group-sums variant is invalid for a mma.sync tile, or nullptr.
-CHORD_W4A16_HD constexpr const char* w4a16_group_sums_error(int group_sums, int weight, int block_m, int warps_m) {
+CHORD_W4A16_HD constexpr const char* w4a16_group_sums_error(int group_sums, int weight, int block_m, int warps_m,
+                                                            int stages) {
   return (group_sums < 0 || group_sums >= kW4A16GroupSumsCount) ? "the group-sums variant must be 0, 1, 2 or 3"
-         : (group_sums != 0 && !w4a16_runs_group_sums(weight, block_m, warps_m))
-             ? "a group-sums variant other than 0 needs a tile that runs the INT4 BF16 group sums (INT4 BF16 "
-               "weights without zero points, group 32 or 128, and 8 tokens per warp: BLOCK_M == 8 * WARPS_M)"
+         : (group_sums != 0 && !w4a16_runs_group_sums(weight, block_m, warps_m, stages))
+             ? "a group-sums variant other than 0 needs a tile that runs the INT4 BF16 group sums (INT4 weights "
+               "with BF16 scales, and 8 tokens per warp (BLOCK_M == 8 * WARPS_M) or a 16-token tile of one warp "
+               "along M on the staged path)"
              : nullptr;
 }
 

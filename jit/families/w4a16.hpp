@@ -76,10 +76,10 @@ struct W4A16GemmConfig {
                                              zero_point(), g128())) {
       return why;
     }
-    return w4a16_group_sums_error(group_sums, weight, block_m, warps_m);
+    return w4a16_group_sums_error(group_sums, weight, block_m, warps_m, stages);
   }
   // Whether the tile runs the INT4 BF16 group sums, the math group_sums chooses.
-  bool runs_group_sums() const { return !wgmma() && w4a16_runs_group_sums(weight, block_m, warps_m); }
+  bool runs_group_sums() const { return !wgmma() && w4a16_runs_group_sums(weight, block_m, warps_m, stages); }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {
     return wgmma() ? w4a16_wgmma_shape_error(n, k, block_n) : w4a16_shape_error(n, k, block_n, block_k);

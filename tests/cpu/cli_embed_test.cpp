@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "chord/chord.h"
@@ -163,33 +164,40 @@ TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
 
 TEST_CASE("cli: CHORD_W4A16_GROUP_SUMS reaches the decode tiles that run the group sums, and only them", "[cli]") {
   const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
-  // The heuristic's 8-token tile (INT4 BF16, group 32 and 128): the variant in the config and
-  // the kernel name; without the variable, neither.
+  // The heuristic's 8-token tile (INT4 BF16, group 32 and 128, symmetric and with zero points)
+  // and its 16-token staged tile (group sums on tiles of <= 8 rows): the variant in the config
+  // and the kernel name; without the variable, neither.
   const std::string decode = "--mode masked --n 4096 --k 7168 --experts 8 --rows 1 --groups 8 --max-m 8";
   const std::string heuristic = "CHORD_W4A16_PROFILE=heuristic ";
   for (int gs = 0; gs < 4; ++gs) {
-    for (const std::string weight : {"int4", "int4-g128"}) {
-      int code = -1;
-      const std::string command =
-          heuristic + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " " + cli + decode + " --weight " + weight;
-      const std::string out = run_command(command, &code);
-      INFO(command << " -> " << out);
-      CHECK(code == 0);
-      const std::string tile = std::string("kernel=w4a16_masked_m8n128k128s3w1x4") + (weight == "int4" ? "" : "_g128") + "_sk2";
-      if (gs == 0) {
-        CHECK(out.find(tile + "\n") != std::string::npos);
-        CHECK(out.find("group_sums") == std::string::npos);
-      } else {
-        CHECK(out.find(tile + "_gs" + std::to_string(gs) + "\n") != std::string::npos);
-        CHECK(out.find("split_k=2 group_sums=" + std::to_string(gs) + " ") != std::string::npos);
+    const std::pair<const char*, const char*> weights[] = {
+        {"int4", ""}, {"int4-g128", "_g128"}, {"int4-zp", "_zp"}, {"int4-zp-g128", "_zpg128"}};
+    for (const auto& [weight, suffix] : weights) {
+      for (const std::string rows : {"--rows 1 --max-m 8", "--rows 10 --max-m 16"}) {
+        int code = -1;
+        const std::string command = heuristic + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " " + cli +
+                                    "--mode masked --n 4096 --k 7168 --experts 8 --groups 8 " + rows + " --weight " +
+                                    weight;
+        const std::string out = run_command(command, &code);
+        INFO(command << " -> " << out);
+        CHECK(code == 0);
+        const std::string tile = std::string("kernel=w4a16_masked_m") + (rows == "--rows 1 --max-m 8" ? "8" : "16") +
+                                 "n128k128s3w1x4" + suffix + "_sk2";
+        if (gs == 0) {
+          CHECK(out.find(tile + "\n") != std::string::npos);
+          CHECK(out.find("group_sums") == std::string::npos);
+        } else {
+          CHECK(out.find(tile + "_gs" + std::to_string(gs) + "\n") != std::string::npos);
+          CHECK(out.find("split_k=2 group_sums=" + std::to_string(gs) + " ") != std::string::npos);
+        }
       }
     }
   }
-  // Calls whose tile runs no symmetric BF16 group sums keep their kernel: 16 tokens per warp,
-  // FP16, NF4, zero points, WGMMA prefill.
+  // Calls whose tile runs no BF16 group sums keep their kernel: 32 tokens per warp, FP16, NF4,
+  // WGMMA prefill.
   const std::string others[] = {
-      "--mode masked --n 4096 --k 7168 --experts 8 --rows 10 --groups 8 --max-m 16",
-      decode + " --weight int4-fp16", decode + " --weight nf4", decode + " --weight int4-zp",
+      "--mode masked --n 4096 --k 7168 --experts 8 --rows 20 --groups 8 --max-m 32",
+      decode + " --weight int4-fp16", decode + " --weight nf4", decode + " --weight int4-zp-fp16",
       "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512"};
   for (const std::string& args : others) {
     int code = -1;

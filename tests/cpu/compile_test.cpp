@@ -580,7 +580,8 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
       CHECK(ops[kSassHfma2] == want[gs].hfma2);
 
       // The other tiles that run the group sums (sm_90a): every mode, group 128, split-K, the
-      // direct path, two warps along M.
+      // direct path, two warps along M, zero points, the 16-token tile of one warp (whose
+      // group sums serve tiles of <= 8 rows).
       if (arch.sm() != 90) continue;
       std::vector<chord::W4A16GemmConfig> others;
       for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
@@ -590,6 +591,9 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
       others.push_back(mma_sync_config(chord::kW4A16WeightInt4G128, chord::kW4A16Offsets, 8, 64, 256, 2, 1, 4, 1));
       others.push_back(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Offsets, 16, 64, 256, 4, 2, 2, 1));
       others.push_back(mma_sync_config(chord::kW4A16WeightInt4G128, chord::kW4A16Masked, 8, 64, 256, 4, 1, 4, 4));
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4Zp, chord::kW4A16Indexed, 8, 128, 128, 3, 1, 4, 2));
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4ZpG128, chord::kW4A16Masked, 8, 128, 128, 3, 1, 4, 1));
+      others.push_back(mma_sync_config(chord::kW4A16WeightInt4ZpG128, chord::kW4A16Indexed, 16, 128, 128, 3, 1, 4, 1));
       for (chord::W4A16GemmConfig o : others) {
         o.group_sums = gs;
         REQUIRE(o.error() == nullptr);
@@ -600,7 +604,36 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
     }
   }
 
-  // A variant other than 0 on a tile without the symmetric BF16 group sums is a config error.
+  // Zero points and the 16-token tile: the variants without the correction drop its MMAs (the
+  // token-sum MMAs of zero points) for bf16x2 adds / fmas, the split chains keep every MMA.
+  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4Zp}) {
+    for (int bm : {8, 16}) {
+      if (weight == chord::kW4A16WeightInt4 && bm == 8) continue;  // the counts above
+      chord::W4A16GemmConfig base = mma_sync_config(weight, chord::kW4A16Masked, bm, 128, 128, 3, 1, 4, 1);
+      int hmma[chord::kW4A16GroupSumsCount] = {}, hfma2[chord::kW4A16GroupSumsCount] = {};
+      for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
+        chord::W4A16GemmConfig c = base;
+        c.group_sums = gs;
+        REQUIRE(c.runs_group_sums());
+        REQUIRE(c.error() == nullptr);
+        const chord::KernelSource source = c.source();
+        INFO(source.name);
+        std::map<unsigned, int> ops = sass_opcodes(chord::compile_to_cubin(
+            chord::CompileRequest{source.name, source.text, chord::parse_arch("sm_90a"), source.options}, "/tmp"));
+        hmma[gs] = ops[kSassHmma];
+        // HFMA2 or HADD2 in any operand form (ptxas turns the fma by 1 with a register bias into
+        // an HADD2 that reads the splatted half in place).
+        for (const auto& [op, count] : ops) hfma2[gs] += (op & 0x1feu) == (kSassHfma2 & 0x1feu) ? count : 0;
+      }
+      INFO("weight " << weight << " BLOCK_M " << bm);
+      CHECK(hmma[1] < hmma[0]);
+      CHECK(hmma[3] == hmma[1]);
+      CHECK(hmma[2] == hmma[0]);
+      CHECK(hfma2[1] > hfma2[0]);
+    }
+  }
+
+  // A variant other than 0 on a tile without the BF16 group sums is a config error.
   auto rejected = [](chord::W4A16GemmConfig c) {
     c.group_sums = chord::kW4A16GroupSumsNoCorrection;
     CHECK_FALSE(c.runs_group_sums());
@@ -611,11 +644,12 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
     c.group_sums = 0;
     CHECK(c.error() == nullptr);
   };
-  for (auto weight : {chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightNF4, chord::kW4A16WeightInt4Zp,
-                      chord::kW4A16WeightInt4ZpG128, chord::kW4A16WeightInt4G128Fp16}) {
+  for (auto weight : {chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightNF4, chord::kW4A16WeightInt4ZpFp16,
+                      chord::kW4A16WeightInt4G128Fp16}) {
     rejected(mma_sync_config(weight, chord::kW4A16Masked, 8, 128, 128, 3, 1, 4, 1));
   }
-  rejected(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 16, 128, 128, 3, 1, 4, 1));  // 16 tokens
+  rejected(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 16, 128, 128, 2, 1, 4, 1));  // direct path
+  rejected(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 32, 128, 128, 3, 1, 4, 1));  // 32 tokens
   rejected(mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 64, 128, 64, 4, 2, 4, 1));   // prefill
   chord::W4A16GemmConfig wgmma = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 128, 128, 64, 5, 1, 4, 1);
   wgmma.engine = chord::W4A16Engine::kWgmma;

@@ -679,20 +679,24 @@ void check_decode_modes(std::mt19937& rng, const Stream& stream) {
 }
 
 // Run by the test below in a child process whose CHORD_W4A16_GROUP_SUMS is set (the environment
-// is read once per process): the symmetric BF16 kinds, group 32 and 128, in every decode mode
-// and the every-mode matrix, against the reference.
+// is read once per process), and in a second child with the 16-token staged tile forced
+// (CHORD_W4A16_BM=16 ... STAGES=3: the group sums of its tiles that hold <= 8 rows): the BF16
+// INT4 kinds, symmetric and with zero points, group 32 and 128, in every decode mode and the
+// every-mode matrix, against the reference.
 TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHORD_W4A16_GROUP_SUMS",
           "[.gpu_group_sums_child]") {
   const char* value = std::getenv("CHORD_W4A16_GROUP_SUMS");
   if (value == nullptr) return;  // only as the parent's child
   const int want = std::atoi(value);
   const G128Scope g128(GENERATE(false, true));
-  std::mt19937 rng(g_g128 ? 1280 : 320);
+  const ZpScope zp(GENERATE(false, true));
+  std::mt19937 rng((g_g128 ? 1280 : 320) + (g_zp ? 7 : 0));
   Stream stream;
   const chord::DeviceContext device = chord::current_device_context(stream.get());
   chord::W4A16Problem p;  // check_decode_modes' offsets call: the variable reached its tile
   p.mode = chord::kW4A16Offsets;
-  p.weight = g_g128 ? chord::kW4A16WeightInt4G128 : chord::kW4A16WeightInt4;
+  p.weight = g_zp ? (g_g128 ? chord::kW4A16WeightInt4ZpG128 : chord::kW4A16WeightInt4Zp)
+                  : (g_g128 ? chord::kW4A16WeightInt4G128 : chord::kW4A16WeightInt4);
   p.rows_per_expert = 0;
   p.n = 128;
   p.k = 512;
@@ -709,25 +713,30 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
 }
 
 TEST_CASE("gpu w4a16: every CHORD_W4A16_GROUP_SUMS variant of the decode tile's group sums equals the reference in "
-          "every mode, group 32 and 128, split-K",
+          "every mode, group 32 and 128, zero points, split-K, 8- and 16-token tiles",
           "[gpu][w4a16][group_sums]") {
   // Each variant forms the same exact products as the default and only adds them in another
   // order (int4_group_mma), so each meets the reference within check_output's tolerance.
   char self[4096] = {0};
   REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  // "" : the resolver's tile (8 tokens per warp on these shapes); the other: the 16-token staged
+  // tile, whose group sums serve its tiles of <= 8 rows.
+  const char* tiles[] = {"", "CHORD_W4A16_BM=16 CHORD_W4A16_BN=128 CHORD_W4A16_BK=128 CHORD_W4A16_STAGES=3 "};
   for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
-    const std::string command = "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " '" + self +
-                                "' '[.gpu_group_sums_child]' 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    std::array<char, 4096> buffer;
-    while (size_t got = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), got);
-    const int status = pclose(pipe);
-    INFO(command << " -> " << output);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-    CHECK(output.find("All tests passed") != std::string::npos);
+    for (const char* tile : tiles) {
+      const std::string command = std::string(tile) + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " '" + self +
+                                  "' '[.gpu_group_sums_child]' 2>&1";
+      FILE* pipe = popen(command.c_str(), "r");
+      REQUIRE(pipe != nullptr);
+      std::string output;
+      std::array<char, 4096> buffer;
+      while (size_t got = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), got);
+      const int status = pclose(pipe);
+      INFO(command << " -> " << output);
+      CHECK(WIFEXITED(status));
+      CHECK(WEXITSTATUS(status) == 0);
+      CHECK(output.find("All tests passed") != std::string::npos);
+    }
   }
 }
 
