@@ -7,7 +7,10 @@
 # libchord.so beside the package's own; rep by rep, one clock; both outputs checked). Results
 # under $OUT.
 # Usage: lab/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
-# a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well)
+# a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well;
+# one prefixed "against-env:VAR=VALUE:" runs the --against comparison with it set, for a
+# variable only this tree's library reads, e.g. CHORD_W4A16_GROUP_SUMS=1: variant 1 here
+# against the base's default in one process)
 set -uo pipefail
 base=$1; shift
 base_lib="$(cd "$base" && pwd)/build/libchord.so"
@@ -26,6 +29,13 @@ build/tests/chord_gpu_tests > "$out/gpu_tests.log" 2>&1
 grep -E "test cases|passed|failed" "$out/gpu_tests.log" | tail -3
 for only in "$@"; do
   tag=$(echo "$only" | tr -c 'A-Za-z0-9=\n' '_')
+  if [[ $only == against-env:* ]]; then
+    spec=${only#against-env:}; var=${spec%%:*}; filt=${spec#*:}
+    env "$var" python3 bench/bench_w4a16.py --only "$filt" --against "$base_lib" --out "/tmp/a_$tag" \
+      > "/tmp/a_$tag.txt" 2>&1
+    echo "== after ($var) vs before ($base), $filt"; grep -E "us |failed|Error" "/tmp/a_$tag.txt" | sed 's/  */ /g'
+    continue
+  fi
   if [[ $only == env:* ]]; then
     spec=${only#env:}; var=${spec%%:*}; filt=${spec#*:}
     env "$var" python3 bench/bench_w4a16.py --only "$filt" --out "/tmp/b_$tag" > "/tmp/b_$tag.txt" 2>&1
