@@ -401,7 +401,6 @@ class Suite:
         self.interleaved = interleaved  # time ours and the anchor rep by rep (time_interleaved_us)
         self.against = against
         self.peers = peers or {}
-        self.peer_failures = 0
         self.block_size = None  # the indexed scenario's routing block (recorded in its rows)
         self.flush = l2_flush_buffer()
         self.rows = []
@@ -412,7 +411,7 @@ class Suite:
         output it wrote. Times ours and the grouped_mm anchor (and the --against build's call,
         checked too, all three rep by rep); appends a row. peer_calls: the --peers peers' calls
         on this row (try_peers): each is run once, checked, and timed rep by rep with the others
-        (a failed check, or a peer that raised, is counted apart: peer_failures)."""
+        (a failed check, or a peer that raised, is counted apart: count_peer_failures)."""
         if self.only and self.only not in scenario:
             return
         ours_fn = call(self.library)
@@ -430,8 +429,7 @@ class Suite:
             timed.append(against_fn)
         if not ok:
             self.failures += 1
-        peer_rows, peer_timed, failed = try_peers(self.peers, peer_calls)
-        self.peer_failures += failed
+        peer_rows, peer_timed, _ = try_peers(self.peers, peer_calls)
         first_peer = len(timed)
         timed += [fn for _, fn in peer_timed]
         if ref_fn is not None and (self.interleaved or len(timed) > 1):
@@ -1102,6 +1100,11 @@ def command_line(args):
     return " ".join(parts)
 
 
+def count_peer_failures(rows, peers):
+    """The rows' failed peer checks (wrong, or raised) over the peers named."""
+    return sum(1 for r in rows for p in peers if r.get(f"{p}_check") not in (None, "ok", "not run"))
+
+
 class Stopped(Exception):
     """SIGTERM (what `timeout` sends) during a run."""
 
@@ -1142,8 +1145,7 @@ def run_set(args, meta, name, run_rows, summarize, peers=None, missing_peers=Non
     if peers:
         meta["peer_first_call_s"] = {p: round(sum(r.get(f"{p}_first_call_ms") or 0.0 for r in rows) / 1000.0, 1)
                                      for p in peers}
-        failed = sum(1 for r in rows for p in peers if r.get(f"{p}_check") not in (None, "ok", "not run"))
-        peer_note = f" (peers: {failed} failed checks"
+        peer_note = f" (peers: {count_peer_failures(rows, peers)} failed checks"
     with open(os.path.join(args.out, f"{name}.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     with open(os.path.join(args.out, f"{name}_summary.txt"), "w") as f:
@@ -1237,8 +1239,7 @@ def main():
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
     draw(rows, os.path.join(args.out, "bench.png"))
-    peer_failures = sum(1 for r in rows for p in loaded_peers if r.get(f"{p}_check") not in (None, "ok", "not run"))
-    peer_note = f" (peers: {peer_failures} failed checks)" if loaded_peers else ""
+    peer_note = f" (peers: {count_peer_failures(rows, loaded_peers)} failed checks)" if loaded_peers else ""
     if loaded_peers:
         import peers_chart
         if peers_chart.draw(rows, os.path.join(args.out, "peers.png"), meta):

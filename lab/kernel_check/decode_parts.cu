@@ -52,33 +52,18 @@
 
 #include "kernels_src/ptx.cuh"
 #include "lab/kernel_check/check_harness.cuh"  // CK
+#include "lab/kernel_check/stream_probe.cuh"
 
 namespace {
 
+using namespace stream_probe;
+
 using namespace chord;
 
-constexpr double kStreamBytesPerS = 4.47e12;
-
-struct Shape {
-  const char* name;
-  int experts, n, k;
-};
-
-// Active experts x N x K of decode calls measured at 40-60% of their floor (generalization set).
-const Shape kShapes[] = {
-    {"dsv3 EP8 T=1 gate_up (8 x 4096 x 7168)", 8, 4096, 7168},
-    {"mixtral TP1 T=1 down (2 x 4096 x 14336)", 2, 4096, 14336},
-    {"maverick EP8 T=1 down (1 x 5120 x 8192)", 1, 5120, 8192},
-    {"q235 EP8 T=8 gate_up (16 x 3072 x 4096)", 16, 3072, 4096},
-    {"masked EP8 gate_up (48 x 4096 x 7168)", 48, 4096, 7168},
-};
 
 constexpr int kModes = 7;
 constexpr const char* kModeNames[kModes] = {"copy", "+lds", "+dequant", "+mma", "nocorr", "split", "nocorr+split"};
 
-__device__ __forceinline__ void cp16(unsigned int dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
 
 // (x & 0x000f000f) | c with c a register: MODE 2's stand-in for the MMA, the same lop3 as the
 // nibble conversion but OR-ing into the other word's converted pair, so both conversions feed
@@ -309,18 +294,6 @@ struct Buffers {
   void* flush;
 };
 
-constexpr long long kFlushBytes = 256ll << 20;
-
-// Reads the flush buffer: L2 ends up holding clean lines, so the timed kernel's misses evict
-// without a write-back.
-__global__ void read_flush(const uint4* p, long long n, unsigned int* sink) {
-  unsigned int acc = 0;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9e3779b9u) sink[0] = acc;
-}
 
 // Median over 12 reps (after 3 warm-up reps) of launch(), each after a read flush; the events
 // bracket the launch only.
@@ -331,7 +304,7 @@ float time_us(const Buffers& b, Launch launch) {
   CK(cudaEventCreate(&e));
   std::vector<float> t;
   for (int r = 0; r < 15; ++r) {
-    read_flush<<<132 * 8, 256>>>((const uint4*)b.flush, kFlushBytes / 16, b.sink);
+    launch_read_flush(b.flush, b.sink);
     CK(cudaEventRecord(a));
     launch();
     CK(cudaEventRecord(e));
@@ -370,8 +343,7 @@ void run(const Shape& sh, int split, const Buffers& b) {
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));
-  const double bytes = (double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2;
-  const double floor_us = bytes / kStreamBytesPerS * 1e6;
+  const double floor_us = sh.floor_us();
   std::printf("  bn%-3d bk%-3d s%d t%-3d sk%d:", BN, BK, STAGES, THREADS, split);
   for (int m = 0; m < kModes; ++m) std::printf("  %s %6.1f us %3.0f%%", kModeNames[m], us[m], 100.0 * floor_us / us[m]);
   std::printf("   (%d CTAs, %d/SM)\n", sh.experts * (sh.n / BN) * split, per_sm);
@@ -383,8 +355,8 @@ void run(const Shape& sh, int split, const Buffers& b) {
 int main() {
   long long max_w = 0, max_s = 0;
   for (const Shape& sh : kShapes) {
-    max_w = std::max(max_w, (long long)sh.experts * sh.n * sh.k / 2);
-    max_s = std::max(max_s, (long long)sh.experts * (sh.k / 32) * sh.n * 2);
+    max_w = std::max(max_w, sh.weight_bytes());
+    max_s = std::max(max_s, sh.scale_bytes());
   }
   constexpr int kActWords = 32 * (256 / 16) * 2;  // fragments of the widest BK
   Buffers b;
@@ -402,8 +374,7 @@ int main() {
   const float empty = time_us(b, [&] { empty_kernel<<<132, 128>>>(b.sink); });
   std::printf("empty launch (132 CTAs x 128 threads) after the flush: %.2f us\n", empty);
   for (const Shape& sh : kShapes) {
-    const double mb = ((double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2) / 1e6;
-    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, mb, mb * 1e6 / kStreamBytesPerS * 1e6);
+    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, sh.bytes() / 1e6, sh.floor_us());
     for (int split : {1, 2, 4}) {
       run<64, 128, 4, 128>(sh, split, b);
       run<128, 128, 4, 128>(sh, split, b);

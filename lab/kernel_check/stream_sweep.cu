@@ -13,28 +13,13 @@
 #include <vector>
 
 #include "lab/kernel_check/check_harness.cuh"  // CK
+#include "lab/kernel_check/stream_probe.cuh"
 
 namespace {
 
-constexpr double kStreamBytesPerS = 4.47e12;
+using namespace stream_probe;
 
-struct Shape {
-  const char* name;
-  int experts, n, k;
-};
 
-// Active experts x N x K of decode calls measured at 40-60% of their floor (generalization set).
-const Shape kShapes[] = {
-    {"dsv3 EP8 T=1 gate_up (8 x 4096 x 7168)", 8, 4096, 7168},
-    {"mixtral TP1 T=1 down (2 x 4096 x 14336)", 2, 4096, 14336},
-    {"maverick EP8 T=1 down (1 x 5120 x 8192)", 1, 5120, 8192},
-    {"q235 EP8 T=8 gate_up (16 x 3072 x 4096)", 16, 3072, 4096},
-    {"masked EP8 gate_up (48 x 4096 x 7168)", 48, 4096, 7168},
-};
-
-__device__ __forceinline__ void cp16(unsigned int dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
 
 template <int BN, int BK, int STAGES, int THREADS>
 struct Tile {
@@ -98,19 +83,6 @@ struct Buffers {
   bool read_flush;  // flush L2 by reading the flush buffer (clean lines) instead of writing it
 };
 
-constexpr long long kFlushBytes = 256ll << 20;
-
-// Reads the flush buffer: L2 ends up holding clean lines, so the timed kernel's misses evict
-// without a write-back. A memset leaves L2 full of dirty lines whose write-back the next kernel
-// pays for in DRAM time.
-__global__ void read_flush(const uint4* p, long long n, unsigned int* sink) {
-  unsigned int acc = 0;
-  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9e3779b9u) sink[0] = acc;
-}
 
 template <int BN, int BK, int STAGES, int THREADS>
 void run(const Shape& sh, int split, const Buffers& b) {
@@ -125,7 +97,7 @@ void run(const Shape& sh, int split, const Buffers& b) {
   std::vector<float> t;
   for (int r = 0; r < 15; ++r) {
     if (b.read_flush) {  // L2 flushed before every rep
-      read_flush<<<132 * 8, 256>>>((const uint4*)b.flush, kFlushBytes / 16, b.sink);
+      launch_read_flush(b.flush, b.sink);
     } else {
       CK(cudaMemsetAsync(b.flush, r, kFlushBytes));
     }
@@ -143,8 +115,7 @@ void run(const Shape& sh, int split, const Buffers& b) {
   const float us = t[t.size() / 2];
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, T::kSmem));
-  const double bytes = (double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2;
-  const double floor_us = bytes / kStreamBytesPerS * 1e6;
+  const double floor_us = sh.floor_us();
   std::printf("  %s bn%-3d bk%-3d s%d t%-3d sk%d: %5d CTAs (%d/SM max) %8.2f us  %5.1f%% of the floor\n", b.read_flush ? "read " : "write", BN, BK, STAGES,
               THREADS, split, grid, per_sm, us, 100.0 * floor_us / us);
 }
@@ -164,8 +135,8 @@ void stages_threads(const Shape& sh, const Buffers& b) {
 int main() {
   long long max_w = 0, max_s = 0;
   for (const Shape& sh : kShapes) {
-    max_w = std::max(max_w, (long long)sh.experts * sh.n * sh.k / 2);
-    max_s = std::max(max_s, (long long)sh.experts * (sh.k / 32) * sh.n * 2);
+    max_w = std::max(max_w, sh.weight_bytes());
+    max_s = std::max(max_s, sh.scale_bytes());
   }
   Buffers b;
   CK(cudaMalloc(&b.w, max_w));
@@ -176,8 +147,7 @@ int main() {
   CK(cudaMemset(b.w, 1, max_w));
   CK(cudaMemset(b.s, 1, max_s));
   for (const Shape& sh : kShapes) {
-    const double mb = ((double)sh.experts * sh.n * sh.k / 2 + (double)sh.experts * (sh.k / 32) * sh.n * 2) / 1e6;
-    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, mb, mb * 1e6 / kStreamBytesPerS * 1e6);
+    std::printf("%s: %.1f MB, floor %.2f us\n", sh.name, sh.bytes() / 1e6, sh.floor_us());
     for (bool read : {false, true}) {
       b.read_flush = read;
       stages_threads<64, 128>(sh, b);

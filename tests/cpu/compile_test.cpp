@@ -185,6 +185,24 @@ static std::vector<chord::W4A16GemmConfig> mma_decode_matrix(chord::W4A16WeightK
   return configs;
 }
 
+// The pack kernels of one INT4 packed form: packing from one code per byte and from the
+// compressed-tensors words, and the unpack kernel (element: the caller's).
+static std::vector<chord::W4A16PackConfig> pack_kernels(bool zero_point, int group) {
+  std::vector<chord::W4A16PackConfig> kernels;
+  for (bool unpack : {false, true}) {
+    for (auto src : {chord::kInt4Codes, chord::kInt4Compressed}) {
+      if (unpack && src == chord::kInt4Compressed) continue;
+      chord::W4A16PackConfig pack;
+      pack.unpack = unpack;
+      pack.source_format = src;
+      pack.zero_point = zero_point;
+      pack.group = group;
+      kernels.push_back(pack);
+    }
+  }
+  return kernels;
+}
+
 // The one-role WGMMA tiles of the zero-point and group-128 compile matrices: two warpgroups,
 // BN128 and BN256, contiguous and indexed.
 static std::vector<chord::W4A16GemmConfig> one_role_tiles(chord::W4A16WeightKind weight) {
@@ -302,22 +320,15 @@ TEST_CASE("compile: INT4 with zero points (BF16 and FP16) builds every engine, t
       for (const chord::W4A16GemmConfig& w : one_role_tiles(weight)) compile_one_role(w, arch);
 
       const bool fp16 = weight == chord::kW4A16WeightInt4ZpFp16;
-      for (bool unpack : {false, true}) {
-        for (auto src : {chord::kInt4Codes, chord::kInt4Compressed}) {
-          if (unpack && src == chord::kInt4Compressed) continue;
-          chord::W4A16PackConfig pack;
-          pack.unpack = unpack;
-          pack.source_format = src;
-          pack.zero_point = true;
-          pack.element = fp16 ? chord::kNF4FP16 : chord::kNF4BF16;
-          const chord::KernelDescriptor d = pack.descriptor(arch);
-          const chord::W4A16PackConfig back = chord::W4A16PackConfig::from(d);
-          CHECK(back.zero_point);
-          CHECK(back.element == pack.element);
-          INFO(pack.source().name);
-          CHECK(pack.source().name.find("_zp") != std::string::npos);
-          CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
-        }
+      for (chord::W4A16PackConfig pack : pack_kernels(true, 32)) {
+        pack.element = fp16 ? chord::kNF4FP16 : chord::kNF4BF16;
+        const chord::KernelDescriptor d = pack.descriptor(arch);
+        const chord::W4A16PackConfig back = chord::W4A16PackConfig::from(d);
+        CHECK(back.zero_point);
+        CHECK(back.element == pack.element);
+        INFO(pack.source().name);
+        CHECK(pack.source().name.find("_zp") != std::string::npos);
+        CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
       }
     }
   }
@@ -410,28 +421,20 @@ TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) bu
 
       const bool zp = chord::w4a16_has_zero_point(weight);
       const auto element = static_cast<chord::NF4Element>(chord::w4a16_element(weight));
-      for (bool unpack : {false, true}) {
-        for (auto src : {chord::kInt4Codes, chord::kInt4Compressed}) {
-          if (unpack && src == chord::kInt4Compressed) continue;
-          chord::W4A16PackConfig pack;
-          pack.unpack = unpack;
-          pack.source_format = src;
-          pack.zero_point = zp;
-          pack.element = unpack || zp ? element : chord::kNF4BF16;
-          pack.group = 128;
-          const chord::KernelDescriptor d = pack.descriptor(arch);
-          const chord::W4A16PackConfig back = chord::W4A16PackConfig::from(d);
-          CHECK(back.group == 128);
-          CHECK(back.zero_point == zp);
-          CHECK(back.element == pack.element);
-          chord::W4A16PackConfig pack32 = pack;
-          pack32.group = 32;
-          CHECK_FALSE(d == pack32.descriptor(arch));
-          INFO(pack.source().name);
-          CHECK(pack.source().name.find("_g128") != std::string::npos);
-          CHECK(pack.source().text.find(", 128>") != std::string::npos);
-          CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
-        }
+      for (chord::W4A16PackConfig pack : pack_kernels(zp, 128)) {
+        pack.element = pack.unpack || zp ? element : chord::kNF4BF16;
+        const chord::KernelDescriptor d = pack.descriptor(arch);
+        const chord::W4A16PackConfig back = chord::W4A16PackConfig::from(d);
+        CHECK(back.group == 128);
+        CHECK(back.zero_point == zp);
+        CHECK(back.element == pack.element);
+        chord::W4A16PackConfig pack32 = pack;
+        pack32.group = 32;
+        CHECK_FALSE(d == pack32.descriptor(arch));
+        INFO(pack.source().name);
+        CHECK(pack.source().name.find("_g128") != std::string::npos);
+        CHECK(pack.source().text.find(", 128>") != std::string::npos);
+        CHECK(chord::JitRuntime::global().compile(d)->info.arch == arch_name);
       }
     }
   }

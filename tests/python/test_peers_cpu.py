@@ -455,3 +455,14 @@ def test_sigterm_keeps_the_rows_done():
         assert meta == {} and len(rows) == 1
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def test_count_peer_failures():
+    """A wrong or raised peer check counts; ok, not run and a peer the row lacks do not."""
+    bench = pytest.importorskip("bench_w4a16")
+    rows = [dict(marlin_check="ok", humming_check="wrong"),
+            dict(marlin_check="ERROR: ValueError: x", humming_check="not run"),
+            dict(marlin_check="not run")]
+    assert bench.count_peer_failures(rows, ["marlin", "humming"]) == 2
+    assert bench.count_peer_failures(rows, ["marlin"]) == 1
+    assert bench.count_peer_failures(rows, []) == 0
