@@ -70,6 +70,15 @@ __device__ __forceinline__ void dequant_word_zp(unsigned int q, unsigned int p_g
   }
 }
 
+// acc += s * sum for one n tile and token tile of the group sums: rows g (registers 0, 1) take
+// s_lo, rows g + 8 (2, 3) s_hi.
+__device__ __forceinline__ void add_scaled_sum(float (&acc)[4], float s_lo, float s_hi, const float (&sum)[4]) {
+  acc[0] = fmaf(s_lo, sum[0], acc[0]);
+  acc[1] = fmaf(s_lo, sum[1], acc[1]);
+  acc[2] = fmaf(s_hi, sum[2], acc[2]);
+  acc[3] = fmaf(s_hi, sum[3], acc[3]);
+}
+
 // One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
 // to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
 //   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
@@ -135,35 +144,15 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
     const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
 #pragma unroll
     for (int m = 0; m < MTU; ++m) {
-      float sum[4];
+      float sum[4], sum1[4];
+      ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kCorr ? corr[m] : kZero);
       if constexpr (kSplit) {
-        float sum1[4];
-        if constexpr (kCorr) {
-          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
-        } else {
-          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
-        }
         ptx::mma_bf16_16816_c(sum1, a1, b[1][m][0], b[1][m][1], kZero);
-        acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
-        acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
-        acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
-        acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
-        acc[i][m][0] = fmaf(s_lo, sum1[0], acc[i][m][0]);
-        acc[i][m][1] = fmaf(s_lo, sum1[1], acc[i][m][1]);
-        acc[i][m][2] = fmaf(s_hi, sum1[2], acc[i][m][2]);
-        acc[i][m][3] = fmaf(s_hi, sum1[3], acc[i][m][3]);
       } else {
-        if constexpr (kCorr) {
-          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], corr[m]);
-        } else {
-          ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
-        }
         ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
-        acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
-        acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
-        acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
-        acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
       }
+      add_scaled_sum(acc[i][m], s_lo, s_hi, sum);
+      if constexpr (kSplit) add_scaled_sum(acc[i][m], s_lo, s_hi, sum1);
     }
   }
 }
@@ -232,17 +221,11 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
       if constexpr (kSplit) {
         float sum1[4];
         ptx::mma_bf16_16816_c(sum1, a1, b[1][m][0], b[1][m][1], kZero);
-        acc[i][m][0] = fmaf(s_lo, sum1[0], acc[i][m][0]);
-        acc[i][m][1] = fmaf(s_lo, sum1[1], acc[i][m][1]);
-        acc[i][m][2] = fmaf(s_hi, sum1[2], acc[i][m][2]);
-        acc[i][m][3] = fmaf(s_hi, sum1[3], acc[i][m][3]);
+        add_scaled_sum(acc[i][m], s_lo, s_hi, sum1);
       } else {
         ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
       }
-      acc[i][m][0] = fmaf(s_lo, sum[0], acc[i][m][0]);
-      acc[i][m][1] = fmaf(s_lo, sum[1], acc[i][m][1]);
-      acc[i][m][2] = fmaf(s_hi, sum[2], acc[i][m][2]);
-      acc[i][m][3] = fmaf(s_hi, sum[3], acc[i][m][3]);
+      add_scaled_sum(acc[i][m], s_lo, s_hi, sum);
     }
   }
 }
