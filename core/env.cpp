@@ -257,7 +257,7 @@ Environment read_environment() {
   e.w4a16_stages = read_positive_int("CHORD_W4A16_STAGES");
   e.w4a16_warps_n = read_positive_int("CHORD_W4A16_WARPS_N");
   e.w4a16_split_k = read_positive_int("CHORD_W4A16_SPLIT_K");
-  e.w4a16_group_sums = read_digit("CHORD_W4A16_GROUP_SUMS", 3);
+  e.w4a16_group_sums = read_digit("CHORD_W4A16_GROUP_SUMS", 1);
   return e;
 }
 

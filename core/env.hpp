@@ -46,8 +46,8 @@ struct Environment {
   std::optional<int> w4a16_stages;
   std::optional<int> w4a16_warps_n;  // CHORD_W4A16_WARPS_N: warps along N of a forced mma.sync config
   std::optional<int> w4a16_split_k;  // CHORD_W4A16_SPLIT_K: force the mma.sync split-K (1, 2, 4, 8)
-  // CHORD_W4A16_GROUP_SUMS: the group-sum math (W4A16GroupSums, 0..3) of the calls whose tile
-  // runs the INT4 BF16 group sums; for measuring the alternatives to the default 0
+  // CHORD_W4A16_GROUP_SUMS: the group-sum form (W4A16GroupSums, 0 or 1) of the calls whose tile
+  // runs the INT4 BF16 group sums; for measuring the correction form against the default 0
   std::optional<int> w4a16_group_sums;
 };
 

@@ -81,39 +81,28 @@ __device__ __forceinline__ void add_scaled_sum(float (&acc)[4], float s_lo, floa
 
 // One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
 // to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
-//   sum_k bf16(code - 8) * s * a  ==  s * (sum_k (128 + code) * a  +  sum_k (-136) * a)
+//   sum_k bf16(code - 8) * s * a  ==  s * sum_k (code - 8) * a
 // (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
-// dequant_word go away (BF16 only: in FP16 the offset is 1024, whose cancellation in the fp32
-// sums would cost about as much as the FP16 output's rounding, so FP16 tiles dequantize); the
-// -136 term is the same for every weight row, so it is one MMA with a constant A per token tile
-// and k16 step, shared by the NT n tiles, and it seeds each group sum. Products are exact in the
-// fp32 MMA; the result differs from the bf16-dequantized reference only by that reference's
-// rounding of (code - 8) * scale to bf16.
+// dequant_word become one bf16x2 fma per register (BF16 only: in FP16 the lop3's offset is
+// 1024, whose cancellation would cost about as much as the FP16 output's rounding, so FP16
+// tiles dequantize). Products are exact in the fp32 MMA; the result differs from the
+// bf16-dequantized reference only by that reference's rounding of (code - 8) * scale to bf16.
 //   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
 //   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
 //   MTU: token tiles used (the first MTU of MT; the others' accumulators are left alone).
-//   SUMS (W4A16GroupSums): how the group sums are formed. Every variant forms the same exact
-//   products, so they differ only in the order of the fp32 additions; the alternatives exist to
-//   be measured against the default (lab/kernel_check/decode_parts.cu, MODE 3..6), as the MMAs
-//   cost the decode tile 10-20% of the read floor there. Per group, token tile and NT n tiles:
-//   kW4A16GroupSumsCorrection (0): 2 correction MMAs shared by the n tiles, then per n tile a
-//     chain mma(a0, seed corr) -> mma(a1) -> 4 scale fmas: 2 + 2 NT MMAs, 4 NT fmas.
-//   kW4A16GroupSumsNoCorrection (1): (code - 8) in bf16 per register (one bf16x2 fma after the
-//     lop3: (128 + code) * 1 - 136, exact) and no correction MMAs: 2 NT MMAs, but 8 more
-//     HFMA2 per n tile; fewer MMAs where the tile has few n tiles per warp (at NT 1 the
-//     correction is half its MMAs).
-//   kW4A16GroupSumsSplitChains (2): the correction as in 0; per n tile the two k16 MMAs as
-//     independent chains (sum0 from corr, sum1 from zero), each scaled into acc: the same
-//     MMAs, 4 more FFMA per n tile, and a shorter MMA -> fma dependency chain (one MMA's
-//     latency instead of two before the fmas can issue).
-//   kW4A16GroupSumsNoCorrectionSplit (3): both.
-template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsCorrection>
+//   SUMS (W4A16GroupSums), per group, token tile and NT n tiles:
+//   kW4A16GroupSumsOffset: (128 + code) * 1 - 136 = code - 8 per register, exact; then per n
+//     tile mma(a0) -> mma(a1) -> 4 scale fmas: 2 NT MMAs, 8 NT HFMA2, 4 NT FFMA.
+//   kW4A16GroupSumsCorrection: the lop3's (128 + code) as it is, and the -136 term, the same for
+//     every weight row, as 2 MMAs with a constant A shared by the n tiles that seed each chain:
+//     2 + 2 NT MMAs, 4 NT FFMA. At NT 1 that is half the tile's MMAs again, which is why the
+//     offset form is the default.
+template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset>
 __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma: 1 <= MTU <= MT");
   static_assert(SUMS >= 0 && SUMS < kW4A16GroupSumsCount, "int4_group_mma: unknown W4A16GroupSums");
-  constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection || SUMS == kW4A16GroupSumsSplitChains;
-  constexpr bool kSplit = SUMS == kW4A16GroupSumsSplitChains || SUMS == kW4A16GroupSumsNoCorrectionSplit;
+  constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection;
   const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   float corr[MTU][4];
@@ -144,37 +133,29 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
     const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
 #pragma unroll
     for (int m = 0; m < MTU; ++m) {
-      float sum[4], sum1[4];
+      float sum[4];
       ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kCorr ? corr[m] : kZero);
-      if constexpr (kSplit) {
-        ptx::mma_bf16_16816_c(sum1, a1, b[1][m][0], b[1][m][1], kZero);
-      } else {
-        ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
-      }
+      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
       add_scaled_sum(acc[i][m], s_lo, s_hi, sum);
-      if constexpr (kSplit) add_scaled_sum(acc[i][m], s_lo, s_hi, sum1);
     }
   }
 }
 
-// int4_group_mma for the BF16 zero-point kind. The bias -(128 + zp) differs per row, so it
-// cannot be one constant-A MMA; instead the token sums sum_k a (row-independent) come from one
-// MMA with A = 1 per token tile and k16 step, and each row seeds its group sum in fp32:
-//   sum_k bf16(code - zp) * s * a  ==  s * (sum_k (128 + code) * a  +  (-(128 + zp)) * sum_k a)
+// int4_group_mma for the BF16 zero-point kind, whose bias -(128 + zp) differs per row:
+//   kW4A16GroupSumsOffset: each register takes (128 + code) + (-(128 + zp)) = code - zp, exact,
+//     by a bf16x2 fma with its row's bias splatted (ptxas folds the splat into the operand).
+//   kW4A16GroupSumsCorrection: the token sums sum_k a (row-independent) from one MMA with A = 1
+//     per token tile and k16 step, and each row seeds its group sum with -(128 + zp) times them
+//     in fp32: s * (sum_k (128 + code) * a  +  (-(128 + zp)) * sum_k a).
 // The result differs from the dequantized reference by that reference's rounding of
-// (code - zp) * s and by the fp32 rounding of the seed and sums (the class of int4_group_mma).
+// (code - zp) * s (and, in the correction form, by the fp32 rounding of the seed).
 //   p[i][0] / p[i][1]: the {scale, bias} pairs of rows g / g + 8 of n tile i.
-//   SUMS: as for int4_group_mma. Without the correction (1, 3) each register takes
-//   (128 + code) + (-(128 + zp)) = code - zp, exact, by a bf16x2 fma with its row's bias
-//   splatted, so there are no token-sum MMAs and no seeds; split chains (2, 3) scale the group's
-//   two k16 MMAs into acc separately.
-template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsCorrection>
+template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset>
 __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                   const unsigned int (&p)[NT][2], const unsigned int (&b)[2][MT][2]) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma_zp: 1 <= MTU <= MT");
   static_assert(SUMS >= 0 && SUMS < kW4A16GroupSumsCount, "int4_group_mma_zp: unknown W4A16GroupSums");
-  constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection || SUMS == kW4A16GroupSumsSplitChains;
-  constexpr bool kSplit = SUMS == kW4A16GroupSumsSplitChains || SUMS == kW4A16GroupSumsNoCorrectionSplit;
+  constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection;
   const unsigned int kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   float tsum[MTU][4];  // [0], [2]: sum_k a of token 2t; [1], [3]: of token 2t + 1
@@ -193,10 +174,8 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
       a0[q] = ptx::nibble_pair_bf16(w[i][0] >> (4 * q));
       a1[q] = ptx::nibble_pair_bf16(w[i][1] >> (4 * q));
     }
-    const float s_lo = __uint_as_float(p[i][0] << 16);          // row g
-    const float s_hi = __uint_as_float(p[i][1] << 16);          // row g + 8
-    const float z_lo = __uint_as_float(p[i][0] & 0xffff0000u);  // -(128 + zp[g])
-    const float z_hi = __uint_as_float(p[i][1] & 0xffff0000u);
+    const float s_lo = __uint_as_float(p[i][0] << 16);  // row g
+    const float s_hi = __uint_as_float(p[i][1] << 16);  // row g + 8
     if constexpr (!kCorr) {
       // Registers 0 and 2 hold row g, 1 and 3 row g + 8 (dequant_word_splat).
       const unsigned int bias[2] = {ptx::splat_hi(p[i][0]), ptx::splat_hi(p[i][1])};
@@ -210,6 +189,8 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
     for (int m = 0; m < MTU; ++m) {
       float sum[4];
       if constexpr (kCorr) {
+        const float z_lo = __uint_as_float(p[i][0] & 0xffff0000u);  // -(128 + zp[g])
+        const float z_hi = __uint_as_float(p[i][1] & 0xffff0000u);
         sum[0] = z_lo * tsum[m][0];
         sum[1] = z_lo * tsum[m][1];
         sum[2] = z_hi * tsum[m][2];
@@ -218,13 +199,7 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
       } else {
         ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
       }
-      if constexpr (kSplit) {
-        float sum1[4];
-        ptx::mma_bf16_16816_c(sum1, a1, b[1][m][0], b[1][m][1], kZero);
-        add_scaled_sum(acc[i][m], s_lo, s_hi, sum1);
-      } else {
-        ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
-      }
+      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
       add_scaled_sum(acc[i][m], s_lo, s_hi, sum);
     }
   }

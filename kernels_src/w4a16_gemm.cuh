@@ -87,7 +87,7 @@ struct W4A16Config {
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
           int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
-          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsCorrection>
+          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // SPLIT_K > 1 (sm_90+, launched as clusters of SPLIT_K CTAs along x): the SPLIT_K CTAs of a
   // cluster share one output tile and each reduces its slice of K; rank 0 adds the others'
@@ -99,9 +99,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
   // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
   // pipeline (w4a16_decode.cuh).
-  // GROUP_SUMS (W4A16GroupSums): the math of the INT4 BF16 group sums (int4_group_mma,
-  // int4_group_mma_zp) on the tiles that run them (kScaleInAcc, kNarrowPath); the default is the
-  // tuned one, the others exist to be measured (CHORD_W4A16_GROUP_SUMS).
+  // GROUP_SUMS (W4A16GroupSums): the form of the INT4 BF16 group sums (int4_group_mma,
+  // int4_group_mma_zp) on the tiles that run them (kScaleInAcc, kNarrowPath); 0, the default,
+  // everywhere else (CHORD_W4A16_GROUP_SUMS).
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
   // The tile schedulers give each of the BLOCK_M rows one thread (s_src / s_dst).
   static_assert(w4a16_threads(WARPS_M, WARPS_N) >= BLOCK_M, "W4A16 needs 32 * WARPS_M * WARPS_N >= BLOCK_M");
@@ -139,8 +139,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                     nullptr,
                 "invalid W4A16 config with NF4 weights, zero points, group 128 or split-K (see w4a16_config_error)");
   static_assert(w4a16_group_sums_error(GROUP_SUMS, WEIGHT, BLOCK_M, WARPS_M, STAGES) == nullptr,
-                "a group-sums variant other than 0 needs the INT4 BF16 group sums (see w4a16_group_sums_error)");
-  static_assert(GROUP_SUMS == kW4A16GroupSumsCorrection || kScaleInAcc || kNarrowPath,
+                "a group-sums form other than 0 needs the INT4 BF16 group sums (see w4a16_group_sums_error)");
+  static_assert(GROUP_SUMS == kW4A16GroupSumsOffset || kScaleInAcc || kNarrowPath,
                 "GROUP_SUMS: no group sums to vary");
 
   extern __shared__ __align__(128) unsigned char smem[];

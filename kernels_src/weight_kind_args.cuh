@@ -85,14 +85,13 @@ CHORD_W4A16_HD constexpr bool w4a16_known_weight(int weight) {
 
 // The math of the INT4 BF16 decode tile's fp32 group sums (int4_group_mma, w4a16_decode.cuh):
 // the GROUP_SUMS template argument of w4a16_gemm_body, W4A16GemmConfig::group_sums,
-// CHORD_W4A16_GROUP_SUMS. kW4A16GroupSumsCorrection is the kernels' math; the others are
-// alternatives kept to be measured against it (lab/kernel_check/decode_parts.cu, MODE 3..6).
+// CHORD_W4A16_GROUP_SUMS. The offset form is the kernels' math: the correction MMAs it drops
+// cost the decode tiles more time than the half adds it adds (docs/kernels.md, "mma.sync"); the
+// correction form is kept so that a shape can be measured both ways.
 enum W4A16GroupSums : int {
-  kW4A16GroupSumsCorrection = 0,         // shared constant-A (-136) correction MMAs seed each chain
-  kW4A16GroupSumsNoCorrection = 1,       // (code - 8) per register by a bf16x2 fma; no correction MMAs
-  kW4A16GroupSumsSplitChains = 2,        // the group's two k16 MMAs as two chains, each scaled into acc
-  kW4A16GroupSumsNoCorrectionSplit = 3,  // both
-  kW4A16GroupSumsCount = 4,              // the number of variants (not one)
+  kW4A16GroupSumsOffset = 0,      // (code - 8), or (code - zp), per register by one bf16x2 fma
+  kW4A16GroupSumsCorrection = 1,  // constant-A correction MMAs (token-sum MMAs with zero points)
+  kW4A16GroupSumsCount = 2,       // the number of forms (not one)
 };
 
 // Whether a mma.sync tile runs the INT4 BF16 group sums (int4_group_mma, int4_group_mma_zp):
@@ -105,12 +104,12 @@ CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int
          (block_m == 8 * warps_m || (block_m == 16 && warps_m == 1 && stages != 2));
 }
 
-// Why a group-sums variant is invalid for a mma.sync tile, or nullptr.
+// Why a group-sums form is invalid for a mma.sync tile, or nullptr.
 CHORD_W4A16_HD constexpr const char* w4a16_group_sums_error(int group_sums, int weight, int block_m, int warps_m,
                                                             int stages) {
-  return (group_sums < 0 || group_sums >= kW4A16GroupSumsCount) ? "the group-sums variant must be 0, 1, 2 or 3"
+  return (group_sums < 0 || group_sums >= kW4A16GroupSumsCount) ? "the group-sums form must be 0 or 1"
          : (group_sums != 0 && !w4a16_runs_group_sums(weight, block_m, warps_m, stages))
-             ? "a group-sums variant other than 0 needs a tile that runs the INT4 BF16 group sums (INT4 weights "
+             ? "a group-sums form other than 0 needs a tile that runs the INT4 BF16 group sums (INT4 weights "
                "with BF16 scales, and 8 tokens per warp (BLOCK_M == 8 * WARPS_M) or a 16-token tile of one warp "
                "along M on the staged path)"
              : nullptr;

@@ -9,7 +9,7 @@
 # Usage: lab/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
 # a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well;
 # one prefixed "against-env:VAR=VALUE:" runs the --against comparison with it set, for a
-# variable only this tree's library reads, e.g. CHORD_W4A16_GROUP_SUMS=1: variant 1 here
+# variable only this tree's library reads, e.g. CHORD_W4A16_GROUP_SUMS=1: form 1 here
 # against the base's default in one process)
 set -uo pipefail
 base=$1; shift

@@ -402,7 +402,7 @@ const std::vector<Command>& commands() {
          info},
         {"config",
          "the W4A16 config and kernel the resolver picks for a GEMM shape",
-         "Prints the config (engine, tile, stages, split-K, a group-sums variant other than 0) and kernel name that the operators would pick for "
+         "Prints the config (engine, tile, stages, split-K, a group-sums form other than 0) and kernel name that the operators would pick for "
          "this shape, CHORD_W4A16_* overrides included. Needs no GPU.",
          {{"--arch", "ARCH", true, arches},
           {"--mode", "MODE", true, join(mode_names())},

@@ -21,7 +21,7 @@
 //     STAGES/WARPS_N start from the best one-role candidate (a forced config is validated, not
 //     filtered: a value the kernel cannot run is an error).
 //  5. launch shape: warps along M for narrow prefill tiles, split-K for decode grids.
-//  6. the group-sum math: the default, or CHORD_W4A16_GROUP_SUMS where the tile runs the INT4
+//  6. the group-sum form: the default, or CHORD_W4A16_GROUP_SUMS where the tile runs the INT4
 //     BF16 group sums.
 // Zero-point weights (kW4A16WeightInt4Zp*) take the INT4 candidates on every engine (their
 // larger scale tiles may cost a one-role WGMMA tile a stage: w4a16_config_for_weight), and so
@@ -363,7 +363,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
            c.split_k, p.arch.name());
     }
   }
-  // CHORD_W4A16_GROUP_SUMS chooses the group-sum math of a tile that runs the INT4 BF16 group
+  // CHORD_W4A16_GROUP_SUMS chooses the group-sum form of a tile that runs the INT4 BF16 group
   // sums; like CHORD_W4A16_SPLIT_K on a WGMMA call, it does not apply to the other calls (prefill
   // tiles, WGMMA, FP16, NF4, zero points), which keep their kernel: one setting measures a whole
   // suite's decode calls.

@@ -127,7 +127,7 @@ KernelSource W4A16GemmConfig::source() const {
     s.name += fmt::format("_sk{}", split_k);
   }
   if (split_k > 1 || group_sums != 0) weight_args += fmt::format(", {}", split_k);
-  if (group_sums != 0) {  // W4A16GroupSums
+  if (group_sums != 0) {  // W4A16GroupSums other than the offset form
     s.name += fmt::format("_gs{}", group_sums);
     weight_args += fmt::format(", {}", group_sums);
   }

@@ -28,9 +28,9 @@ struct W4A16GemmConfig {
   int warpgroups = 2;  // kWgmma only (kWgmmaWs: one producer and two consumer warpgroups)
   W4A16WeightKind weight = kW4A16WeightInt4;  // INT4 or NF4, BF16 or FP16 activations
   int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
-  // kMmaSync tiles that run the INT4 BF16 group sums (w4a16_runs_group_sums): their math, a
-  // W4A16GroupSums (0, the default, on every other tile); the others exist to be measured.
-  int group_sums = kW4A16GroupSumsCorrection;
+  // kMmaSync tiles that run the INT4 BF16 group sums (w4a16_runs_group_sums): their form, a
+  // W4A16GroupSums (0, the default, on every other tile).
+  int group_sums = kW4A16GroupSumsOffset;
 
   bool wgmma() const { return engine != W4A16Engine::kMmaSync; }  // either WGMMA kernel
   bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
@@ -60,7 +60,7 @@ struct W4A16GemmConfig {
   const char* error() const {
     if (warp_specialized()) {
       return split_k != 1                     ? "split-K is a mma.sync schedule"
-             : group_sums != 0                ? "the group-sums variants are a mma.sync schedule"
+             : group_sums != 0                ? "the group-sums forms are a mma.sync schedule"
              : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
                                               : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
                                                                             g128());
@@ -68,7 +68,7 @@ struct W4A16GemmConfig {
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1       ? "split-K is a mma.sync schedule"
-             : group_sums != 0 ? "the group-sums variants are a mma.sync schedule"
+             : group_sums != 0 ? "the group-sums forms are a mma.sync schedule"
                                : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point(),
                                                      g128());
     }
@@ -78,7 +78,7 @@ struct W4A16GemmConfig {
     }
     return w4a16_group_sums_error(group_sums, weight, block_m, warps_m, stages);
   }
-  // Whether the tile runs the INT4 BF16 group sums, the math group_sums chooses.
+  // Whether the tile runs the INT4 BF16 group sums, whose form group_sums chooses.
   bool runs_group_sums() const { return !wgmma() && w4a16_runs_group_sums(weight, block_m, warps_m, stages); }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {

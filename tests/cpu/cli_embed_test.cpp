@@ -165,11 +165,11 @@ TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
 TEST_CASE("cli: CHORD_W4A16_GROUP_SUMS reaches the decode tiles that run the group sums, and only them", "[cli]") {
   const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
   // The heuristic's 8-token tile (INT4 BF16, group 32 and 128, symmetric and with zero points)
-  // and its 16-token staged tile (group sums on tiles of <= 8 rows): the variant in the config
-  // and the kernel name; without the variable, neither.
+  // and its 16-token staged tile (group sums on tiles of <= 8 rows): form 1 in the config and
+  // the kernel name; form 0, set or not, in neither.
   const std::string decode = "--mode masked --n 4096 --k 7168 --experts 8 --rows 1 --groups 8 --max-m 8";
   const std::string heuristic = "CHORD_W4A16_PROFILE=heuristic ";
-  for (int gs = 0; gs < 4; ++gs) {
+  for (int gs = 0; gs < 2; ++gs) {
     const std::pair<const char*, const char*> weights[] = {
         {"int4", ""}, {"int4-g128", "_g128"}, {"int4-zp", "_zp"}, {"int4-zp-g128", "_zpg128"}};
     for (const auto& [weight, suffix] : weights) {
@@ -203,14 +203,14 @@ TEST_CASE("cli: CHORD_W4A16_GROUP_SUMS reaches the decode tiles that run the gro
     int code = -1;
     const std::string plain = run_command(heuristic + cli + args, &code);
     REQUIRE(code == 0);
-    const std::string out = run_command(heuristic + "CHORD_W4A16_GROUP_SUMS=3 " + cli + args, &code);
+    const std::string out = run_command(heuristic + "CHORD_W4A16_GROUP_SUMS=1 " + cli + args, &code);
     INFO(args << " -> " << out);
     CHECK(code == 0);
     CHECK(out == plain);
-    CHECK(out.find("_gs3") == std::string::npos);
+    CHECK(out.find("_gs1") == std::string::npos);
   }
-  // A value outside 0..3 is an environment error naming the variable.
-  for (const char* bad : {"4", "-1", "1 ", "x", ""}) {
+  // A value other than 0 or 1 is an environment error naming the variable.
+  for (const char* bad : {"2", "4", "-1", "1 ", "x", ""}) {
     int code = -1;
     const std::string out = run_command("CHORD_W4A16_GROUP_SUMS='" + std::string(bad) + "' " + cli + decode, &code);
     INFO(bad << " -> " << out);

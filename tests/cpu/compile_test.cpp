@@ -531,12 +531,11 @@ constexpr unsigned kSassHmma = 0x23c;    // HMMA.16816.F32.BF16
 constexpr unsigned kSassFfma = 0x223;    // FFMA R, R, R, R
 constexpr unsigned kSassHfma2 = 0x431;   // HFMA2.BF16 R, R, imm, imm
 
-TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build on every arch, trade MMAs for fmas "
-          "as designed, variant 0 keeps its name and text",
+TEST_CASE("compile: the decode tile's group-sum forms (GROUP_SUMS 0, 1) build on every arch and trade MMAs for half "
+          "fmas as designed; form 0 keeps the kernel name without a suffix",
           "[compile]") {
-  // Variant 0 is every existing kernel: its name and text are those before the variants existed.
   chord::W4A16GemmConfig decode = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Masked, 8, 128, 128, 3, 1, 4, 1);
-  REQUIRE(decode.group_sums == chord::kW4A16GroupSumsCorrection);
+  REQUIRE(decode.group_sums == chord::kW4A16GroupSumsOffset);
   REQUIRE(decode.runs_group_sums());
   CHECK(decode.source().name == "w4a16_masked_m8n128k128s3w1x4");
   CHECK(decode.source().text.find("chord::w4a16_gemm_body<1, 8, 128, 128, 3, 1, 4>(args);") != std::string::npos);
@@ -550,14 +549,14 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
   CHECK(g128.source().name == "w4a16_masked_m8n128k128s3w1x4_g128");
   CHECK(g128.descriptor(chord::parse_arch("sm_90a")).params[11] == 0);
 
-  // Per 128-k stage of this tile (4 groups of 32 k, 2 n tiles per warp): variant 0 runs 2
-  // correction MMAs per group and 2 per n tile (24 HMMA), 4 scale FFMA per n tile (32); 1 drops
-  // the correction (16 HMMA) for one bf16x2 fma per A register (64 HFMA2); 2 keeps the MMAs and
-  // scales both chains (64 FFMA); 3 both. The main loop is the kernel's only code with these.
+  // Per 128-k stage of this tile (4 groups of 32 k, 2 n tiles per warp): form 0 makes code - 8
+  // by one bf16x2 fma per A register (64 HFMA2) and runs 2 MMAs per n tile (16 HMMA); form 1
+  // adds 2 correction MMAs per group (24 HMMA) and no half fmas. Both: 4 scale FFMA per n tile
+  // (32). The main loop is the kernel's only code with these.
   struct Want {
     int hmma, ffma, hfma2;
   };
-  const Want want[chord::kW4A16GroupSumsCount] = {{24, 32, 0}, {16, 32, 64}, {24, 64, 0}, {16, 64, 64}};
+  const Want want[chord::kW4A16GroupSumsCount] = {{16, 32, 64}, {24, 32, 0}};
   for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
     const chord::Arch arch = chord::parse_arch(arch_name);
     for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
@@ -607,8 +606,8 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
     }
   }
 
-  // Zero points and the 16-token tile: the variants without the correction drop its MMAs (the
-  // token-sum MMAs of zero points) for bf16x2 adds / fmas, the split chains keep every MMA.
+  // Zero points and the 16-token tile: the offset form drops the correction MMAs (the token-sum
+  // MMAs of zero points) for bf16x2 adds / fmas.
   for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4Zp}) {
     for (int bm : {8, 16}) {
       if (weight == chord::kW4A16WeightInt4 && bm == 8) continue;  // the counts above
@@ -629,16 +628,14 @@ TEST_CASE("compile: the decode tile's group-sum variants (GROUP_SUMS 0..3) build
         for (const auto& [op, count] : ops) hfma2[gs] += (op & 0x1feu) == (kSassHfma2 & 0x1feu) ? count : 0;
       }
       INFO("weight " << weight << " BLOCK_M " << bm);
-      CHECK(hmma[1] < hmma[0]);
-      CHECK(hmma[3] == hmma[1]);
-      CHECK(hmma[2] == hmma[0]);
-      CHECK(hfma2[1] > hfma2[0]);
+      CHECK(hmma[chord::kW4A16GroupSumsOffset] < hmma[chord::kW4A16GroupSumsCorrection]);
+      CHECK(hfma2[chord::kW4A16GroupSumsOffset] > hfma2[chord::kW4A16GroupSumsCorrection]);
     }
   }
 
-  // A variant other than 0 on a tile without the BF16 group sums is a config error.
+  // A form other than 0 on a tile without the BF16 group sums is a config error.
   auto rejected = [](chord::W4A16GemmConfig c) {
-    c.group_sums = chord::kW4A16GroupSumsNoCorrection;
+    c.group_sums = chord::kW4A16GroupSumsCorrection;
     CHECK_FALSE(c.runs_group_sums());
     const char* why = c.error();
     REQUIRE(why != nullptr);

@@ -266,7 +266,9 @@ template <typename Call>
 void run_and_check(const std::vector<uint16_t>& want, DeviceBuffer& out, const Stream& stream, Call call) {
   const std::vector<uint16_t> poison(want.size(), kPoison);
   out.upload(poison);
-  REQUIRE(call() == CHORD_SUCCESS);
+  const chord_status_t status = call();
+  INFO(chord_last_error());
+  REQUIRE(status == CHORD_SUCCESS);
   stream.sync();
   const std::vector<uint16_t> eager = out.download<uint16_t>();
   check_output(eager, want);
@@ -712,10 +714,10 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
   check_every_mode(rng, stream, 640, 128, g_g128 ? 384 : 0);
 }
 
-TEST_CASE("gpu w4a16: every CHORD_W4A16_GROUP_SUMS variant of the decode tile's group sums equals the reference in "
+TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's group sums equal the reference in "
           "every mode, group 32 and 128, zero points, split-K, 8- and 16-token tiles",
           "[gpu][w4a16][group_sums]") {
-  // Each variant forms the same exact products as the default and only adds them in another
+  // Each form makes the same exact products as the other and only adds them in another
   // order (int4_group_mma), so each meets the reference within check_output's tolerance.
   char self[4096] = {0};
   REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
