@@ -122,11 +122,11 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
       a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
     }
     if constexpr (!kCorr) {
-      const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
+      const unsigned int kOne = 0x3f803f80u, kMinus136 = 0xc308c308u;  // bf16 {1, 1}, {-136, -136}
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
-        a0[p] = ptx::fma_x2<kNF4BF16>(a0[p], kOne, kNeg136[0]);  // (128 + code) - 136, exact
-        a1[p] = ptx::fma_x2<kNF4BF16>(a1[p], kOne, kNeg136[0]);
+        a0[p] = ptx::fma_x2<kNF4BF16>(a0[p], kOne, kMinus136);  // (128 + code) - 136, exact
+        a1[p] = ptx::fma_x2<kNF4BF16>(a1[p], kOne, kMinus136);
       }
     }
     const float s_lo = __uint_as_float(s2[i] << 16);          // row g

@@ -683,8 +683,8 @@ void check_decode_modes(std::mt19937& rng, const Stream& stream) {
 // Run by the test below in a child process whose CHORD_W4A16_GROUP_SUMS is set (the environment
 // is read once per process), and in a second child with the 16-token staged tile forced
 // (CHORD_W4A16_BM=16 ... STAGES=3: the group sums of its tiles that hold <= 8 rows): the BF16
-// INT4 kinds, symmetric and with zero points, group 32 and 128, in every decode mode and the
-// every-mode matrix, against the reference.
+// INT4 kinds, symmetric and with zero points, group 32 and 128, in every decode mode and (with
+// the resolver's tile) the every-mode matrix, against the reference.
 TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHORD_W4A16_GROUP_SUMS",
           "[.gpu_group_sums_child]") {
   const char* value = std::getenv("CHORD_W4A16_GROUP_SUMS");
@@ -711,7 +711,8 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
   REQUIRE(c.runs_group_sums());
   CHECK(c.group_sums == want);
   check_decode_modes(rng, stream);
-  check_every_mode(rng, stream, 640, 128, g_g128 ? 384 : 0);
+  // The forced 16-token tile's BN 128 cannot serve the every-mode matrix's narrow weights (N 16).
+  if (std::getenv("CHORD_W4A16_BN") == nullptr) check_every_mode(rng, stream, 640, 128, g_g128 ? 384 : 0);
 }
 
 TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's group sums equal the reference in "
