@@ -16,8 +16,8 @@ timed first and again last (drift). Prewarm processes (--prewarm, niced) compile
 four kernels (indexed, masked, offsets INT4, offsets NF4) on tiny problems into a shared
 CHORD_CACHE_DIR while the timing process builds the weights, so timing meets disk hits only.
 Settings run in priority order until --budget-s of timing is spent (the rest are listed as not
-run). Timing: events around each call after warm-up, 256 MiB L2 flush before each rep, median of
---reps. A config a call cannot run is recorded with the library's message (ok=false, us=null).
+run). Timing: events around each call after warm-up, the bench's 256 MiB L2 flush (reading it)
+before each rep, median of --reps. A config a call cannot run is recorded with the library's message (ok=false, us=null).
 Correctness: each setting's first call of each kind is checked against torch on that kind's
 smallest row. `--mode env` (the fallback when a library copy cannot be opened) runs one process
 per setting instead, with the environment set.
@@ -265,11 +265,12 @@ def prewarm(args):
 
 
 def time_call(torch, fn, flush, reps, warmup):
+    import bench_w4a16 as b
     for _ in range(warmup):
         fn()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
     for s, e in ev:
-        flush.zero_()
+        b.flush_l2(flush)  # the bench's flush (a read, or CHORD_BENCH_FLUSH=write's zeroing)
         s.record()
         fn()
         e.record()
@@ -354,7 +355,8 @@ def run(args):
     meta = dict(arch=g.ARCH, sms=g.SMS, reps=args.reps, warmup=args.warmup, grid=args.grid, mode=args.mode,
                 seconds=round(time.perf_counter() - t_start, 1), timing_seconds=round(time.perf_counter() - t_timing, 1),
                 budget_s=args.budget_s, not_run=not_run, torch=torch.__version__,
-                gpu=torch.cuda.get_device_name(), decode_max_rows=DECODE_MAX_ROWS)
+                gpu=torch.cuda.get_device_name(), decode_max_rows=DECODE_MAX_ROWS,
+                l2_flush="write" if b.WRITE_FLUSH else "read")
     doc = dict(meta=meta, settings={setting_name(s): (config_of(s) if s else None) for s in order},
                rows=rows, results=results)
     with open(args.json_out, "w") as f:
