@@ -1085,6 +1085,14 @@ def draw(rows, path):
     fig.savefig(path, dpi=90)
 
 
+def recorded_path(path):
+    """A library path as bench.json records it: relative to the repository when inside it (so
+    the file names no machine's folders), else as given."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    full = os.path.abspath(path)
+    return os.path.relpath(full, repo) if full.startswith(repo + os.sep) else path
+
+
 def command_line(args):
     """The options that change what the rows measure, as a command (recorded in bench.json)."""
     parts = ["python3", "bench/bench_w4a16.py"]
@@ -1093,7 +1101,8 @@ def command_line(args):
     for flag, on in (("--quick", args.quick), ("--fixed-blocks", args.fixed_blocks), ("--interleaved", args.interleaved)):
         if on:
             parts.append(flag)
-    for flag, value in (("--only", args.only), ("--library", args.library), ("--against", args.against),
+    for flag, value in (("--only", args.only), ("--library", args.library and recorded_path(args.library)),
+                        ("--against", args.against and recorded_path(args.against)),
                         ("--peers", ",".join(args.peers) if args.peers else None)):
         if value:
             parts += [flag, shlex.quote(value)]

@@ -297,6 +297,15 @@ def test_marlin_unserved_is_vllms_layer_rule():
     assert "group 16" in peers.marlin_unserved(4096, 2048, group_size=16)
 
 
+def test_command_line_records_library_paths_relative_to_the_repository():
+    bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(bench.__file__)))
+    inside = os.path.join(repo, ".clean_base", "build", "libchord.so")
+    line = bench.command_line(bench.parse_args(["--against", inside, "--library", "/opt/other/libchord.so"]))
+    assert "--against .clean_base/build/libchord.so" in line and repo not in line
+    assert "--library /opt/other/libchord.so" in line  # outside the repository: as given
+
+
 def test_parse_args_peers_with_the_sets():
     bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
     args = bench.parse_args(["--set", "generalization", "--peers", "marlin,humming", "--only", "dsv3,q235"])
