@@ -12,9 +12,14 @@ import torch
 
 
 def routing_capacity(num_routes: int, num_experts: int, block_size: int) -> int:
-    """Upper bound of the padded route count: every expert may waste block_size - 1 slots."""
-    capacity = num_routes + num_experts * (block_size - 1)
-    return -(-capacity // block_size) * block_size
+    """Upper bound of the padded route count: every expert may waste block_size - 1 slots, and
+    every block holds at least one route (an expert without routes gets no block), so with fewer
+    routes than experts num_routes * block_size is the smaller bound (vLLM's op caps it the same
+    way). The indexed GEMM launches one M tile per block_m slots of it, so a loose bound costs
+    CTAs that only read num_tokens_padded and exit: 1 token x top-8 over 48 experts in blocks of
+    16 is 128 slots, not 736."""
+    capacity = -(-(num_routes + num_experts * (block_size - 1)) // block_size) * block_size
+    return min(capacity, num_routes * block_size)
 
 
 def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,

@@ -370,10 +370,10 @@ def reference_alignment(topk_ids, block, num_experts, expert_map):
     return segments
 
 
-@pytest.mark.parametrize("use_map", [False, True])
-def test_moe_align_block_size(use_map):
-    gen = torch.Generator().manual_seed(3)
-    tokens, top_k, global_experts, block = 37, 4, 12, 16
+@pytest.mark.parametrize("use_map,tokens", [(False, 37), (True, 37), (False, 1), (True, 2)])
+def test_moe_align_block_size(use_map, tokens):
+    gen = torch.Generator().manual_seed(3 + tokens)
+    top_k, global_experts, block = 4, 12, 16
     topk_ids = torch.stack([torch.randperm(global_experts, generator=gen)[:top_k] for _ in range(tokens)]).int()
     expert_map = None
     local = global_experts
@@ -394,9 +394,26 @@ def test_moe_align_block_size(use_map):
         assert all(x == tokens * top_k for x in seg[len(routes):])
         assert all(x == e for x in expert_ids[pos // block:(pos + padded) // block].tolist())
         pos += padded
-    assert int(ntp[0]) == pos
+    assert int(ntp[0]) == pos <= sorted_ids.numel()
     assert all(x == tokens * top_k for x in sorted_ids[pos:].tolist())
     assert all(x == -1 for x in expert_ids[pos // block:].tolist())
+
+
+def test_routing_capacity_bounds_every_alignment():
+    # Fewer routes than experts: each route's block at most (vLLM's cap); else the slack bound.
+    assert ck.routing_capacity(8, 48, 16) == 128
+    assert ck.routing_capacity(4, 12, 16) == 64
+    assert ck.routing_capacity(148, 12, 16) == 336  # 148 + 12 * 15 = 328, a block multiple up
+    assert ck.routing_capacity(0, 12, 16) == 0
+    # No alignment of any draw pads past it: the worst draw puts every route on its own expert
+    # (rows per expert 1: a whole block each) or spreads them so every expert wastes 15 slots.
+    gen = torch.Generator().manual_seed(11)
+    for routes_per_token, tokens, experts, block in ((8, 1, 48, 16), (4, 3, 12, 16), (8, 20, 32, 32), (2, 5, 64, 8)):
+        for _ in range(20):
+            topk_ids = torch.stack([torch.randperm(experts, generator=gen)[:routes_per_token]
+                                    for _ in range(tokens)]).int()
+            sorted_ids, _, ntp = ck.moe_align_block_size(topk_ids, block, experts)
+            assert int(ntp[0]) <= sorted_ids.numel() == ck.routing_capacity(tokens * routes_per_token, experts, block)
 
 
 def test_block_size_profiles():
