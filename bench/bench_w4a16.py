@@ -193,9 +193,27 @@ def skewed_topk(tokens, experts, top_k, gen):
     return scores.topk(top_k, dim=1).indices.to(torch.int32)
 
 
+# --capacity: how long sorted_ids is past the padded routes. "tight": 2 blocks more (the
+# rows' default); "vllm": vLLM's max_num_tokens_padded over the experts the draw routes over,
+# routes + experts x (block - 1), capped at routes x block when there are fewer routes than
+# experts (vLLM counts the model's global experts, so its buffer can be longer still). The indexed GEMM launches one M
+# tile per block_m slots of sorted_ids (the padded count is on the device), so the longer
+# buffer adds CTAs that read num_tokens_padded and exit: it times the call as vLLM sizes it.
+CAPACITY = "tight"
+
+
+def routing_capacity(routes, experts, block_size, padded, extra_blocks):
+    """The length of sorted_ids for --capacity (see CAPACITY): never below `padded`."""
+    if CAPACITY == "vllm":
+        capacity = routes + experts * (block_size - 1)
+        return min(routes * block_size, capacity) if routes < experts else capacity
+    return padded + extra_blocks * block_size
+
+
 def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_blocks=2):
     """vLLM's moe_align_block_size: segments padded to block_size with sentinel M*top_k,
-    one expert id per block (-1 for experts not on this rank), over-allocated buffers."""
+    one expert id per block (-1 for experts not on this rank), over-allocated buffers
+    (routing_capacity)."""
     flat = topk_ids.flatten().long()
     sentinel = flat.numel()
     counts = torch.bincount(flat, minlength=num_global)
@@ -205,11 +223,11 @@ def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_bl
     rank = torch.arange(flat.numel(), device="cuda") - (torch.cumsum(counts, 0) - counts)[expert_sorted]
     pos = (torch.cumsum(padded, 0) - padded)[expert_sorted] + rank
     total = int(padded.sum())
-    capacity = total + extra_blocks * block_size
+    capacity = routing_capacity(flat.numel(), num_global, block_size, total, extra_blocks)
     sorted_ids = torch.full((capacity,), sentinel, dtype=torch.int32, device="cuda")
     sorted_ids[pos] = order.to(torch.int32)
     block_expert = torch.repeat_interleave(torch.arange(num_global, device="cuda"), padded // block_size)
-    expert_ids = torch.full((capacity // block_size,), -1, dtype=torch.int32, device="cuda")
+    expert_ids = torch.full((-(-capacity // block_size),), -1, dtype=torch.int32, device="cuda")
     expert_ids[: block_expert.numel()] = local_of_global[block_expert]
     num_tokens_padded = torch.tensor([total], dtype=torch.int32, device="cuda")
     return sorted_ids, expert_ids, num_tokens_padded
@@ -1101,6 +1119,8 @@ def command_line(args):
     for flag, on in (("--quick", args.quick), ("--fixed-blocks", args.fixed_blocks), ("--interleaved", args.interleaved)):
         if on:
             parts.append(flag)
+    if args.capacity != "tight":
+        parts += ["--capacity", args.capacity]
     for flag, value in (("--only", args.only), ("--library", args.library and recorded_path(args.library)),
                         ("--against", args.against and recorded_path(args.against)),
                         ("--peers", ",".join(args.peers) if args.peers else None)):
@@ -1201,6 +1221,10 @@ def parse_args(argv=None):
                              "whose rows are always timed rep by rep; --peers with generalization; with "
                              "generalization --only takes a comma-separated list, any of which the scenario "
                              "contains), the other options do not")
+    parser.add_argument("--capacity", choices=("tight", "vllm"), default="tight",
+                        help="indexed rows: sorted_ids' length past the padded routes: 2 blocks (tight) or "
+                             "vLLM's max_num_tokens_padded (vllm: routes + experts x (block - 1), at most "
+                             "routes x block), whose extra slots the GEMM's grid covers with CTAs that exit")
     parser.add_argument("--reps", type=int, default=None,
                         help="--set generalization / formats: timed reps per row (default 50 / 100)")
     parser.add_argument("--peers", default=None, type=peer_names,
@@ -1225,7 +1249,9 @@ def parse_args(argv=None):
 
 
 def main():
+    global CAPACITY
     args = parse_args()
+    CAPACITY = args.capacity
     loaded_peers, missing_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     stop_on_sigterm()

@@ -297,6 +297,23 @@ def test_marlin_unserved_is_vllms_layer_rule():
     assert "group 16" in peers.marlin_unserved(4096, 2048, group_size=16)
 
 
+def test_capacity_option_sizes_sorted_ids_as_vllm_does():
+    bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
+    assert bench.parse_args([]).capacity == "tight"
+    assert "--capacity" not in bench.command_line(bench.parse_args([]))
+    assert "--capacity vllm" in bench.command_line(bench.parse_args(["--capacity", "vllm"]))
+    saved = bench.CAPACITY
+    try:
+        bench.CAPACITY = "tight"
+        assert bench.routing_capacity(8, 48, 16, 128, 2) == 160        # padded + 2 blocks
+        bench.CAPACITY = "vllm"
+        assert bench.routing_capacity(8, 48, 16, 128, 2) == 128        # fewer routes than experts
+        assert bench.routing_capacity(160, 48, 16, 400, 2) == 160 + 48 * 15
+        assert bench.routing_capacity(512, 32, 64, 2048, 2) == 512 + 32 * 63
+    finally:
+        bench.CAPACITY = saved
+
+
 def test_command_line_records_library_paths_relative_to_the_repository():
     bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
     repo = os.path.dirname(os.path.dirname(os.path.abspath(bench.__file__)))
