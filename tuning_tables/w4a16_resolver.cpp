@@ -364,9 +364,9 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     }
   }
   // CHORD_W4A16_GROUP_SUMS chooses the group-sum form of a tile that runs the INT4 BF16 group
-  // sums; like CHORD_W4A16_SPLIT_K on a WGMMA call, it does not apply to the other calls (prefill
-  // tiles, WGMMA, FP16, NF4, zero points), which keep their kernel: one setting measures a whole
-  // suite's decode calls.
+  // sums (symmetric or with zero points); like CHORD_W4A16_SPLIT_K on a WGMMA call, it does not
+  // apply to the other calls (prefill tiles, WGMMA, FP16, NF4), which keep their kernel: one
+  // setting measures a whole suite's decode calls.
   if (e.w4a16_group_sums && c.runs_group_sums()) c.group_sums = *e.w4a16_group_sums;
   return c;
 }
