@@ -196,7 +196,8 @@ def skewed_topk(tokens, experts, top_k, gen):
 # --capacity: how long sorted_ids is past the padded routes. "tight": 2 blocks more (the
 # rows' default); "vllm": vLLM's max_num_tokens_padded over the experts the draw routes over,
 # routes + experts x (block - 1), capped at routes x block when there are fewer routes than
-# experts (vLLM counts the model's global experts, so its buffer can be longer still). The indexed GEMM launches one M
+# experts (vLLM counts the model's global experts, so its buffer can be longer still; the peers'
+# alignment counts this rank's experts and one group for the others'). The indexed GEMM launches one M
 # tile per block_m slots of sorted_ids (the padded count is on the device), so the longer
 # buffer adds CTAs that read num_tokens_padded and exit: it times the call as vLLM sizes it.
 CAPACITY = "tight"
@@ -1218,7 +1219,8 @@ def parse_args(argv=None):
                              "or the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes under group "
                              "32 / 128, zero points and FP16, against the checkpoint format's read floor); with "
                              "the two sets --only, --quick and --library apply (and --fixed-blocks with formats, "
-                             "whose rows are always timed rep by rep; --peers with generalization; with "
+                             "whose rows are always timed rep by rep; --peers and --capacity with "
+                             "generalization; with "
                              "generalization --only takes a comma-separated list, any of which the scenario "
                              "contains), the other options do not")
     parser.add_argument("--capacity", choices=("tight", "vllm"), default="tight",
@@ -1248,10 +1250,15 @@ def parse_args(argv=None):
     return args
 
 
-def main():
+def apply_options(args):
+    """The options the row builders read as module settings (--capacity)."""
     global CAPACITY
-    args = parse_args()
     CAPACITY = args.capacity
+
+
+def main():
+    args = parse_args()
+    apply_options(args)
     loaded_peers, missing_peers = load_peers(args.peers)
     os.makedirs(args.out, exist_ok=True)
     stop_on_sigterm()

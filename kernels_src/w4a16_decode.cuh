@@ -90,13 +90,15 @@ __device__ __forceinline__ void add_scaled_sum(float (&acc)[4], float s_lo, floa
 //   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
 //   MTU: token tiles used (the first MTU of MT; the others' accumulators are left alone).
 //   SUMS (W4A16GroupSums), per group, token tile and NT n tiles:
-//   kW4A16GroupSumsOffset: (M + code) * 1 - (M + 8) = code - 8 per register, exact; then per n
-//     tile mma(a0) -> mma(a1) -> 4 scale fmas: 2 NT MMAs, 8 NT HFMA2, 4 NT FFMA.
+//   kW4A16GroupSumsOffset: (M + code) * 1 - (M + 8) = code - 8 per register, exact (8 NT HFMA2
+//     per group, whatever MTU); then per n tile mma(a0) -> mma(a1) -> 4 scale fmas: 2 NT MMAs
+//     and 4 NT FFMA per token tile.
 //   kW4A16GroupSumsCorrection (BF16 only): the lop3's (128 + code) as it is, and the -136 term,
 //     the same for every weight row, as 2 MMAs with a constant A shared by the n tiles that seed
-//     each chain: 2 + 2 NT MMAs, 4 NT FFMA. At NT 1 that is half the tile's MMAs again, which is
-//     why the offset form is the default. In FP16 the term is -1032 (x) sum_k a, whose
-//     cancellation in fp32 would cost about as much as the FP16 output's rounding.
+//     each chain: 2 + 2 NT MMAs, 4 NT FFMA per token tile. That doubles the MMAs at NT 1 and is
+//     half as many again at NT 2, which is why the offset form is the default. In FP16 the term
+//     is -1032 times sum_k a, whose cancellation in fp32 would cost about as much as the FP16
+//     output's rounding.
 template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset, int ELEM = kNF4BF16>
 __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {

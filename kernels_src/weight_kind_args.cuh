@@ -85,9 +85,10 @@ CHORD_W4A16_HD constexpr bool w4a16_known_weight(int weight) {
 
 // The math of the INT4 decode tile's fp32 group sums (int4_group_mma, w4a16_decode.cuh):
 // the GROUP_SUMS template argument of w4a16_gemm_body, W4A16GemmConfig::group_sums,
-// CHORD_W4A16_GROUP_SUMS. The offset form is the kernels' math: the correction MMAs it drops
-// cost the decode tiles more time than the half adds it adds (docs/kernels.md, "mma.sync"); the
-// correction form (BF16 only) is kept so that a shape can be measured both ways.
+// CHORD_W4A16_GROUP_SUMS. The offset form is the kernels' math: on the 8-token tiles the
+// correction MMAs it drops cost more time than the half fmas it adds; on the 16-token tiles the
+// two are within a few percent either way (docs/kernels.md, "mma.sync"). The correction form
+// (BF16 only) is kept so that a shape can be measured both ways.
 enum W4A16GroupSums : int {
   kW4A16GroupSumsOffset = 0,      // (code - 8), or (code - zp), per register by one T x2 fma
   kW4A16GroupSumsCorrection = 1,  // constant-A correction MMAs (token-sum MMAs with zero points)

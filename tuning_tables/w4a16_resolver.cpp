@@ -364,9 +364,10 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     }
   }
   // CHORD_W4A16_GROUP_SUMS chooses the group-sum form of a tile that runs the INT4 group sums
-  // and can take it (the correction form: BF16); like CHORD_W4A16_SPLIT_K on a WGMMA call, it
-  // does not apply to the other calls (prefill tiles, WGMMA, NF4, FP16 with form 1), which keep
-  // their kernel: one setting measures a whole suite's decode calls.
+  // (symmetric or with zero points) and can take it (the correction form: BF16); like
+  // CHORD_W4A16_SPLIT_K on a WGMMA call, it does not apply to the other calls (prefill tiles,
+  // WGMMA, NF4, FP16 with form 1), which keep their kernel: one setting measures a whole suite's
+  // decode calls.
   if (e.w4a16_group_sums && c.takes_group_sums(*e.w4a16_group_sums)) c.group_sums = *e.w4a16_group_sums;
   return c;
 }

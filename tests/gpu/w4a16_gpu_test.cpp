@@ -718,8 +718,8 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
 TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's group sums equal the reference in "
           "every mode, group 32 and 128, zero points, split-K, 8- and 16-token tiles",
           "[gpu][w4a16][group_sums]") {
-  // Each form makes the same exact products as the other and only adds them in another
-  // order (int4_group_mma), so each meets the reference within check_output's tolerance.
+  // The offset form's products are exact; the correction form's fp32 sums of (128 + code) * a and
+  // -136 * a cancel (int4_group_mma). Each meets the reference within check_output's tolerance.
   char self[4096] = {0};
   REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
   // "" : the resolver's tile (8 tokens per warp on these shapes); the other: the 16-token staged

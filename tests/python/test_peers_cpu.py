@@ -304,6 +304,8 @@ def test_capacity_option_sizes_sorted_ids_as_vllm_does():
     assert "--capacity vllm" in bench.command_line(bench.parse_args(["--capacity", "vllm"]))
     saved = bench.CAPACITY
     try:
+        bench.apply_options(bench.parse_args(["--set", "generalization", "--capacity", "vllm"]))
+        assert bench.CAPACITY == "vllm"  # what main() sets before any row is built
         bench.CAPACITY = "tight"
         assert bench.routing_capacity(8, 48, 16, 128, 2) == 160        # padded + 2 blocks
         bench.CAPACITY = "vllm"
