@@ -99,7 +99,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
   // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
   // pipeline (w4a16_decode.cuh).
-  // GROUP_SUMS (W4A16GroupSums): the form of the INT4 BF16 group sums (int4_group_mma,
+  // GROUP_SUMS (W4A16GroupSums): the form of the INT4 group sums (int4_group_mma,
   // int4_group_mma_zp) on the tiles that run them (kScaleInAcc, kNarrowPath); 0, the default,
   // everywhere else (CHORD_W4A16_GROUP_SUMS).
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");

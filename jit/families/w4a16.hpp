@@ -78,7 +78,7 @@ struct W4A16GemmConfig {
     }
     return w4a16_group_sums_error(group_sums, weight, block_m, warps_m, stages);
   }
-  // Whether the tile runs the INT4 BF16 group sums, whose form group_sums chooses.
+  // Whether the tile runs the INT4 group sums, whose form group_sums chooses.
   bool runs_group_sums() const { return !wgmma() && w4a16_runs_group_sums(weight, block_m, warps_m, stages); }
   // Whether the tile can take this group-sums form (the correction form: BF16 only).
   bool takes_group_sums(int form) const {
