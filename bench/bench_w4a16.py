@@ -195,19 +195,18 @@ def skewed_topk(tokens, experts, top_k, gen):
 
 # --capacity: how long sorted_ids is past the padded routes. "tight": 2 blocks more (the
 # rows' default); "vllm": vLLM's max_num_tokens_padded over the model's experts (all of them,
-# as vLLM counts under EP), routes + experts x (block - 1), capped at routes x block when there
-# are fewer routes than experts (the peers' alignment counts this rank's experts and one group
-# for the others'). The indexed GEMM launches one M
-# tile per block_m slots of sorted_ids (the padded count is on the device), so the longer
-# buffer adds CTAs that read num_tokens_padded and exit: it times the call as vLLM sizes it.
+# as vLLM counts under EP), routes + experts x (block - 1), at most routes x block (the smaller
+# one when there are fewer routes than experts; the peers' alignment counts this rank's experts
+# and one group for the others'). The indexed GEMM launches one M tile per block_m slots of
+# sorted_ids (the padded count is on the device), so the longer buffer adds CTAs that read
+# num_tokens_padded and exit: it times the call as vLLM sizes it.
 CAPACITY = "tight"
 
 
 def routing_capacity(routes, experts, block_size, padded, extra_blocks):
     """The length of sorted_ids for --capacity (see CAPACITY): never below `padded`."""
     if CAPACITY == "vllm":
-        capacity = routes + experts * (block_size - 1)
-        return min(routes * block_size, capacity) if routes < experts else capacity
+        return min(routes * block_size, routes + experts * (block_size - 1))
     return padded + extra_blocks * block_size
 
 
