@@ -152,6 +152,28 @@ __device__ __forceinline__ unsigned int nibble_pair(unsigned int x) {
   return d;
 }
 __device__ __forceinline__ unsigned int nibble_pair_bf16(unsigned int x) { return nibble_pair<0>(x); }
+// The low / high ELEM value of a 16-bit pair as fp32 (exact: a BF16 is the top of an fp32, an
+// FP16 widens by cvt).
+template <int ELEM>
+__device__ __forceinline__ float lo_f32(unsigned int x) {
+  if constexpr (ELEM == 1) {
+    float d;
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, l;\n}\n" : "=f"(d) : "r"(x));
+    return d;
+  } else {
+    return __uint_as_float(x << 16);
+  }
+}
+template <int ELEM>
+__device__ __forceinline__ float hi_f32(unsigned int x) {
+  if constexpr (ELEM == 1) {
+    float d;
+    asm("{\n.reg .b16 l, h;\nmov.b32 {l, h}, %1;\ncvt.f32.f16 %0, h;\n}\n" : "=f"(d) : "r"(x));
+    return d;
+  } else {
+    return __uint_as_float(x & 0xffff0000u);
+  }
+}
 __device__ __forceinline__ unsigned int prmt(unsigned int a, unsigned int b, unsigned int sel) {
   unsigned int d;
   asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
@@ -207,6 +229,15 @@ __device__ __forceinline__ void mma_f16_16816(float* d, const unsigned int* a, u
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
+// D = A * B + C, fp16 inputs, with a separate C (as mma_bf16_16816_c).
+__device__ __forceinline__ void mma_f16_16816_c(float* d, const unsigned int* a, unsigned int b0, unsigned int b1,
+                                                const float* c) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %11, %12, %13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
 // D = A * B + D in T (BF16 or FP16) inputs, fp32 accumulate.
 template <int ELEM>
 __device__ __forceinline__ void mma_t(float* d, const unsigned int* a, unsigned int b0, unsigned int b1) {
@@ -214,6 +245,16 @@ __device__ __forceinline__ void mma_t(float* d, const unsigned int* a, unsigned 
     mma_f16_16816(d, a, b0, b1);
   } else {
     mma_bf16_16816(d, a, b0, b1);
+  }
+}
+// D = A * B + C in T inputs.
+template <int ELEM>
+__device__ __forceinline__ void mma_t_c(float* d, const unsigned int* a, unsigned int b0, unsigned int b1,
+                                        const float* c) {
+  if constexpr (ELEM == 1) {
+    mma_f16_16816_c(d, a, b0, b1, c);
+  } else {
+    mma_bf16_16816_c(d, a, b0, b1, c);
   }
 }
 

@@ -81,29 +81,31 @@ __device__ __forceinline__ void add_scaled_sum(float (&acc)[4], float s_lo, floa
 
 // One 32-k scale group of INT4 weights with the scale applied to fp32 partial sums instead of
 // to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
-//   sum_k bf16(code - 8) * s * a  ==  s * sum_k (code - 8) * a
-// (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
-// dequant_word become one bf16x2 fma per register (BF16 only: FP16 tiles dequantize every
-// weight). Products are exact in the fp32 MMA; the result differs from the
-// bf16-dequantized reference only by that reference's rounding of (code - 8) * scale to bf16.
+//   sum_k T(code - 8) * s * a  ==  s * sum_k (code - 8) * a
+// M + code (M = 128 in BF16, 1024 in FP16: the ulp there is 1) is one lop3 per nibble pair and
+// exact in T, so the two fmas per pair of dequant_word become one T x2 fma per register, which
+// makes code - 8 exactly. Products are exact in the fp32 MMA; the result differs from the
+// T-dequantized reference only by that reference's rounding of (code - 8) * scale to T.
 //   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
 //   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
 //   MTU: token tiles used (the first MTU of MT; the others' accumulators are left alone).
 //   SUMS (W4A16GroupSums), per group, token tile and NT n tiles:
-//   kW4A16GroupSumsOffset: (128 + code) * 1 - 136 = code - 8 per register, exact (8 NT HFMA2 per
-//     group, whatever MTU); then per n tile mma(a0) -> mma(a1) -> 4 scale fmas: 2 NT MMAs and
-//     4 NT FFMA per token tile.
-//   kW4A16GroupSumsCorrection: the lop3's (128 + code) as it is, and the -136 term, the same for
-//     every weight row, as 2 MMAs with a constant A shared by the n tiles that seed each chain:
-//     2 + 2 NT MMAs, 4 NT FFMA per token tile. That doubles the MMAs at NT 1 and is half as many
-//     again at NT 2, which is why the offset form is the default. (In FP16 the term would be
-//     -1032, whose cancellation in fp32 costs about as much as the FP16 output's rounding.)
-template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset>
+//   kW4A16GroupSumsOffset: (M + code) * 1 - (M + 8) = code - 8 per register, exact (8 NT HFMA2
+//     per group, whatever MTU); then per n tile mma(a0) -> mma(a1) -> 4 scale fmas: 2 NT MMAs
+//     and 4 NT FFMA per token tile.
+//   kW4A16GroupSumsCorrection (BF16 only): the lop3's (128 + code) as it is, and the -136 term,
+//     the same for every weight row, as 2 MMAs with a constant A shared by the n tiles that seed
+//     each chain: 2 + 2 NT MMAs, 4 NT FFMA per token tile. That doubles the MMAs at NT 1 and is
+//     half as many again at NT 2, which is why the offset form is the default. In FP16 the term
+//     is -1032 times sum_k a, whose cancellation in fp32 would cost about as much as the FP16
+//     output's rounding.
+template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset, int ELEM = kNF4BF16>
 __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma: 1 <= MTU <= MT");
   static_assert(SUMS >= 0 && SUMS < kW4A16GroupSumsCount, "int4_group_mma: unknown W4A16GroupSums");
   constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection;
+  static_assert(!kCorr || ELEM == kNF4BF16, "int4_group_mma: the correction form is BF16 only");
   const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   float corr[MTU][4];
@@ -119,45 +121,49 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
     unsigned int a0[4], a1[4];
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      a0[p] = ptx::nibble_pair_bf16(w[i][0] >> (4 * p));
-      a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
+      a0[p] = ptx::nibble_pair<ELEM>(w[i][0] >> (4 * p));
+      a1[p] = ptx::nibble_pair<ELEM>(w[i][1] >> (4 * p));
     }
     if constexpr (!kCorr) {
-      const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
+      // T {1, 1} and {-(M + 8), -(M + 8)}: bf16 -136, fp16 -1032.
+      const unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;
+      const unsigned int kMinusOffset = ELEM == kNF4FP16 ? 0xe408e408u : 0xc308c308u;
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
-        a0[p] = ptx::fma_x2<kNF4BF16>(a0[p], kOne, kNeg136[0]);  // (128 + code) - 136, exact
-        a1[p] = ptx::fma_x2<kNF4BF16>(a1[p], kOne, kNeg136[0]);
+        a0[p] = ptx::fma_x2<ELEM>(a0[p], kOne, kMinusOffset);  // (M + code) - (M + 8), exact
+        a1[p] = ptx::fma_x2<ELEM>(a1[p], kOne, kMinusOffset);
       }
     }
-    const float s_lo = __uint_as_float(s2[i] << 16);          // row g
-    const float s_hi = __uint_as_float(s2[i] & 0xffff0000u);  // row g + 8
+    const float s_lo = ptx::lo_f32<ELEM>(s2[i]);  // row g
+    const float s_hi = ptx::hi_f32<ELEM>(s2[i]);  // row g + 8
 #pragma unroll
     for (int m = 0; m < MTU; ++m) {
       float sum[4];
-      ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kCorr ? corr[m] : kZero);
-      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      ptx::mma_t_c<ELEM>(sum, a0, b[0][m][0], b[0][m][1], kCorr ? corr[m] : kZero);
+      ptx::mma_t<ELEM>(sum, a1, b[1][m][0], b[1][m][1]);
       add_scaled_sum(acc[i][m], s_lo, s_hi, sum);
     }
   }
 }
 
-// int4_group_mma for the BF16 zero-point kind, whose bias -(128 + zp) differs per row:
-//   kW4A16GroupSumsOffset: each register takes (128 + code) + (-(128 + zp)) = code - zp, exact,
-//     by a bf16x2 fma with its row's bias splatted (ptxas folds the splat into the operand).
-//   kW4A16GroupSumsCorrection: the token sums sum_k a (row-independent) from one MMA with A = 1
+// int4_group_mma for the zero-point kinds, whose bias -(M + zp) differs per row:
+//   kW4A16GroupSumsOffset: each register takes (M + code) + (-(M + zp)) = code - zp, exact,
+//     by a T x2 fma with its row's bias splatted (ptxas folds the splat into the operand).
+//   kW4A16GroupSumsCorrection (BF16 only): the token sums sum_k a (row-independent) from one MMA with A = 1
 //     per token tile and k16 step, and each row seeds its group sum with -(128 + zp) times them
 //     in fp32: s * (sum_k (128 + code) * a  +  (-(128 + zp)) * sum_k a).
 // The result differs from the dequantized reference by that reference's rounding of
 // (code - zp) * s (and, in the correction form, by the fp32 rounding of the seed).
 //   p[i][0] / p[i][1]: the {scale, bias} pairs of rows g / g + 8 of n tile i.
-template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset>
+template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset, int ELEM = kNF4BF16>
 __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                   const unsigned int (&p)[NT][2], const unsigned int (&b)[2][MT][2]) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group_mma_zp: 1 <= MTU <= MT");
   static_assert(SUMS >= 0 && SUMS < kW4A16GroupSumsCount, "int4_group_mma_zp: unknown W4A16GroupSums");
   constexpr bool kCorr = SUMS == kW4A16GroupSumsCorrection;
-  const unsigned int kOnes[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};
+  static_assert(!kCorr || ELEM == kNF4BF16, "int4_group_mma_zp: the correction form is BF16 only");
+  constexpr unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;  // T {1, 1}
+  const unsigned int kOnes[4] = {kOne, kOne, kOne, kOne};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   float tsum[MTU][4];  // [0], [2]: sum_k a of token 2t; [1], [3]: of token 2t + 1
   if constexpr (kCorr) {
@@ -172,18 +178,18 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
     unsigned int a0[4], a1[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      a0[q] = ptx::nibble_pair_bf16(w[i][0] >> (4 * q));
-      a1[q] = ptx::nibble_pair_bf16(w[i][1] >> (4 * q));
+      a0[q] = ptx::nibble_pair<ELEM>(w[i][0] >> (4 * q));
+      a1[q] = ptx::nibble_pair<ELEM>(w[i][1] >> (4 * q));
     }
-    const float s_lo = __uint_as_float(p[i][0] << 16);  // row g
-    const float s_hi = __uint_as_float(p[i][1] << 16);  // row g + 8
+    const float s_lo = ptx::lo_f32<ELEM>(p[i][0]);  // row g
+    const float s_hi = ptx::lo_f32<ELEM>(p[i][1]);  // row g + 8
     if constexpr (!kCorr) {
       // Registers 0 and 2 hold row g, 1 and 3 row g + 8 (dequant_word_splat).
       const unsigned int bias[2] = {ptx::splat_hi(p[i][0]), ptx::splat_hi(p[i][1])};
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        a0[q] = ptx::fma_x2<kNF4BF16>(a0[q], kOnes[0], bias[q & 1]);  // code - zp, exact
-        a1[q] = ptx::fma_x2<kNF4BF16>(a1[q], kOnes[0], bias[q & 1]);
+        a0[q] = ptx::fma_x2<ELEM>(a0[q], kOne, bias[q & 1]);  // code - zp, exact
+        a1[q] = ptx::fma_x2<ELEM>(a1[q], kOne, bias[q & 1]);
       }
     }
 #pragma unroll
@@ -198,9 +204,9 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
         sum[3] = z_hi * tsum[m][3];
         ptx::mma_bf16_16816(sum, a0, b[0][m][0], b[0][m][1]);
       } else {
-        ptx::mma_bf16_16816_c(sum, a0, b[0][m][0], b[0][m][1], kZero);
+        ptx::mma_t_c<ELEM>(sum, a0, b[0][m][0], b[0][m][1], kZero);
       }
-      ptx::mma_bf16_16816(sum, a1, b[1][m][0], b[1][m][1]);
+      ptx::mma_t<ELEM>(sum, a1, b[1][m][0], b[1][m][1]);
       add_scaled_sum(acc[i][m], s_lo, s_hi, sum);
     }
   }

@@ -79,7 +79,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // same word order, so every address below is shared) and BF16 or FP16 activations. The scale
   // tile of a stage has the same bytes either way; NF4 adds the decode's pair table after the
   // pipeline (w4a16_decode.cuh).
-  // GROUP_SUMS (W4A16GroupSums): the form of the INT4 BF16 group sums (int4_group_mma,
+  // GROUP_SUMS (W4A16GroupSums): the form of the INT4 group sums (int4_group_mma,
   // int4_group_mma_zp) on the tiles that run them (kScaleInAcc, kNarrowPath); 0, the default,
   // everywhere else (CHORD_W4A16_GROUP_SUMS).
   static_assert(w4a16_known_weight(WEIGHT), "unknown W4A16 weight kind");
@@ -105,8 +105,8 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // token tiles amortize the per-weight decode over more MMAs and keep the bf16-dequantized
   // weights (dequant_word), bit-identical to the reference (measured on the H200: at 16 tokens
   // per warp the group sums were slower, 253.7 vs 241.6 us on masked EP8 12 tok/expert gate_up).
-  // BF16 only (int4_group_mma): FP16 INT4 dequantizes on every tile.
-  constexpr bool kInt4Sums = !kNF4 && kElem == kNF4BF16;
+  // BF16 and FP16 alike (the offset form makes code - 8 exactly in either).
+  constexpr bool kInt4Sums = !kNF4;
   constexpr bool kScaleInAcc = kInt4Sums && kMT == 1;
   // INT4 staged tiles of 16 tokens (one warp along M) whose tile holds <= 8 rows take the group
   // sums on the first token tile only: the second one is all zero-filled rows (ragged decode:
@@ -423,7 +423,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 p2[i][0] = cs[i][2 * h];
                 p2[i][1] = cs[i][2 * h + 1];
               }
-              int4_group_mma_zp<kNT, kMT, kMT, GROUP_SUMS>(acc, w2, p2, bh);
+              int4_group_mma_zp<kNT, kMT, kMT, GROUP_SUMS, kElem>(acc, w2, p2, bh);
             } else {
 #pragma unroll
               for (int i = 0; i < kNT; ++i) {
@@ -431,7 +431,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 w2[i][1] = cw[i][2 * h + 1];
                 s2[i] = cs[i][h];
               }
-              int4_group_mma<kNT, kMT, kMT, GROUP_SUMS>(acc, w2, s2, bh);
+              int4_group_mma<kNT, kMT, kMT, GROUP_SUMS, kElem>(acc, w2, s2, bh);
             }
           }
         } else {
@@ -556,7 +556,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
               p2[i][0] = sc[i][2 * h];
               p2[i][1] = sc[i][2 * h + 1];
             }
-            int4_group_mma_zp<kNT, kMT, decltype(tag)::value, GROUP_SUMS>(acc, w2, p2, b);
+            int4_group_mma_zp<kNT, kMT, decltype(tag)::value, GROUP_SUMS, kElem>(acc, w2, p2, b);
           } else {
 #pragma unroll
             for (int i = 0; i < kNT; ++i) {
@@ -564,7 +564,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
               w2[i][1] = wq[i][2 * h + 1];
               s2[i] = sc[i][h];
             }
-            int4_group_mma<kNT, kMT, decltype(tag)::value, GROUP_SUMS>(acc, w2, s2, b);
+            int4_group_mma<kNT, kMT, decltype(tag)::value, GROUP_SUMS, kElem>(acc, w2, s2, b);
           }
         }
       };

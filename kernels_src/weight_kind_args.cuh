@@ -83,24 +83,24 @@ CHORD_W4A16_HD constexpr bool w4a16_known_weight(int weight) {
   return weight >= kW4A16WeightInt4 && weight <= kW4A16WeightInt4ZpG128Fp16;
 }
 
-// The math of the INT4 BF16 decode tile's fp32 group sums (int4_group_mma, w4a16_decode.cuh):
+// The math of the INT4 decode tile's fp32 group sums (int4_group_mma, w4a16_decode.cuh):
 // the GROUP_SUMS template argument of w4a16_gemm_body, W4A16GemmConfig::group_sums,
 // CHORD_W4A16_GROUP_SUMS. The offset form is the kernels' math: on the 8-token tiles the
 // correction MMAs it drops cost more time than the half fmas it adds; on the 16-token tiles the
-// two are within a few percent either way (docs/kernels.md, "mma.sync"). The correction form is
-// kept so that a shape can be measured both ways.
+// two are within a few percent either way (docs/kernels.md, "mma.sync"). The correction form
+// (BF16 only) is kept so that a shape can be measured both ways.
 enum W4A16GroupSums : int {
-  kW4A16GroupSumsOffset = 0,      // (code - 8), or (code - zp), per register by one bf16x2 fma
+  kW4A16GroupSumsOffset = 0,      // (code - 8), or (code - zp), per register by one T x2 fma
   kW4A16GroupSumsCorrection = 1,  // constant-A correction MMAs (token-sum MMAs with zero points)
   kW4A16GroupSumsCount = 2,       // the number of forms (not one)
 };
 
-// Whether a mma.sync tile runs the INT4 BF16 group sums (int4_group_mma, int4_group_mma_zp):
-// INT4 weights with BF16 scales (symmetric or with zero points, group 32 or 128) on tiles of 8
+// Whether a mma.sync tile runs the INT4 group sums (int4_group_mma, int4_group_mma_zp):
+// INT4 weights (BF16 or FP16, symmetric or with zero points, group 32 or 128) on tiles of 8
 // tokens per warp (w4a16_gemm_body's kScaleInAcc), or 16-token tiles of one warp along M on the
 // staged path (kNarrowPath: the group sums on a tile that holds <= 8 rows).
 CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int warps_m, int stages) {
-  return w4a16_known_weight(weight) && !w4a16_is_nf4(weight) && w4a16_element(weight) == kNF4BF16 && warps_m > 0 &&
+  return w4a16_known_weight(weight) && !w4a16_is_nf4(weight) && warps_m > 0 &&
          (block_m == 8 * warps_m ||
           (block_m == 16 && warps_m == 1 && w4a16_default_path(block_m, warps_m, stages) == kW4A16PathStaged));
 }
@@ -109,10 +109,11 @@ CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int
 CHORD_W4A16_HD constexpr const char* w4a16_group_sums_error(int group_sums, int weight, int block_m, int warps_m,
                                                             int stages) {
   return (group_sums < 0 || group_sums >= kW4A16GroupSumsCount) ? "the group-sums form must be 0 or 1"
-         : (group_sums != 0 && !w4a16_runs_group_sums(weight, block_m, warps_m, stages))
+         : (group_sums != 0 && (!w4a16_runs_group_sums(weight, block_m, warps_m, stages) ||
+                                 w4a16_element(weight) != kNF4BF16))
              ? "a group-sums form other than 0 needs a tile that runs the INT4 BF16 group sums (INT4 weights "
-               "with BF16 scales, and 8 tokens per warp (BLOCK_M == 8 * WARPS_M) or a 16-token tile of one warp "
-               "along M on the staged path)"
+               "with BF16 activations, and 8 tokens per warp (BLOCK_M == 8 * WARPS_M) or a 16-token tile of one "
+               "warp along M on the staged path)"
              : nullptr;
 }
 

@@ -22,7 +22,7 @@
 //     filtered: a value the kernel cannot run is an error).
 //  5. launch shape: warps along M for narrow prefill tiles, split-K for decode grids.
 //  6. the group-sum form: the default, or CHORD_W4A16_GROUP_SUMS where the tile runs the INT4
-//     BF16 group sums.
+//     group sums and can take that form.
 // Zero-point weights (kW4A16WeightInt4Zp*) take the INT4 candidates on every engine (their
 // larger scale tiles may cost a one-role WGMMA tile a stage: w4a16_config_for_weight), and so
 // do the group-128 kinds (kW4A16WeightInt4G128*, kW4A16WeightInt4ZpG128*: smaller scale tiles,
@@ -363,11 +363,12 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
            c.split_k, p.arch.name());
     }
   }
-  // CHORD_W4A16_GROUP_SUMS chooses the group-sum form of a tile that runs the INT4 BF16 group
-  // sums (symmetric or with zero points); like CHORD_W4A16_SPLIT_K on a WGMMA call, it does not
-  // apply to the other calls (prefill tiles, WGMMA, FP16, NF4), which keep their kernel: one
-  // setting measures a whole suite's decode calls.
-  if (e.w4a16_group_sums && c.runs_group_sums()) c.group_sums = *e.w4a16_group_sums;
+  // CHORD_W4A16_GROUP_SUMS chooses the group-sum form of a tile that runs the INT4 group sums
+  // (symmetric or with zero points) and can take it (the correction form: BF16); like
+  // CHORD_W4A16_SPLIT_K on a WGMMA call, it does not apply to the other calls (prefill tiles,
+  // WGMMA, NF4, FP16 with form 1), which keep their kernel: one setting measures a whole suite's
+  // decode calls.
+  if (e.w4a16_group_sums && c.takes_group_sums(*e.w4a16_group_sums)) c.group_sums = *e.w4a16_group_sums;
   return c;
 }
 

@@ -28,7 +28,7 @@ struct W4A16GemmConfig {
   int warpgroups = 2;  // kWgmma only (kWgmmaWs: one producer and two consumer warpgroups)
   W4A16WeightKind weight = kW4A16WeightInt4;  // INT4 or NF4, BF16 or FP16 activations
   int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
-  // kMmaSync tiles that run the INT4 BF16 group sums (w4a16_runs_group_sums): their form, a
+  // kMmaSync tiles that run the INT4 group sums (w4a16_runs_group_sums): their form, a
   // W4A16GroupSums (0, the default, on every other tile).
   int group_sums = kW4A16GroupSumsOffset;
 
@@ -78,8 +78,12 @@ struct W4A16GemmConfig {
     }
     return w4a16_group_sums_error(group_sums, weight, block_m, warps_m, stages);
   }
-  // Whether the tile runs the INT4 BF16 group sums, whose form group_sums chooses.
+  // Whether the tile runs the INT4 group sums, whose form group_sums chooses.
   bool runs_group_sums() const { return !wgmma() && w4a16_runs_group_sums(weight, block_m, warps_m, stages); }
+  // Whether the tile can take this group-sums form (the correction form: BF16 only).
+  bool takes_group_sums(int form) const {
+    return runs_group_sums() && w4a16_group_sums_error(form, weight, block_m, warps_m, stages) == nullptr;
+  }
   // Why the config cannot run (N, K), or nullptr.
   const char* shape_error(int n, int k) const {
     return wgmma() ? w4a16_wgmma_shape_error(n, k, block_n) : w4a16_shape_error(n, k, block_n, block_k);

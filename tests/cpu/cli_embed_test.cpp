@@ -193,7 +193,7 @@ TEST_CASE("cli: CHORD_W4A16_GROUP_SUMS reaches the decode tiles that run the gro
       }
     }
   }
-  // Calls whose tile runs no BF16 group sums keep their kernel: 32 tokens per warp, FP16, NF4,
+  // Calls whose tile cannot take form 1 keep their kernel: 32 tokens per warp, FP16, NF4,
   // WGMMA prefill.
   const std::string others[] = {
       "--mode masked --n 4096 --k 7168 --experts 8 --rows 20 --groups 8 --max-m 32",

@@ -529,7 +529,7 @@ static std::map<unsigned, int> sass_opcodes(const std::vector<char>& cubin) {
 }
 
 // The opcodes counted (nvdisasm -hex of the cubins of this toolkit, sm_80 / sm_90a / sm_100a).
-constexpr unsigned kSassHmma = 0x23c;    // HMMA.16816.F32.BF16
+constexpr unsigned kSassHmma = 0x23c;    // HMMA.16816.F32.BF16 (and .F32, the FP16 one)
 constexpr unsigned kSassFfma = 0x223;    // FFMA R, R, R, R
 constexpr unsigned kSassHfma2 = 0x431;   // HFMA2.BF16 R, R, imm, imm
 
@@ -635,10 +635,12 @@ TEST_CASE("compile: the decode tile's two group-sum forms (GROUP_SUMS 0 and 1) b
     }
   }
 
-  // A form other than 0 on a tile without the BF16 group sums is a config error.
+  // A form other than 0 on a tile without the BF16 group sums is a config error (FP16 tiles
+  // run the group sums in the offset form only).
   auto rejected = [](chord::W4A16GemmConfig c) {
     c.group_sums = chord::kW4A16GroupSumsCorrection;
-    CHECK_FALSE(c.runs_group_sums());
+    CHECK(c.runs_group_sums() == (c.weight != chord::kW4A16WeightNF4 && !c.wgmma() && c.block_m == 8));
+    CHECK_FALSE(c.takes_group_sums(chord::kW4A16GroupSumsCorrection));
     const char* why = c.error();
     REQUIRE(why != nullptr);
     CHECK(std::string(why).find("group-sums") != std::string::npos);
@@ -659,4 +661,31 @@ TEST_CASE("compile: the decode tile's two group-sum forms (GROUP_SUMS 0 and 1) b
   chord::W4A16GemmConfig bad = decode;
   bad.group_sums = chord::kW4A16GroupSumsCount;
   CHECK(bad.error() != nullptr);
+}
+
+TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form on every arch (8-token tiles, and "
+          "the 16-token tile's narrow path)",
+          "[compile]") {
+  // Per 128-k stage of the BN128 8-token tile: the same 16 MMAs and 32 scale FFMA as the BF16
+  // tile (the dequantizing form had no FFMA), and each scale widened to fp32 once per group.
+  for (auto weight : {chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4ZpFp16, chord::kW4A16WeightInt4G128Fp16,
+                      chord::kW4A16WeightInt4ZpG128Fp16}) {
+    for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+      const chord::W4A16GemmConfig c = mma_sync_config(weight, chord::kW4A16Masked, 8, 128, 128, 3, 1, 4, 1);
+      REQUIRE(c.runs_group_sums());
+      REQUIRE(c.takes_group_sums(chord::kW4A16GroupSumsOffset));
+      REQUIRE(c.error() == nullptr);
+      const chord::KernelSource source = c.source();
+      INFO(arch_name << " " << source.name);
+      CHECK(source.name.find("_gs") == std::string::npos);
+      const std::vector<char> cubin = chord::compile_to_cubin(
+          chord::CompileRequest{source.name, source.text, chord::parse_arch(arch_name), source.options}, "/tmp");
+      std::map<unsigned, int> ops = sass_opcodes(cubin);
+      CHECK(ops[kSassHmma] == 16);  // HMMA.16816.F32 (FP16) has the BF16 MMA's opcode bits
+      CHECK(ops[kSassFfma] == 32);
+      // At most one 64-bit value, as in the group-128 matrix: ptxas may park one loop-invariant
+      // address in local memory (one L1-hit load per stage, outside the MMAs).
+      CHECK(spill_stores(c, chord::parse_arch(arch_name)) <= 8);
+    }
+  }
 }

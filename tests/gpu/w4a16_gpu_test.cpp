@@ -681,22 +681,25 @@ void check_decode_modes(std::mt19937& rng, const Stream& stream) {
 // Run by the test below in a child process whose CHORD_W4A16_GROUP_SUMS is set (the environment
 // is read once per process), and in a second child with the 16-token staged tile forced
 // (CHORD_W4A16_BM=16 ... STAGES=3: the group sums of its tiles that hold <= 8 rows): the BF16
-// INT4 kinds, symmetric and with zero points, group 32 and 128, in every decode mode and (with
-// the resolver's tile) the every-mode matrix, against the reference.
+// and FP16 INT4 kinds, symmetric and with zero points, group 32 and 128, in every decode mode and
+// (with the resolver's tile) the every-mode matrix, against the reference.
 TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHORD_W4A16_GROUP_SUMS",
           "[.gpu_group_sums_child]") {
   const char* value = std::getenv("CHORD_W4A16_GROUP_SUMS");
   if (value == nullptr) return;  // only as the parent's child
   const int want = std::atoi(value);
+  const Fp16Scope dtype(GENERATE(false, true));
   const G128Scope g128(GENERATE(false, true));
   const ZpScope zp(GENERATE(false, true));
-  std::mt19937 rng((g_g128 ? 1280 : 320) + (g_zp ? 7 : 0));
+  std::mt19937 rng((g_g128 ? 1280 : 320) + (g_zp ? 7 : 0) + (g_fp16 ? 3 : 0));
   Stream stream;
   const chord::DeviceContext device = chord::current_device_context(stream.get());
   chord::W4A16Problem p;  // check_decode_modes' offsets call: the variable reached its tile
   p.mode = chord::kW4A16Offsets;
-  p.weight = g_zp ? (g_g128 ? chord::kW4A16WeightInt4ZpG128 : chord::kW4A16WeightInt4Zp)
-                  : (g_g128 ? chord::kW4A16WeightInt4G128 : chord::kW4A16WeightInt4);
+  p.weight = g_fp16 ? (g_zp ? (g_g128 ? chord::kW4A16WeightInt4ZpG128Fp16 : chord::kW4A16WeightInt4ZpFp16)
+                            : (g_g128 ? chord::kW4A16WeightInt4G128Fp16 : chord::kW4A16WeightInt4Fp16))
+                   : (g_zp ? (g_g128 ? chord::kW4A16WeightInt4ZpG128 : chord::kW4A16WeightInt4Zp)
+                           : (g_g128 ? chord::kW4A16WeightInt4G128 : chord::kW4A16WeightInt4));
   p.rows_per_expert = 0;
   p.n = 128;
   p.k = 512;
@@ -707,7 +710,7 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
   const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
   INFO(c.source().name);
   REQUIRE(c.runs_group_sums());
-  CHECK(c.group_sums == want);
+  CHECK(c.group_sums == (g_fp16 ? 0 : want));  // FP16 tiles run the offset form only
   check_decode_modes(rng, stream);
   // The forced 16-token tile's BN 128 cannot serve the every-mode matrix's narrow weights (N 16).
   if (std::getenv("CHORD_W4A16_BN") == nullptr) check_every_mode(rng, stream, 640, 128, g_g128 ? 384 : 0);
