@@ -169,11 +169,11 @@ struct W4A16Tiles<kW4A16Indexed> {
     // The three routing loads are issued together and judged after, so the tile waits one memory
     // latency before its weights' first stage instead of three in a row. Every index is inside
     // its buffer whatever num_tokens_padded says: the grid has ceil(capacity / BLOCK_M) tiles,
-    // so p0 < capacity, and expert_ids holds ceil(capacity / block_size) ids. Values past the
-    // valid prefix (unwritten, perhaps) are read but never used.
+    // so p0 < capacity, and expert_ids holds ceil(capacity / block_size) ids (chord.h's
+    // contract; a shorter buffer is read past its end). Values past the valid prefix (unwritten,
+    // perhaps) are read but never used.
     const int p0 = tile * BLOCK_M;
     const int p = p0 + (int)threadIdx.x;
-    // (volatile loads: the compiler would otherwise sink the two later ones past the first test.)
     const int ntp = static_cast<int>(ptx::ldg_nc_b32(args.num_tokens_padded));
     const int block_expert =
         static_cast<int>(ptx::ldg_nc_b32(static_cast<const int*>(args.expert_ids) + p0 / args.block_size));
@@ -183,7 +183,8 @@ struct W4A16Tiles<kW4A16Indexed> {
     }
     const int valid_len = ntp < args.capacity ? ntp : args.capacity;
     expert = block_expert;
-    // One test of both loads (two in a row would let the compiler issue the second after the first).
+    // One test of both loads: with two tests in a row the compiler issues the expert id's load
+    // after the first (and the route ids' after the second).
     if ((p0 >= valid_len) | (expert < 0) | (expert >= args.num_experts)) return false;
     const int num_routes = args.a_rows * args.top_k;
     int valid = 0;
