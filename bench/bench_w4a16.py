@@ -692,13 +692,30 @@ def generalization_weights(library, call, gen, peers=None):
     return ExpertWeights(library, call["experts"], call["n"], call["k"], gen, peers)
 
 
-def generalization_call(library, call, w, gen, with_peers=False):
+def generalization_call(library, call, w, gen, with_peers=False, against=None):
     """(timed function, check) of one call of bench/generalization.py on the device: the routing
     it drew, fresh activations, an output filled with NaN (rows the call must not write stay NaN).
     with_peers: also the --peers calls on the same routing, activations and weights (name -> a
-    function for try_peers, None where the peer does not serve the call: masked and offsets)."""
+    function for try_peers, None where the peer does not serve the call: masked and offsets).
+    against (--against: another build's library): also "against", a function for try_peers giving
+    the same call through that library, into an output of its own, checked the same way. With
+    either, returns (function, check, {name: function for try_peers})."""
     e, k, n = call["experts"], call["k"], call["n"]
     identity = torch.arange(e, dtype=torch.int32, device="cuda")
+
+    def result(launch, out, check, peers=None):
+        """(fn, check[, made]): launch(library, out) -> the call into `out`; check(out)."""
+        fn = lambda: launch(library, out)  # noqa: E731
+        if not with_peers and against is None:
+            return fn, lambda: check(out)
+        made = dict(peers or {}) if with_peers else {}
+        if against is not None:
+            def make_against():
+                own = torch.full_like(out, float("nan"))
+                return (lambda: launch(against, own)), (lambda: check(own)), {}
+            made["against"] = make_against
+        return fn, lambda: check(out), made
+
     if call["mode"] == "masked":
         masked_m = torch.tensor(call["masked_m"], dtype=torch.int32, device="cuda")
         max_m = call["max_m"]
@@ -707,27 +724,25 @@ def generalization_call(library, call, w, gen, with_peers=False):
         valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
         offsets = torch.cumsum(masked_m, 0).to(torch.int32)
 
-        def check():
+        def check(out):
             err = rel_error(out[valid], grouped_mm(a[valid], w.bf16, offsets))
             clean = bool(torch.isnan(out[~valid]).all()) if (~valid).any() else True
             return clean and err < 1e-2 and not torch.isnan(out[valid]).any().item(), err
 
-        fn = lambda: ck.masked(a, w.packed, masked_m, call["expected_m"], out, library=library)  # noqa: E731
-        return (fn, check, {}) if with_peers else (fn, check)
+        return result(lambda lib, o: ck.masked(a, w.packed, masked_m, call["expected_m"], o, library=lib), out, check)
     topk_ids = torch.tensor(call["topk_ids"], dtype=torch.int32, device="cuda")
     routes, offsets, _ = grouped_rows(topk_ids, identity, e)
     if call["mode"] == "offsets":
         a = torch.randn(routes.numel(), k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.full((routes.numel(), n), float("nan"), dtype=torch.bfloat16, device="cuda")
-        launch = ck.nf4_grouped_mm if call["weight"] == "nf4" else ck.grouped_mm
+        grouped = ck.nf4_grouped_mm if call["weight"] == "nf4" else ck.grouped_mm
         exact = w.dequantize_exact if call["weight"] == "nf4" else True
 
-        def check():
+        def check(out):
             err = rel_error(out, grouped_mm(a, w.bf16, offsets))
             return exact and err < 1e-2 and not torch.isnan(out).any().item(), err
 
-        fn = lambda: launch(a, offsets, w.packed, out, library=library)  # noqa: E731
-        return (fn, check, {}) if with_peers else (fn, check)
+        return result(lambda lib, o: grouped(a, offsets, w.packed, o, library=lib), out, check)
     block, top_k = call["block_size"], call["kernel_top_k"]
     sorted_ids, expert_ids, ntp = align_block_size(topk_ids, e, identity, block, extra_blocks=2)
     routes_all = topk_ids.numel()
@@ -740,15 +755,15 @@ def generalization_call(library, call, w, gen, with_peers=False):
         err = rel_error(got, ref)
         return err < 1e-2 and not torch.isnan(got).any().item(), err
 
-    fn = lambda: ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, top_k, out, block_size=block,  # noqa: E731
-                            library=library)
-    if not with_peers:
-        return fn, check
+    def launch(lib, o):
+        return ck.indexed(a, w.packed, sorted_ids, expert_ids, ntp, top_k, o, block_size=block, library=lib)
+
     # decode: every route lands on this GPU's experts (routed over them: global = local)
-    return fn, check, dict(
+    peers = dict(
         humming=humming_indexed(w, a, out, topk_ids, identity, routes.numel(), top_k, check),
         marlin=marlin_indexed(w, a, out, topk_ids, call["tokens"], call["top_k"], e, identity, top_k,
-                              call["proj"] == "down", check))
+                              call["proj"] == "down", check)) if with_peers else None
+    return result(launch, out, check, peers)
 
 
 def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
@@ -794,7 +809,11 @@ def run_generalization(args, loaded_peers=None, rows=None):
     appended to (a new one by default)."""
     import itertools
     chord = ck.load_library(args.library) if args.library else None
+    against = ck.load_library(args.against) if args.against else None
     loaded_peers = loaded_peers or {}
+    # --against rides along as one more peer (try_peers): against_us, vs_against (its time /
+    # ours: above 1 this build is faster), against_check; its failed checks count as failures.
+    names = list(loaded_peers) + (["against"] if against is not None else [])
     calls = generalization.calls(quick=args.quick, only=args.only)
     t0 = time.perf_counter()
     generalization.resolve_configs(calls)
@@ -815,15 +834,18 @@ def run_generalization(args, loaded_peers=None, rows=None):
                            if any(generalization.peer_note(c, name) is None for c in group
                                   if (c["proj"], c["weight"]) == key)}
                 weights[key] = generalization_weights(chord, call, gen, serving)
-            if not loaded_peers:
+            if not names:
                 fn, check = generalization_call(chord, call, weights[key], gen)
                 peer_calls = None
             else:
-                fn, check, made = generalization_call(chord, call, weights[key], gen, with_peers=True)
+                fn, check, made = generalization_call(chord, call, weights[key], gen, with_peers=bool(loaded_peers),
+                                                      against=against)
                 notes = {name: generalization.peer_note(call, name) for name in loaded_peers}
                 peer_calls = {name: made.get(name) if notes[name] is None else notes[name] for name in loaded_peers}
-            row, ok, _ = generalization_row(call, fn, check, timer, loaded_peers, peer_calls)
-            failures += not ok
+                if against is not None:
+                    peer_calls["against"] = made["against"]
+            row, ok, _ = generalization_row(call, fn, check, timer, names, peer_calls)
+            failures += (not ok) + (against is not None and row["against_check"] != "ok")
             rows.append(row)
         del weights, fn, check
         torch.cuda.empty_cache()
@@ -973,8 +995,9 @@ def run_formats(args, rows=None):
 
 def generalization_summary(rows, worst=15):
     """Text: % of the read floor per scenario and projection (min / median / max), then the
-    worst rows; where the rows carry --peers peers, then chord / each peer (peers_chart.summary:
-    the rows above 0.9x Marlin's time, above 1.0x Humming's, and the peers that failed)."""
+    worst rows; with --against, its time over ours; where the rows carry --peers peers, then
+    chord / each peer (peers_chart.summary: the rows above 0.9x Marlin's time, above 1.0x
+    Humming's, and the peers that failed)."""
     lines = ["% of the read floor (floor / time), per scenario and projection: min / median / max"]
     keyed = {}
     for r in rows:
@@ -987,6 +1010,10 @@ def generalization_summary(rows, worst=15):
         lines.append(f"  {r['pct_floor']:5.1f}%  {r['scenario']} x={r['x']} {r['proj']} ({r['n']} x {r['k']}, "
                      f"{r['routed_rows']} rows on {r['active_experts']} experts) {r['chord_us']} us vs "
                      f"{r['floor_us']} us: {r['config']} [{r['config_source']}]")
+    against = sorted(r["vs_against"] for r in rows if r.get("vs_against") is not None)
+    if against:
+        lines.append(f"--against (its time / ours: above 1 this build is faster): min {against[0]:.3f} / median "
+                     f"{against[len(against) // 2]:.3f} / max {against[-1]:.3f} over {len(against)} calls")
     import peers_chart
     if peers_chart.peer_names(rows):
         lines.append("peers (chord time / peer time: below 1 chord is faster):")
@@ -1219,8 +1246,8 @@ def parse_args(argv=None):
                              "or the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes under group "
                              "32 / 128, zero points and FP16, against the checkpoint format's read floor); with "
                              "the two sets --only, --quick and --library apply (and --fixed-blocks with formats, "
-                             "whose rows are always timed rep by rep; --peers and --capacity with "
-                             "generalization; with "
+                             "whose rows are always timed rep by rep; --peers, --against and --capacity "
+                             "with generalization; with "
                              "generalization --only takes a comma-separated list, any of which the scenario "
                              "contains), the other options do not")
     parser.add_argument("--capacity", choices=("tight", "vllm"), default="tight",

@@ -378,6 +378,37 @@ def test_generalization_rows_without_peers_are_unchanged(monkeypatch, capsys):
     assert "not run" not in capsys.readouterr().out
 
 
+def test_generalization_rows_with_against_time_both_builds_rep_by_rep(monkeypatch):
+    # --against rides along as the peer "against" on every call (run_generalization gives it no
+    # peer_note): timed in the same timer call as ours, checked, never counted as a peer.
+    bench = pytest.importorskip("bench_w4a16")
+    import generalization
+    monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda *a: None)
+    timed, rows = [], []
+
+    def timer(fns):
+        timed.append(list(fns))
+        return [10.0 * (i + 1) for i in range(len(fns))]
+
+    for call in generalization.calls(quick=True, only="minimax_ep8,phi35_tp2 offsets"):
+        call["config"] = dict(engine="mma_sync", block_m="16", block_n="128", block_k="128", stages="3",
+                              warps_m="1", warps_n="4", source="heuristic", kernel="k")
+        wrong = call["x"] == 64
+        make = lambda wrong=wrong: ((lambda: None), (lambda: (not wrong, 0.5 if wrong else 1e-4)), {})  # noqa: E731
+        row, ok, _ = bench.generalization_row(call, lambda: None, lambda: (True, 1e-3), timer, ["against"],
+                                              {"against": make})
+        assert ok
+        rows.append(row)
+    assert rows and any(r["x"] == 64 for r in rows)
+    for row, fns in zip(rows, timed):
+        assert len(fns) == 2  # ours and the other build, one timer call: one clock
+        assert row["against_us"] == 20.0 and row["vs_against"] == 2.0  # its time / ours
+        assert row["against_check"] == ("FAIL" if row["x"] == 64 else "ok")
+    text = bench.generalization_summary(rows)
+    assert f"min 2.000 / median 2.000 / max 2.000 over {len(rows)} calls" in text
+    assert "peers (" not in text  # the other build is not a peer
+
+
 def test_generalization_rows_gain_the_peer_fields(monkeypatch):
     def make_peer(name, call):
         def make():
