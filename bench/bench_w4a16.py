@@ -194,27 +194,26 @@ def skewed_topk(tokens, experts, top_k, gen):
 
 
 # --capacity: how long sorted_ids is past the padded routes. "tight": 2 blocks more (the
-# rows' default); "vllm": vLLM's max_num_tokens_padded over the experts the draw routes over,
-# routes + experts x (block - 1), capped at routes x block when there are fewer routes than
-# experts (vLLM counts the model's global experts, so its buffer can be longer still; the peers'
-# alignment counts this rank's experts and one group for the others'). The indexed GEMM launches one M
-# tile per block_m slots of sorted_ids (the padded count is on the device), so the longer
-# buffer adds CTAs that read num_tokens_padded and exit: it times the call as vLLM sizes it.
+# rows' default); "vllm": vLLM's max_num_tokens_padded over the model's experts (all of them,
+# as vLLM counts under EP), routes + experts x (block - 1), at most routes x block (the smaller
+# one when there are fewer routes than experts; the peers' alignment counts this rank's experts
+# and one group for the others'). The indexed GEMM launches one M tile per block_m slots of
+# sorted_ids (the padded count is on the device), so the longer buffer adds CTAs that read
+# num_tokens_padded and exit: it times the call as vLLM sizes it.
 CAPACITY = "tight"
 
 
 def routing_capacity(routes, experts, block_size, padded, extra_blocks):
     """The length of sorted_ids for --capacity (see CAPACITY): never below `padded`."""
     if CAPACITY == "vllm":
-        capacity = routes + experts * (block_size - 1)
-        return min(routes * block_size, capacity) if routes < experts else capacity
+        return min(routes * block_size, routes + experts * (block_size - 1))
     return padded + extra_blocks * block_size
 
 
-def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_blocks=2):
+def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_blocks=2, model_experts=None):
     """vLLM's moe_align_block_size: segments padded to block_size with sentinel M*top_k,
     one expert id per block (-1 for experts not on this rank), over-allocated buffers
-    (routing_capacity)."""
+    (routing_capacity; model_experts: the model's expert count, num_global where not given)."""
     flat = topk_ids.flatten().long()
     sentinel = flat.numel()
     counts = torch.bincount(flat, minlength=num_global)
@@ -224,7 +223,7 @@ def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_bl
     rank = torch.arange(flat.numel(), device="cuda") - (torch.cumsum(counts, 0) - counts)[expert_sorted]
     pos = (torch.cumsum(padded, 0) - padded)[expert_sorted] + rank
     total = int(padded.sum())
-    capacity = routing_capacity(flat.numel(), num_global, block_size, total, extra_blocks)
+    capacity = routing_capacity(flat.numel(), model_experts or num_global, block_size, total, extra_blocks)
     sorted_ids = torch.full((capacity,), sentinel, dtype=torch.int32, device="cuda")
     sorted_ids[pos] = order.to(torch.int32)
     block_expert = torch.repeat_interleave(torch.arange(num_global, device="cuda"), padded // block_size)
@@ -267,7 +266,7 @@ def routing_block(library, arch, experts, n, k, routed_rows):
 
 
 def indexed_routing(library, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
-                    fixed_block=False, with_topk_ids=False):
+                    fixed_block=False, with_topk_ids=False, model_experts=None):
     """A skewed top-k draw aligned as vLLM would for our kernels: the routing block our
     exported tuning table gives the shape (both projections use it), `block_size` where no table
     holds it or with fixed_block. Returns (routes, offsets, active, block, sorted_ids, expert_ids,
@@ -277,7 +276,8 @@ def indexed_routing(library, tokens, num_global, top_k, local_of_global, weights
     if not fixed_block:
         block_size = routing_block(library, ARCH, weights_up.experts, weights_up.n, weights_up.k,
                                    routes.numel()) or block_size
-    sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size)
+    sorted_ids, expert_ids, ntp = align_block_size(topk_ids, num_global, local_of_global, block_size,
+                                                   model_experts=model_experts)
     if with_topk_ids:  # the draw itself too (a peer aligns it at its own block)
         return routes, offsets, active, block_size, sorted_ids, expert_ids, ntp, topk_ids
     return routes, offsets, active, block_size, sorted_ids, expert_ids, ntp
@@ -479,10 +479,10 @@ class Suite:
 
     # -- indexed (vLLM routing) -------------------------------------------------------------
     def indexed(self, scenario, x, weights_up, weights_down, tokens, num_global, top_k, local_of_global,
-                block_size, gen):
+                block_size, gen, model_experts=None):
         routes, offsets, active, block_size, sorted_ids, expert_ids, ntp, topk_ids = indexed_routing(
             self.library, tokens, num_global, top_k, local_of_global, weights_up, block_size, gen,
-            self.fixed_blocks, with_topk_ids=True)
+            self.fixed_blocks, with_topk_ids=True, model_experts=model_experts)
         routed = routes.numel()
         self.block_size = block_size
         for proj, w, a_rows, kernel_top_k in (("gate_up", weights_up, tokens, top_k),
@@ -656,14 +656,14 @@ def run_kimi(suite, chord, quick, gen):
     for t in shapes.sweep("indexed EP8 decode", quick):
         # decode: all top_k x T routes of this GPU's tokens land on its local experts
         over, top_k, block = shapes.routing("indexed EP8 decode")
-        suite.indexed("indexed EP8 decode", t, up, down, t, over, top_k, local_only, block, gen)
+        suite.indexed("indexed EP8 decode", t, up, down, t, over, top_k, local_only, block, gen, model_experts=e_all)
     for ep, subset in subsets.items():
         for suite.proj, w in (("gate_up", subset[0]), ("down", subset[1])):
             for t in shapes.sweep(f"masked {ep}", quick):
                 suite.masked(f"masked {ep}", t, w, t, gen)
     for t in shapes.sweep("indexed EP8 prefill", quick):
         over, top_k, block = shapes.routing("indexed EP8 prefill")
-        suite.indexed("indexed EP8 prefill", t, up, down, t, over, top_k, local_ep8, block, gen)
+        suite.indexed("indexed EP8 prefill", t, up, down, t, over, top_k, local_ep8, block, gen, model_experts=e_all)
     for ep, subset in subsets.items():
         for suite.proj, w in (("gate_up", subset[0]), ("down", subset[1])):
             for r in shapes.sweep(f"contiguous {ep}", quick):
@@ -744,7 +744,8 @@ def generalization_call(library, call, w, gen, with_peers=False, against=None):
 
         return result(lambda lib, o: grouped(a, offsets, w.packed, o, library=lib), out, check)
     block, top_k = call["block_size"], call["kernel_top_k"]
-    sorted_ids, expert_ids, ntp = align_block_size(topk_ids, e, identity, block, extra_blocks=2)
+    sorted_ids, expert_ids, ntp = align_block_size(topk_ids, e, identity, block, extra_blocks=2,
+                                                   model_experts=call.get("model_experts"))
     routes_all = topk_ids.numel()
     a = torch.randn(call["a_rows"], k, device="cuda", generator=gen).to(torch.bfloat16)
     out = torch.full((routes_all, n), float("nan"), dtype=torch.bfloat16, device="cuda")

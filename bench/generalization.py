@@ -91,7 +91,8 @@ def calls(section=None, quick=False, only=None):
             for x in section.sweep(row, quick):
                 rng = rng_for(row["scenario"], x)
                 base = dict(scenario=row["scenario"], model=model["name"], split=split_name, mode=row["mode"],
-                            weight=row.get("weight", "int4"), draw=row.get("draw"), x=x, experts=experts)
+                            weight=row.get("weight", "int4"), draw=row.get("draw"), x=x, experts=experts,
+                            model_experts=model["experts"])
                 if row["mode"] == "masked":
                     masked_m = masked_counts(rng, experts, x)
                     routing = dict(masked_m=masked_m, max_m=2 * x, expected_m=x)

@@ -83,9 +83,8 @@ __device__ __forceinline__ void add_scaled_sum(float (&acc)[4], float s_lo, floa
 // to every weight (the decode tiles, where the per-weight decode is the issue bottleneck):
 //   sum_k bf16(code - 8) * s * a  ==  s * sum_k (code - 8) * a
 // (128 + code) is one lop3 per nibble pair and exact in bf16, so the two fmas per pair of
-// dequant_word become one bf16x2 fma per register (BF16 only: in FP16 the lop3's offset is
-// 1024, whose cancellation would cost about as much as the FP16 output's rounding, so FP16
-// tiles dequantize). Products are exact in the fp32 MMA; the result differs from the
+// dequant_word become one bf16x2 fma per register (BF16 only: FP16 tiles dequantize every
+// weight). Products are exact in the fp32 MMA; the result differs from the
 // bf16-dequantized reference only by that reference's rounding of (code - 8) * scale to bf16.
 //   w[i][0..1]: the packed words of n tile i for the group's two k16 steps; s2[i]: its scale
 //   word {s[g], s[g+8]}; b[jj][m]: the token fragments of k16 step jj, token tile m.
@@ -97,7 +96,8 @@ __device__ __forceinline__ void add_scaled_sum(float (&acc)[4], float s_lo, floa
 //   kW4A16GroupSumsCorrection: the lop3's (128 + code) as it is, and the -136 term, the same for
 //     every weight row, as 2 MMAs with a constant A shared by the n tiles that seed each chain:
 //     2 + 2 NT MMAs, 4 NT FFMA per token tile. That doubles the MMAs at NT 1 and is half as many
-//     again at NT 2, which is why the offset form is the default.
+//     again at NT 2, which is why the offset form is the default. (In FP16 the term would be
+//     -1032, whose cancellation in fp32 costs about as much as the FP16 output's rounding.)
 template <int NT, int MT, int MTU = MT, int SUMS = kW4A16GroupSumsOffset>
 __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const unsigned int (&w)[NT][2],
                                                const unsigned int (&s2)[NT], const unsigned int (&b)[2][MT][2]) {
@@ -123,11 +123,11 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
       a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
     }
     if constexpr (!kCorr) {
-      const unsigned int kOne = 0x3f803f80u, kMinus136 = 0xc308c308u;  // bf16 {1, 1}, {-136, -136}
+      const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
-        a0[p] = ptx::fma_x2<kNF4BF16>(a0[p], kOne, kMinus136);  // (128 + code) - 136, exact
-        a1[p] = ptx::fma_x2<kNF4BF16>(a1[p], kOne, kMinus136);
+        a0[p] = ptx::fma_x2<kNF4BF16>(a0[p], kOne, kNeg136[0]);  // (128 + code) - 136, exact
+        a1[p] = ptx::fma_x2<kNF4BF16>(a1[p], kOne, kNeg136[0]);
       }
     }
     const float s_lo = __uint_as_float(s2[i] << 16);          // row g

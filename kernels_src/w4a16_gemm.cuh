@@ -38,26 +38,6 @@ struct IntTag {
 }  // namespace w4a16_detail
 
 // ---------------------------------------------------------------------------------------
-// Main-loop variants. STAGED: weights, scales and activations all go through the cp.async
-// shared-memory ring (prefill: WARPS_M > 1 warps share each weight fragment). DIRECT
-// (decode): each warp loads its own weight fragments and scales from global memory straight
-// into registers, one k-block ahead (the packed words are already in fragment order), and
-// only the activation tile, shared by all warps, goes through the shared-memory ring.
-// ---------------------------------------------------------------------------------------
-constexpr int kW4A16PathStaged = 0;
-constexpr int kW4A16PathDirect = 1;
-// The JIT names a config by (BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS): STAGES == 2 at a decode
-// tile (BLOCK_M <= 32, one warp along M) selects the direct path, which then fills the shared
-// memory of two full stages with up to four activation stages. Measured on the H200
-// (lab/kernel_check): since the staged copies issue as straight-line
-// code, staged leads on every decode shape timed (Qwen3 1-8 tokens included); no tuning row
-// picks the direct path now, the heuristic's small-expert fallback and CHORD_W4A16_STAGES=2
-// still can, and kernel_check keeps it checked.
-CHORD_W4A16_HD constexpr int w4a16_default_path(int block_m, int warps_m, int stages) {
-  return block_m <= 32 && warps_m == 1 && stages == 2 ? kW4A16PathDirect : kW4A16PathStaged;
-}
-
-// ---------------------------------------------------------------------------------------
 // Compile-time configuration.
 // ---------------------------------------------------------------------------------------
 // ZP: zero-point weights, whose scale entries are 32-bit {scale, bias} pairs; G128: group-128

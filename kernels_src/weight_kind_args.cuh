@@ -98,11 +98,11 @@ enum W4A16GroupSums : int {
 // Whether a mma.sync tile runs the INT4 BF16 group sums (int4_group_mma, int4_group_mma_zp):
 // INT4 weights with BF16 scales (symmetric or with zero points, group 32 or 128) on tiles of 8
 // tokens per warp (w4a16_gemm_body's kScaleInAcc), or 16-token tiles of one warp along M on the
-// staged path (kNarrowPath: the group sums on a tile that holds <= 8 rows; the staged path is
-// w4a16_default_path's choice for every stage count but 2).
+// staged path (kNarrowPath: the group sums on a tile that holds <= 8 rows).
 CHORD_W4A16_HD constexpr bool w4a16_runs_group_sums(int weight, int block_m, int warps_m, int stages) {
   return w4a16_known_weight(weight) && !w4a16_is_nf4(weight) && w4a16_element(weight) == kNF4BF16 && warps_m > 0 &&
-         (block_m == 8 * warps_m || (block_m == 16 && warps_m == 1 && stages != 2));
+         (block_m == 8 * warps_m ||
+          (block_m == 16 && warps_m == 1 && w4a16_default_path(block_m, warps_m, stages) == kW4A16PathStaged));
 }
 
 // Why a group-sums form is invalid for a mma.sync tile, or nullptr.

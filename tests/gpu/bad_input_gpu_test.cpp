@@ -5,13 +5,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <array>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "chord/chord.h"
@@ -20,6 +18,7 @@
 #include "reference/int4_reference.hpp"
 #include "reference/w4a16_gemm.hpp"
 #include "tests/bad_input_cases.hpp"
+#include "tests/cpu/test_support.hpp"
 
 using namespace chord::test;
 using chord::ref::bf16_to_float;
@@ -292,13 +291,9 @@ TEST_CASE("gpu bad input: an invalid CHORD_* value fails the call with ENVIRONME
                            EnvCase{"CHORD_W4A16_BM=abc", "CHORD_W4A16_BM"},
                            EnvCase{"CHORD_W4A16_STAGES=9", "STAGES must be in [2, 8]"},
                            EnvCase{"CHORD_W4A16_BN=48", "BLOCK_N"}}) {
-    std::string command = "CHORD_BAD_INPUT_CHILD=1 " + std::string(c.assignment) + " '" + self + "' '[.gpu_bad_input_child]' 2>&1";
-    FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string output;
-    std::array<char, 4096> buffer;
-    while (size_t got = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), got);
-    pclose(pipe);
+    int code = -1;  // the child's RESULT line says what the call returned
+    const std::string output = run_command(
+        "CHORD_BAD_INPUT_CHILD=1 " + std::string(c.assignment) + " '" + self + "' '[.gpu_bad_input_child]'", &code);
     INFO(c.assignment << " -> " << output);
     auto at = output.find("RESULT ");
     REQUIRE(at != std::string::npos);

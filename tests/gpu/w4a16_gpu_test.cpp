@@ -6,13 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <numeric>
 #include <string>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "chord/chord.h"
@@ -24,6 +21,7 @@
 #include "reference/nf4_reference.hpp"
 #include "reference/w4a16_gemm.hpp"
 #include "reference/w4a16_pack.hpp"
+#include "tests/cpu/test_support.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
 using namespace chord::test;
@@ -728,16 +726,11 @@ TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's gro
   for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
     for (const char* tile : tiles) {
       const std::string command = std::string(tile) + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " '" + self +
-                                  "' '[.gpu_group_sums_child]' 2>&1";
-      FILE* pipe = popen(command.c_str(), "r");
-      REQUIRE(pipe != nullptr);
-      std::string output;
-      std::array<char, 4096> buffer;
-      while (size_t got = fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), got);
-      const int status = pclose(pipe);
+                                  "' '[.gpu_group_sums_child]'";
+      int code = -1;
+      const std::string output = run_command(command, &code);
       INFO(command << " -> " << output);
-      CHECK(WIFEXITED(status));
-      CHECK(WEXITSTATUS(status) == 0);
+      CHECK(code == 0);  // exited, with status 0
       CHECK(output.find("All tests passed") != std::string::npos);
     }
   }
