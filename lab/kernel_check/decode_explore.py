@@ -70,11 +70,11 @@ def expert_rows(call):
     return [c for c in counts if c > 0]
 
 
-def decode_calls(only=None, quick=False):
+def decode_calls(only=None, quick=False, min_floor_us=0.0):
     out = []
     for set_name, section in (("generalization", None), ("suite", suite_section())):
         for c in g.calls(section=section, quick=quick, only=only):
-            if c["rows_per_expert"] > DECODE_MAX_ROWS:
+            if c["rows_per_expert"] > DECODE_MAX_ROWS or c["floor_us"] < min_floor_us:
                 continue
             c["set"] = set_name
             c["id"] = f"{c['scenario']}|x={c['x']}|{c['proj']}"
@@ -126,6 +126,10 @@ def grid(level):
                     for bk in bks:
                         add(bm, bn, bk, st, sk)
 
+    if level == "fit":  # the staged tiles the decode rule chooses between
+        block(8, (3, 4))
+        block(16, (3, 4))
+        return out
     block(8, (2, 3))
     if level == "small":
         return out
@@ -284,7 +288,7 @@ def run(args):
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import bench_w4a16 as b
     t_start = time.perf_counter()
-    calls = decode_calls(args.only, args.quick)
+    calls = decode_calls(args.only, args.quick, args.min_floor_us)
     settings = json.load(open(args.settings_file))
     rows = [row_record(c) for c in calls]
     g.resolve_configs(calls, jobs=4)  # the current rule's config per row
@@ -367,7 +371,7 @@ def run(args):
 # ---------------------------------------------------------------- driver
 
 def plan(args):
-    calls = decode_calls(args.only, args.quick)
+    calls = decode_calls(args.only, args.quick, args.min_floor_us)
     settings = grid(args.grid)[:args.max_settings or None]
     by = {}
     for c in calls:
@@ -385,7 +389,10 @@ def plan(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/chord-out"))
-    ap.add_argument("--grid", choices=("small", "medium", "full"), default="medium")
+    ap.add_argument("--grid", choices=("small", "medium", "full", "fit"), default="medium",
+                    help="fit: BM 8 and 16 at 3 and 4 stages only (the staged tiles the decode rule picks from)")
+    ap.add_argument("--min-floor-us", type=float, default=0.0,
+                    help="leave out calls whose read floor is under this (the 85%% target excepts those under 10 us)")
     ap.add_argument("--max-settings", type=int, default=0, help="keep the first N settings of the grid (0: all)")
     ap.add_argument("--budget-s", type=float, default=190.0, help="timing seconds before the remaining settings are skipped")
     ap.add_argument("--reps", type=int, default=10)
@@ -425,6 +432,8 @@ def main():
         base += ["--only", args.only]
     if args.quick:
         base += ["--quick"]
+    if args.min_floor_us:
+        base += ["--min-floor-us", str(args.min_floor_us)]
     out_json = os.path.join(args.out, "decode_explore.json")
     t0 = time.perf_counter()
     if args.mode == "copies":
