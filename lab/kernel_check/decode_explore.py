@@ -130,6 +130,15 @@ def grid(level):
         block(8, (3, 4))
         block(16, (3, 4))
         return out
+    if level == "warps":  # the rule's staged tiles with 8 warps along N against its 4
+        for bm in (8, 16):
+            for bn in (128, 256):
+                for bk in (128, 256):
+                    for st in (3, 4):
+                        for sk in (1, 2, 4):
+                            add(bm, bn, bk, st, sk)
+                            add(bm, bn, bk, st, sk, 8)
+        return out
     block(8, (2, 3))
     if level == "small":
         return out
@@ -389,8 +398,9 @@ def plan(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/chord-out"))
-    ap.add_argument("--grid", choices=("small", "medium", "full", "fit"), default="medium",
-                    help="fit: BM 8 and 16 at 3 and 4 stages only (the staged tiles the decode rule picks from)")
+    ap.add_argument("--grid", choices=("small", "medium", "full", "fit", "warps"), default="medium",
+                    help="fit: BM 8 and 16 at 3 and 4 stages only (the staged tiles the decode rule picks from); "
+                         "warps: BM 8 / 16, BN 128 / 256 staged tiles with 4 and with 8 warps along N")
     ap.add_argument("--min-floor-us", type=float, default=0.0,
                     help="leave out calls whose read floor is under this (the 85%% target excepts those under 10 us)")
     ap.add_argument("--max-settings", type=int, default=0, help="keep the first N settings of the grid (0: all)")
