@@ -18,9 +18,9 @@ CHORD_CACHE_DIR while the timing process builds the weights, so timing meets dis
 Settings run in priority order until --budget-s of timing is spent (the rest are listed as not
 run). Timing: events around each call after warm-up, the bench's 256 MiB L2 flush (reading it)
 before each rep, median of --reps. A config a call cannot run is recorded with the library's
-message (ok=false, us=null). Correctness: each setting's first call of each kind is checked against torch on that kind's
-smallest row. `--mode env` (the fallback when a library copy cannot be opened) runs one process
-per setting instead, with the environment set.
+message (ok=false, us=null). Correctness: each setting's first call of each kind is checked
+against torch on that kind's smallest row. `--mode env` (the fallback when a library copy cannot
+be opened) runs one process per setting instead, with the environment set.
 """
 import argparse
 import glob

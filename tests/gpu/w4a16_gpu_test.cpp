@@ -84,6 +84,16 @@ struct G128Scope {
   G128Scope& operator=(const G128Scope&) = delete;
 };
 
+// The INT4 weight kind make_weight packs under the current scopes (FP16, zero points, group 128).
+chord::W4A16WeightKind scoped_int4_kind() {
+  if (g_g128) {
+    return g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpG128Fp16 : chord::kW4A16WeightInt4ZpG128)
+                : (g_fp16 ? chord::kW4A16WeightInt4G128Fp16 : chord::kW4A16WeightInt4G128);
+  }
+  return g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpFp16 : chord::kW4A16WeightInt4Zp)
+              : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
+}
+
 // [rows, K/128] -> [rows, K/32]: each value four times (the group-32 form of a group-128 weight).
 template <typename T>
 std::vector<T> repeat_per_32(const std::vector<T>& v128) {
@@ -487,12 +497,7 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
     if (device.arch.sm() != 90 || chord::env().w4a16_engine.candidates == chord::W4A16EngineKnob::kPortable) return;
     chord::W4A16Problem p;
     p.mode = mode;
-    p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpFp16 : chord::kW4A16WeightInt4Zp)
-                    : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
-    if (g_g128) {
-      p.weight = g_zp ? (g_fp16 ? chord::kW4A16WeightInt4ZpG128Fp16 : chord::kW4A16WeightInt4ZpG128)
-                      : (g_fp16 ? chord::kW4A16WeightInt4G128Fp16 : chord::kW4A16WeightInt4G128);
-    }
+    p.weight = scoped_int4_kind();
     p.rows_per_expert = rows_per_expert;
     p.block_size = block_size;
     p.n = shape_n ? shape_n : n;
@@ -696,10 +701,7 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
   const chord::DeviceContext device = chord::current_device_context(stream.get());
   chord::W4A16Problem p;  // check_decode_modes' offsets call: the variable reached its tile
   p.mode = chord::kW4A16Offsets;
-  p.weight = g_fp16 ? (g_zp ? (g_g128 ? chord::kW4A16WeightInt4ZpG128Fp16 : chord::kW4A16WeightInt4ZpFp16)
-                            : (g_g128 ? chord::kW4A16WeightInt4G128Fp16 : chord::kW4A16WeightInt4Fp16))
-                   : (g_zp ? (g_g128 ? chord::kW4A16WeightInt4ZpG128 : chord::kW4A16WeightInt4Zp)
-                           : (g_g128 ? chord::kW4A16WeightInt4G128 : chord::kW4A16WeightInt4));
+  p.weight = scoped_int4_kind();
   p.rows_per_expert = 0;
   p.n = 128;
   p.k = 512;
