@@ -86,14 +86,14 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
   // stream each expert, so use 64-row tiles (twice the CTAs). NF4 runs them on the
   // direct-register path (STAGES == 2, four 512-byte chunks ahead per warp): at 1 token it is
   // faster there than on the staged BN128 BK128 S3 tile (21.5 / 14.1 vs 25.1 / 15.2 us, bench,
-  // H200). INT4 runs the staged path with 3 stages: the direct one took 1.22x its time
-  // (geometric mean, 1.05-1.41x) on all 13 such calls of the generalization set with floors of
-  // 10 us and up (Qwen3-235B and GLM-4.5 TP8, lab/kernel_check/decode_explore.sh fit), and
-  // 17.3 / 11.6 against 16.7 / 10.2 us at Qwen3-30B-A3B 1 token.
+  // H200). INT4 8-row tiles run the staged path with 3 stages: the direct one took 1.18x its
+  // time (geometric mean, 1.00-1.42x) on the 28 such calls of the generalization set
+  // (Qwen3-235B, GLM-4.5 TP8). The 16- and 32-row tiles keep the direct path: no measured
+  // call of the bench's sets reaches them, so their choice stays as it was tuned.
   if (decode && (int64_t)p.n * p.k <= (int64_t{4} << 20) && p.n % 64 == 0 && p.k % 256 == 0) {
     c.block_n = 64;
     c.block_k = 256;
-    c.stages = w4a16_is_nf4(p.weight) ? 2 : 3;
+    c.stages = !w4a16_is_nf4(p.weight) && c.block_m == 8 ? 3 : 2;
     c.warps_n = 4;
   } else if (decode && !w4a16_is_nf4(p.weight) && c.block_n == 128 && p.n % 64 == 0) {
     // INT4 decode calls that leave SMs without a CTA (few active experts: one or two experts
