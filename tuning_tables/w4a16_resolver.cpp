@@ -83,16 +83,17 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
   c.warps_m = decode ? 1 : 2;
   c.warps_n = c.block_n >= 64 ? 4 : 1;
   // Small experts (<= 2 MB packed, e.g. Qwen3 1536x2048, 2048x768) at decode: few CTAs
-  // stream each expert, so use 64-row tiles (twice the CTAs) on the direct-register path
-  // (STAGES == 2, four 512-byte chunks ahead per warp). Only for shapes without a table row,
-  // where INT4 and NF4 share this choice: at 1 token NF4 is faster here than on the staged
-  // BN128 BK128 S3 tile (21.5 / 14.1 vs 25.1 / 15.2 us, bench, H200), INT4 a little slower
-  // (17.3 / 11.6 vs 16.7 / 10.2 us), which is why the sm_90a Qwen3 table names the staged tile
-  // for INT4.
+  // stream each expert, so use 64-row tiles (twice the CTAs). NF4 runs them on the
+  // direct-register path (STAGES == 2, four 512-byte chunks ahead per warp): at 1 token it is
+  // faster there than on the staged BN128 BK128 S3 tile (21.5 / 14.1 vs 25.1 / 15.2 us, bench,
+  // H200). INT4 8-row tiles run the staged path with 3 stages: the direct one took 1.18x its
+  // time (geometric mean, 1.00-1.42x) on the 28 such calls of the generalization set
+  // (Qwen3-235B, GLM-4.5 TP8). The 16- and 32-row tiles keep the direct path: no measured
+  // call of the bench's sets reaches them, so their choice stays as it was tuned.
   if (decode && (int64_t)p.n * p.k <= (int64_t{4} << 20) && p.n % 64 == 0 && p.k % 256 == 0) {
     c.block_n = 64;
     c.block_k = 256;
-    c.stages = 2;
+    c.stages = !w4a16_is_nf4(p.weight) && c.block_m == 8 ? 3 : 2;
     c.warps_n = 4;
   } else if (decode && !w4a16_is_nf4(p.weight) && c.block_n == 128 && p.n % 64 == 0) {
     // INT4 decode calls that leave SMs without a CTA (few active experts: one or two experts

@@ -49,7 +49,7 @@ sm_90a n256 k768 r64 m2 w0 E48 a0 b0 s132: e1 m2 bm128 bn128 bk64 s5 wm1 wn4 wg2
 sm_90a n256 k2048 r53 m3 w1 E48 a318 b48 s132: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
 sm_90a n256 k7168 r22 m0 w1 E48 a0 b0 s132: e2 m0 bm128 bn256 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k64 r6 m3 w2 E48 a0 b96 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
-sm_90a n512 k256 r1 m1 w0 E48 a6 b0 s132: e0 m1 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk1
+sm_90a n512 k256 r1 m1 w0 E48 a6 b0 s132: e0 m1 bm8 bn64 bk256 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n512 k256 r8 m3 w1 E384 a3072 b96 s78: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k256 r10 m3 w1 E384 a3840 b64 s78: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k256 r11 m3 w2 E48 a0 b16 s132: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
@@ -159,14 +159,14 @@ sm_90a n1536 k7168 r32 m1 w2 E384 a12288 b0 s78: e2 m1 bm128 bn256 bk64 s5 wm1 w
 sm_90a n1536 k7168 r53 m3 w2 E128 a6784 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w2 sk1
 sm_90a n1536 k7168 r256 m3 w0 E128 a32768 b128 s132: e1 m3 bm128 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n1664 k64 r16 m0 w0 E48 a0 b0 s132: e0 m0 bm32 bn128 bk64 s3 wm1 wn4 wg2 w0 sk1
-sm_90a n1664 k256 r1 m3 w0 E128 a128 b32 s132: e0 m3 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk1
+sm_90a n1664 k256 r1 m3 w0 E128 a128 b32 s132: e0 m3 bm8 bn64 bk256 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n1664 k256 r21 m3 w2 E48 a126 b64 s132: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_90a n1664 k512 r11 m3 w2 E48 a0 b48 s132: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_90a n1664 k512 r169 m3 w2 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w2 sk1
 sm_90a n1664 k768 r11 m3 w2 E128 a1408 b96 s132: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_90a n1664 k768 r2048 m1 w2 E48 a12288 b0 s132: e1 m1 bm128 bn128 bk64 s4 wm1 wn4 wg2 w2 sk1
 sm_90a n1664 k2048 r1 m0 w1 E48 a6 b0 s132: e0 m0 bm8 bn64 bk256 s2 wm1 wn4 wg2 w1 sk2
-sm_90a n1664 k2048 r1 m3 w0 E128 a128 b192 s132: e0 m3 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk1
+sm_90a n1664 k2048 r1 m3 w0 E128 a128 b192 s132: e0 m3 bm8 bn64 bk256 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n1664 k2048 r8 m2 w2 E384 a3072 b0 s78: e0 m2 bm16 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_90a n1664 k2048 r256 m2 w0 E48 a0 b0 s132: e1 m2 bm128 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n1664 k7168 r11 m0 w1 E48 a66 b0 s132: e0 m0 bm16 bn128 bk128 s3 wm1 wn4 wg2 w1 sk4
@@ -334,7 +334,7 @@ sm_90a n7168 k2048 r2048 m3 w1 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4
 sm_90a n7168 k2048 r2048 m3 w1 E48 a0 b128 s132: e2 m3 bm128 bn256 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n7168 k2048 r1000000001 m3 w2 E128 a1073741824 b192 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w2 sk1
 sm_90a n7168 k7168 r512 m3 w0 E128 a65536 b32 s132: e0 m3 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
-sm_80 n128 k256 r4 m1 w0 E128 a512 b0 s132: e0 m1 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk1
+sm_80 n128 k256 r4 m1 w0 E128 a512 b0 s132: e0 m1 bm8 bn64 bk256 s3 wm1 wn4 wg2 w0 sk1
 sm_80 n256 k64 r22 m1 w1 E128 a2816 b0 s132: e0 m1 bm64 bn128 bk64 s4 wm2 wn4 wg2 w1 sk1
 sm_80 n256 k2048 r32 m3 w2 E128 a4096 b32 s132: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_80 n1664 k64 r21 m3 w2 E128 a2688 b48 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
@@ -351,7 +351,7 @@ sm_100a n256 k64 r4 m3 w0 E128 a512 b48 s132: e0 m3 bm8 bn128 bk64 s3 wm1 wn4 wg
 sm_100a n256 k64 r4 m3 w1 E128 a512 b96 s132: e0 m3 bm8 bn128 bk64 s3 wm1 wn4 wg2 w1 sk1
 sm_100a n256 k64 r11 m3 w2 E128 a1408 b96 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
 sm_100a n256 k512 r42 m3 w2 E128 a5376 b32 s132: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
-sm_100a n256 k2048 r5 m0 w0 E128 a640 b0 s132: e0 m0 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk2
+sm_100a n256 k2048 r5 m0 w0 E128 a640 b0 s132: e0 m0 bm8 bn64 bk256 s3 wm1 wn4 wg2 w0 sk2
 sm_100a n512 k512 r22 m2 w2 E128 a2816 b0 s132: e0 m2 bm64 bn128 bk64 s4 wm2 wn4 wg2 w2 sk1
 sm_100a n512 k7168 r52 m3 w1 E128 a6656 b96 s132: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
 sm_100a n1664 k7168 r42 m3 w2 E128 a5376 b32 s132: e0 m3 bm32 bn128 bk128 s3 wm1 wn4 wg2 w2 sk1
@@ -360,7 +360,7 @@ sm_100a n4096 k2048 r64 m3 w2 E128 a8192 b192 s132: e0 m3 bm64 bn128 bk64 s4 wm2
 sm_100a n4096 k7168 r53 m2 w2 E128 a6784 b0 s132: e0 m2 bm128 bn128 bk64 s4 wm2 wn4 wg2 w2 sk1
 sm_100a n7168 k64 r10 m3 w0 E128 a1280 b128 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w0 sk1
 sm_120a n128 k64 r6 m3 w2 E128 a768 b16 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
-sm_120a n128 k2048 r3 m0 w0 E128 a384 b0 s132: e0 m0 bm8 bn64 bk256 s2 wm1 wn4 wg2 w0 sk2
+sm_120a n128 k2048 r3 m0 w0 E128 a384 b0 s132: e0 m0 bm8 bn64 bk256 s3 wm1 wn4 wg2 w0 sk2
 sm_120a n256 k512 r11 m1 w2 E128 a1408 b0 s132: e0 m1 bm16 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_120a n256 k2048 r22 m2 w2 E128 a2816 b0 s132: e0 m2 bm64 bn128 bk64 s4 wm2 wn4 wg2 w2 sk1
 sm_120a n512 k64 r4 m3 w2 E128 a512 b48 s132: e0 m3 bm8 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
@@ -432,7 +432,7 @@ const EnvPin kEnvPins[] = {
     {"CHORD_W4A16_PROFILE=heuristic", "--arch sm_90a --mode offsets --n 7168 --k 2048 --experts 48 --rows 11 --weight nf4 --a-rows 66",
      "engine=mma_sync block_m=16 block_n=128 block_k=128 stages=3 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_PROFILE=heuristic", "--arch sm_90a --mode contiguous --n 512 --k 7168 --experts 384 --rows 0 --sms 78",
-     "engine=mma_sync block_m=8 block_n=64 block_k=256 stages=2 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
+     "engine=mma_sync block_m=8 block_n=64 block_k=256 stages=3 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_PROFILE=nosuch", "--arch sm_89 --mode indexed --n 1664 --k 256 --experts 128 --rows 16 --weight nf4-fp16 --a-rows 2048 --block-size 16 --capacity 4096",
      "CHORD_W4A16_PROFILE='nosuch' names no tuning table for sm_89 (see tuning_tables/)", true},
     {"CHORD_W4A16_ENGINE=mma_sync", "--arch sm_90a --mode indexed --n 128 --k 7168 --experts 384 --rows 170 --weight nf4-fp16 --sms 78 --a-rows 65280 --block-size 128 --capacity 114432",
