@@ -152,6 +152,13 @@ __device__ __forceinline__ unsigned int nibble_pair(unsigned int x) {
   return d;
 }
 __device__ __forceinline__ unsigned int nibble_pair_bf16(unsigned int x) { return nibble_pair<0>(x); }
+// FP16 only: the nibbles at bits 4..7 and 20..23 of x, left in place under the magic: the
+// pair {1024 + 16 code_lo, 1024 + 16 code_hi}, exact (FP16's ulp at 1024 is 1).
+__device__ __forceinline__ unsigned int nibble_pair_hi_f16(unsigned int x) {
+  unsigned int d;
+  asm("lop3.b32 %0, %1, %2, %3, 0xEA;\n" : "=r"(d) : "r"(x), "n"(0x00f000f0), "n"(0x64006400));
+  return d;
+}
 // The low / high ELEM value of a 16-bit pair as fp32 (exact: a BF16 is the top of an fp32, an
 // FP16 widens by cvt).
 template <int ELEM>

@@ -27,16 +27,36 @@ namespace w4a16_detail {
 //   w = x * scale + (-0)            one rounding of the exact product == ELEM((code - 8) * scale)
 // fma is used for both because mul/sub.bf16x2 do not exist on sm_80; the results are the
 // same bits on every arch. Callers that decode both 16-k words of a group splat once.
+// Register p of a symmetric word before its offset: {M + code} pairs, or in FP16 for odd p
+// {M + 16 code} (nibble_pair_hi_f16: the nibbles at bits 4..7 of each half stay in place, so a
+// word takes one shift, by 8, instead of three); int4_pair_mul / int4_pair_minus_offset give
+// the T x2 fma that makes code - 8 of it exactly: x * 1 - (M + 8), or x * 1/16 - 72.
+template <int ELEM>
+__device__ __forceinline__ unsigned int int4_pair(unsigned int q, int p) {
+  if constexpr (ELEM == kNF4FP16) {
+    const unsigned int x = q >> (8 * (p >> 1));
+    return (p & 1) ? ptx::nibble_pair_hi_f16(x) : ptx::nibble_pair<ELEM>(x);
+  } else {
+    return ptx::nibble_pair<ELEM>(q >> (4 * p));
+  }
+}
+template <int ELEM>
+__device__ __forceinline__ constexpr unsigned int int4_pair_mul(int p) {
+  return ELEM == kNF4FP16 ? ((p & 1) ? 0x2c002c00u : 0x3c003c00u) : 0x3f803f80u;  // {1/16} or {1}
+}
+template <int ELEM>
+__device__ __forceinline__ constexpr unsigned int int4_pair_minus_offset(int p) {
+  return ELEM == kNF4FP16 ? ((p & 1) ? 0xd480d480u : 0xe408e408u) : 0xc308c308u;  // -72, -1032, -136
+}
+
 template <int ELEM = kNF4BF16>
 __device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
                                                    unsigned int* a) {
-  constexpr unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;    // {1.0, 1.0}
-  constexpr unsigned int kMinusM8 = ELEM == kNF4FP16 ? 0xe408e408u : 0xc308c308u;  // {-(M + 8)} x2
   const unsigned int kNegZero = 0x80008000u;  // {-0.0, -0.0}
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const unsigned int x = ptx::nibble_pair<ELEM>(q >> (4 * p));
-    const unsigned int v = ptx::fma_x2<ELEM>(x, kOne, kMinusM8);
+    const unsigned int x = int4_pair<ELEM>(q, p);
+    const unsigned int v = ptx::fma_x2<ELEM>(x, int4_pair_mul<ELEM>(p), int4_pair_minus_offset<ELEM>(p));
     a[p] = ptx::fma_x2<ELEM>(v, (p & 1) ? s_hi : s_lo, kNegZero);
   }
 }
@@ -121,17 +141,14 @@ __device__ __forceinline__ void int4_group_mma(float (&acc)[NT][MT][4], const un
     unsigned int a0[4], a1[4];
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      a0[p] = ptx::nibble_pair<ELEM>(w[i][0] >> (4 * p));
-      a1[p] = ptx::nibble_pair<ELEM>(w[i][1] >> (4 * p));
+      a0[p] = int4_pair<ELEM>(w[i][0], p);
+      a1[p] = int4_pair<ELEM>(w[i][1], p);
     }
     if constexpr (!kCorr) {
-      // T {1, 1} and {-(M + 8), -(M + 8)}: bf16 -136, fp16 -1032.
-      const unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;
-      const unsigned int kMinusOffset = ELEM == kNF4FP16 ? 0xe408e408u : 0xc308c308u;
 #pragma unroll
-      for (int p = 0; p < 4; ++p) {
-        a0[p] = ptx::fma_x2<ELEM>(a0[p], kOne, kMinusOffset);  // (M + code) - (M + 8), exact
-        a1[p] = ptx::fma_x2<ELEM>(a1[p], kOne, kMinusOffset);
+      for (int p = 0; p < 4; ++p) {  // code - 8, exact
+        a0[p] = ptx::fma_x2<ELEM>(a0[p], int4_pair_mul<ELEM>(p), int4_pair_minus_offset<ELEM>(p));
+        a1[p] = ptx::fma_x2<ELEM>(a1[p], int4_pair_mul<ELEM>(p), int4_pair_minus_offset<ELEM>(p));
       }
     }
     const float s_lo = ptx::lo_f32<ELEM>(s2[i]);  // row g

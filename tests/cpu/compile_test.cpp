@@ -532,6 +532,7 @@ static std::map<unsigned, int> sass_opcodes(const std::vector<char>& cubin) {
 constexpr unsigned kSassHmma = 0x23c;    // HMMA.16816.F32.BF16 (and .F32, the FP16 one)
 constexpr unsigned kSassFfma = 0x223;    // FFMA R, R, R, R
 constexpr unsigned kSassHfma2 = 0x431;   // HFMA2.BF16 R, R, imm, imm
+constexpr unsigned kSassShf = 0x819;     // SHF R, RZ, imm, R
 
 TEST_CASE("compile: the decode tile's two group-sum forms (GROUP_SUMS 0 and 1) build on every arch and trade MMAs "
           "for half fmas as designed, and form 0 keeps the kernel name without a suffix",
@@ -683,6 +684,17 @@ TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form
       std::map<unsigned, int> ops = sass_opcodes(cubin);
       CHECK(ops[kSassHmma] == 16);  // HMMA.16816.F32 (FP16) has the BF16 MMA's opcode bits
       CHECK(ops[kSassFfma] == 32);
+      // Symmetric FP16 words take one shift instead of BF16's three (int4_pair: the odd
+      // registers' nibbles stay at bits 4..7), 2 fewer per word: 32 per stage (16 words a lane),
+      // of which ptxas keeps at least 24 whatever it does with the kernel's other shifts.
+      if (!chord::w4a16_has_zero_point(weight)) {
+        chord::W4A16GemmConfig bf16 = c;
+        bf16.weight = weight == chord::kW4A16WeightInt4Fp16 ? chord::kW4A16WeightInt4 : chord::kW4A16WeightInt4G128;
+        const chord::KernelSource bs = bf16.source();
+        std::map<unsigned, int> bops = sass_opcodes(chord::compile_to_cubin(
+            chord::CompileRequest{bs.name, bs.text, chord::parse_arch(arch_name), bs.options}, "/tmp"));
+        CHECK(bops[kSassShf] - ops[kSassShf] >= 24);
+      }
       // At most one 64-bit value, as in the group-128 matrix: ptxas may park one loop-invariant
       // address in local memory (one L1-hit load per stage, outside the MMAs).
       CHECK(spill_stores(c, chord::parse_arch(arch_name)) <= 8);
