@@ -908,6 +908,9 @@ def run_formats(args, rows=None):
     list by default)."""
     import formats
     chord = ck.load_library(args.library) if args.library else None
+    # --against: another build's library runs every variant on the same packed weights, checked
+    # the same way and timed rep by rep with ours (against_us, vs_against: its time / ours).
+    against = ck.load_library(args.against) if args.against else None
     cases = formats.cases(quick=args.quick, only=args.only)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
@@ -936,18 +939,18 @@ def run_formats(args, rows=None):
             w, kernel_top_k = ws[proj], plan["kernel_top_k"]
             a32 = torch.randn(plan["a_rows"], w.k, device="cuda", generator=gen)
             in_rows = routes // kernel_top_k
-            fns, checks, first_ms = [], {}, {}
-            for v in formats.VARIANTS:
-                name, dt = v["name"], FormatWeights.DTYPES[v["dtype"]]
-                a = a32.to(dt)
-                out = torch.full((plan["a_rows"] * kernel_top_k, w.n), float("nan"), dtype=dt, device="cuda")
+            fns, checks, first_ms, against_fns, against_checks = [], {}, {}, [], {}
+
+            def run_and_check(library, a, name, ref):
+                """A variant's call through `library` on a NaN-filled output, its first-call time
+                and (check, rel error) against ref."""
+                out = torch.full((plan["a_rows"] * kernel_top_k, w.n), float("nan"), dtype=a.dtype, device="cuda")
                 fn = (lambda a=a, p=w.packed[name], out=out, top=kernel_top_k, block=block:
-                      ck.indexed(a, p, sorted_ids, expert_ids, ntp, top, out, block_size=block, library=chord))
+                      ck.indexed(a, p, sorted_ids, expert_ids, ntp, top, out, block_size=block, library=library))
                 t1 = time.perf_counter()
                 fn()
                 torch.cuda.synchronize()
-                first_ms[name] = (time.perf_counter() - t1) * 1000.0
-                ref = reference_fp32(a[in_rows], w.logical[name], plan["counts"])
+                ms = (time.perf_counter() - t1) * 1000.0
                 got = out[routes]
                 untouched = torch.ones(out.size(0), dtype=torch.bool, device="cuda")
                 untouched[routes] = False
@@ -958,19 +961,35 @@ def run_formats(args, rows=None):
                     ("packed bytes differ from formats.expert_bytes", not w.read_bytes_match[name]),
                     ("wrote rows outside the routes", not clean), ("NaN in routed rows", bool(torch.isnan(got).any())),
                     (f"rel error {err:.2e}", not err < 1e-2)) if bad]
-                checks[name] = ("ok" if not problems else "FAIL: " + "; ".join(problems), err)
+                return fn, ms, ("ok" if not problems else "FAIL: " + "; ".join(problems), err)
+
+            for v in formats.VARIANTS:
+                name, dt = v["name"], FormatWeights.DTYPES[v["dtype"]]
+                a = a32.to(dt)
+                ref = reference_fp32(a[in_rows], w.logical[name], plan["counts"])
+                fn, first_ms[name], checks[name] = run_and_check(chord, a, name, ref)
                 fns.append(fn)
-                del ref, got
+                if against is not None:
+                    fn, _, against_checks[name] = run_and_check(against, a, name, ref)
+                    against_fns.append(fn)
+                del ref
             x_bf16 = a32.to(torch.bfloat16)[in_rows]
             w_bf16 = w.logical[formats.BASELINE]
             fns.append(lambda: grouped_mm(x_bf16, w_bf16, offsets))
-            times = dict(zip([v["name"] for v in formats.VARIANTS] + ["grouped_mm"],
-                             time_interleaved_us(fns, flush, reps=args.reps)))
+            names = [v["name"] for v in formats.VARIANTS]
+            timed = time_interleaved_us(fns + against_fns, flush, reps=args.reps)
+            times = dict(zip(names + ["grouped_mm"], timed))
+            against_times = dict(zip(names, timed[len(fns):]))  # empty without --against
             ratio = formats.ratios(times)
             for v in formats.VARIANTS:
                 name = v["name"]
                 us, floors, check = times[name], plan["variants"][name], checks[name]
                 failures += check[0] != "ok"
+                vs = {}
+                if against is not None:
+                    failures += against_checks[name][0] != "ok"
+                    vs = dict(against_us=round(against_times[name], 2), vs_against=round(against_times[name] / us, 3),
+                              against_check=against_checks[name][0], against_rel_error=against_checks[name][1])
                 row = dict(scenario=case["scenario"], phase=case["phase"], split=case["split"], x=t, proj=proj,
                            variant=name, group_size=v["group_size"], zero_point=v["zero_point"], dtype=v["dtype"],
                            n=w.n, k=w.k, experts=e, routed_rows=plan["routed_rows"],
@@ -981,11 +1000,15 @@ def run_formats(args, rows=None):
                            pct_floor=round(100.0 * floors["floor_us"] / us, 1),
                            pct_floor_read=round(100.0 * floors["floor_read_us"] / us, 1),
                            **ratio[name], check=check[0], rel_error=check[1],
-                           first_call_ms=round(first_ms[name], 1))
+                           first_call_ms=round(first_ms[name], 1), **vs)
                 rows.append(row)
             line = " ".join(f"{v['name']}={times[v['name']]:.1f}us" for v in formats.VARIANTS)
             zp = " ".join(f"{n}/sym={ratio[n]['zp_over_sym']:.3f}" for n in formats.SYMMETRIC_OF)
+            if against is not None:
+                line += " against/ours " + " ".join(f"{v['name']}={against_times[v['name']] / times[v['name']]:.3f}"
+                                                    for v in formats.VARIANTS)
             fail = sum(checks[v["name"]][0] != "ok" for v in formats.VARIANTS)
+            fail += sum(against_checks[v["name"]][0] != "ok" for v in formats.VARIANTS if against is not None)
             print(f"{case['scenario']:22s} {t:>5} {proj:7s} rows={plan['routed_rows']:6d} "
                   f"experts={plan['active_experts']:3d} {line} bf16_gmm={times['grouped_mm']:.1f}us {zp} "
                   f"{'ok' if not fail else f'{fail} FAIL'}", flush=True)
@@ -1247,7 +1270,7 @@ def parse_args(argv=None):
                              "or the formats set (bench/formats.py: the Qwen3-30B-A3B and EP8 shapes under group "
                              "32 / 128, zero points and FP16, against the checkpoint format's read floor); with "
                              "the two sets --only, --quick and --library apply (and --fixed-blocks with formats, "
-                             "whose rows are always timed rep by rep; --peers, --against and --capacity "
+                             "whose rows are always timed rep by rep; --against with both; --peers and --capacity "
                              "with generalization; with "
                              "generalization --only takes a comma-separated list, any of which the scenario "
                              "contains), the other options do not")
@@ -1271,8 +1294,8 @@ def parse_args(argv=None):
     args = parser.parse_args(argv)
     if args.peers and args.set == "formats":
         parser.error("--peers runs with the suite and --set generalization, not --set formats")
-    if args.set == "formats" and (args.against or args.interleaved):
-        parser.error("--set formats: --against does not apply, and its rows are always interleaved")
+    if args.set == "formats" and args.interleaved:
+        parser.error("--set formats: its rows are always interleaved")
     if args.reps is None:
         args.reps = 100 if args.set == "formats" else 50
     return args

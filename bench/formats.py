@@ -186,9 +186,15 @@ def summary(rows):
         cells = [f"{by[n]['zp_over_sym']:11.3f}x" if n in by else f"{'-':>12s}" for n in zp]
         gmm = [f"{by[n]['over_grouped_mm']:11.3f}x" if n in by else f"{'-':>12s}" for n in names]
         lines.append(f"{scenario:22s} {x:>5} {proj:7s} " + " ".join(cells) + " | " + " ".join(gmm))
-    failed = [r for r in rows if r["check"] != "ok"]
+    if any("vs_against" in r for r in rows):
+        lines.append("--against: its time / ours (above 1 this build is faster), same run")
+        lines.append(f"{'scenario':22s} {'T':>5s} {'proj':7s} " + " ".join(f"{n:>12s}" for n in names))
+        for (scenario, x, proj), by in keyed.items():
+            lines.append(f"{scenario:22s} {x:>5} {proj:7s} " + " ".join(
+                f"{by[n]['vs_against']:11.3f}x" if "vs_against" in by.get(n, {}) else f"{'-':>12s}" for n in names))
+    failed = [(r, what) for r in rows for what in (r["check"], r.get("against_check", "ok")) if what != "ok"]
     lines.append(f"{len(failed)} failed checks" + "".join(
-        f"\n  {r['scenario']} T={r['x']} {r['proj']} {r['variant']}: {r['check']}" for r in failed))
+        f"\n  {r['scenario']} T={r['x']} {r['proj']} {r['variant']}: {what}" for r, what in failed))
     return "\n".join(lines)
 
 

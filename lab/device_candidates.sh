@@ -8,15 +8,20 @@
 #   git archive <ref> | tar -x -C DIR && ln -s ../.deps DIR/.deps
 # Carry the base and candidate folders (about 5 MiB each) with .deps. The kernel cache keys
 # hash the kernel source, so the builds never share a cached cubin.
-# Usage: [ONLY="filter,filter"] lab/device_candidates.sh BASE_DIR CANDIDATE_DIR...
-# Results: $OUT/<candidate>-generalization.json and -generalization.txt, $OUT/<candidate>-suite-*.txt.
+# FORMATS=1 also runs the formats set (FP16 and zero-point variants) with --against.
+# Usage: [ONLY="filter,filter"] [FORMATS=1] lab/device_candidates.sh BASE_DIR CANDIDATE_DIR...
+# Results: $OUT/candidates.tgz (the device tool brings back at most 8 files) holding, per
+# candidate, <candidate>-generalization.json / .txt, -formats.json / .txt and -suite-*.txt, and
+# the build logs; the comparison lines are printed.
 set -uo pipefail
 if [ $# -lt 2 ]; then
-  echo "usage: [ONLY=...] lab/device_candidates.sh BASE_DIR CANDIDATE_DIR..." >&2
+  echo "usage: [ONLY=...] [FORMATS=1] lab/device_candidates.sh BASE_DIR CANDIDATE_DIR..." >&2
   exit 2
 fi
-out=${OUT:-/tmp/chord-out}
+top=${OUT:-/tmp/chord-out}
+out=$top/candidates
 mkdir -p "$out"
+trap 'tar czf "$top/candidates.tgz" -C "$top" candidates && rm -rf "$out"' EXIT
 export CHORD_CACHE_DIR=${CHORD_CACHE_DIR:-/tmp/chord-cache} PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 export LD_LIBRARY_PATH="$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 only=${ONLY:-indexed EP8 decode,masked EP8,offsets Qwen3 INT4}
@@ -50,6 +55,13 @@ for dir in "$@"; do
   cp "/tmp/cand-$name/generalization.json" "$out/$name-generalization.json" 2>/dev/null
   echo "== $name against the base, generalization set"
   grep -E "^--against|failed checks" "$out/$name-generalization.txt"
+  if [[ ${FORMATS:-} == 1 ]]; then
+    python3 bench/bench_w4a16.py --set formats --library "$lib" --against "$base_lib" \
+      --out "/tmp/cand-$name-formats" > "$out/$name-formats.txt" 2>&1
+    cp "/tmp/cand-$name-formats/formats.json" "$out/$name-formats.json" 2>/dev/null
+    echo "== $name against the base, formats set (its time / ours per variant)"
+    sed -n '/^--against/,$p' "$out/$name-formats.txt"
+  fi
   IFS=, read -ra filters <<< "$only"
   for filt in "${filters[@]}"; do
     tag=$(echo "$filt" | tr -c 'A-Za-z0-9\n' '_')

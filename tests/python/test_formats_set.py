@@ -118,3 +118,17 @@ def test_ratios_and_summary():
     text = formats.summary(rows)
     assert "1 failed checks" in text and "g128-zp: FAIL: rel error" in text
     assert "1.050x" in text and "0.500x" in text
+
+
+def test_summary_with_against():
+    times = {"g32": 10.0, "g128": 9.0, "g128-zp": 9.45, "g128-fp16": 8.0, "g128-zp-fp16": 10.0, "grouped_mm": 20.0}
+    r = formats.ratios(times)
+    rows = [dict(scenario="formats X", x=1, proj="down", variant=name, pct_floor=50.0, check="ok", **r[name])
+            for name in r]
+    assert "--against" not in formats.summary(rows)
+    for i, row in enumerate(rows):
+        row.update(vs_against=1.0 + i / 100, against_check="ok")
+    rows[3]["against_check"] = "FAIL: NaN in routed rows"
+    text = formats.summary(rows)
+    assert "--against: its time / ours" in text and "1.030x" in text
+    assert "1 failed checks" in text and "g128-fp16: FAIL: NaN in routed rows" in text
