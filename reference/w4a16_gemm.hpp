@@ -1,7 +1,8 @@
 // CPU reference of the W4A16 grouped MoE GEMM, one function per mode. Weights are the logical
 // T [E, N, K] (dequantize_codes / dequantize_packed), so the rounding of (code - 8) * scale
 // to T happens once, as on the GPU; products accumulate in fp32; outputs round to T.
-// Every function writes only the rows its routing marks valid (others are left as they are).
+// Every function writes only the rows its routing marks valid (others are left as they are),
+// in parallel over the machine's threads, with the same bits as a serial loop.
 // Activations and outputs are T row-major with row strides K and N. T = bf16, or fp16 with
 // `fp16` (the INT4 FP16 format).
 #pragma once
@@ -27,9 +28,5 @@ void w4a16_gemm_offsets(const uint16_t* a, int s_rows, const int32_t* offsets, c
 void w4a16_gemm_indexed(const uint16_t* a, int num_tokens, int top_k, const int32_t* sorted_ids, int capacity,
                         const int32_t* expert_ids, int block_size, int num_tokens_padded, const uint16_t* w,
                         int num_experts, int n, int k, uint16_t* out, bool fp16 = false);
-
-// One output row: out_row[n] = T(sum_k a_row[k] * w[expert][n][k]).
-void w4a16_gemm_row(const uint16_t* a_row, const uint16_t* w, int expert, int n, int k, uint16_t* out_row,
-                    bool fp16 = false);
 
 }  // namespace chord::ref

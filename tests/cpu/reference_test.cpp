@@ -10,6 +10,7 @@
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
 #include "reference/nf4_reference.hpp"
+#include "reference/w4a16_gemm.hpp"
 #include "reference/w4a16_pack.hpp"
 
 using namespace chord::ref;
@@ -303,4 +304,85 @@ TEST_CASE("reference: group 128 packs one scale (or {scale, bias} pair) per 128 
         box_mismatch += g.scales[box] != moved[(static_cast<size_t>(x) * N + row) * (K / 128) + (kb * 64) / 128];
       }
   CHECK(box_mismatch == 0);
+}
+
+TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k order, every mode, duplicate routes last-wins",
+          "[reference]") {
+  // The GPU tests judge every kernel by this reference, so it must be the plain serial loop
+  // whatever threads it runs on: each valid row T(sum_k a * w) in k order, other rows untouched.
+  for (bool fp16 : {false, true}) {
+    const int e = 5, n = 24, k = 80;
+    std::mt19937 rng(fp16 ? 7 : 3);
+    std::uniform_real_distribution<float> u(-1.f, 1.f);
+    auto to_elem = fp16 ? float_to_fp16 : float_to_bf16;
+    auto to_float = fp16 ? fp16_to_float : bf16_to_float;
+    auto randoms = [&](size_t count) {
+      std::vector<uint16_t> v(count);
+      for (uint16_t& x : v) x = to_elem(u(rng));
+      return v;
+    };
+    const std::vector<uint16_t> w = randoms(static_cast<size_t>(e) * n * k);
+    auto serial_row = [&](const uint16_t* a_row, int expert) {
+      std::vector<uint16_t> out(n);
+      for (int col = 0; col < n; ++col) {
+        float acc = 0.f;
+        for (int i = 0; i < k; ++i) acc += to_float(a_row[i]) * to_float(w[(static_cast<size_t>(expert) * n + col) * k + i]);
+        out[col] = to_elem(acc);
+      }
+      return out;
+    };
+    const uint16_t kUntouched = 0x7fff;
+    auto row_of = [&](const std::vector<uint16_t>& out, int r) {
+      return std::vector<uint16_t>(out.begin() + static_cast<std::ptrdiff_t>(r) * n,
+                                   out.begin() + static_cast<std::ptrdiff_t>(r + 1) * n);
+    };
+    INFO((fp16 ? "fp16" : "bf16"));
+    // Contiguous: -1 and out-of-range experts are padding.
+    const std::vector<int32_t> m_indices = {0, 0, -1, 2, 4, 7, 1};
+    const int m = static_cast<int>(m_indices.size());
+    const std::vector<uint16_t> a = randoms(static_cast<size_t>(m) * k);
+    std::vector<uint16_t> out(static_cast<size_t>(m) * n, kUntouched);
+    w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.data(), e, n, k, out.data(), fp16);
+    for (int r = 0; r < m; ++r) {
+      const int x = m_indices[r];
+      CHECK(row_of(out, r) == (x >= 0 && x < e ? serial_row(&a[static_cast<size_t>(r) * k], x)
+                                                : std::vector<uint16_t>(n, kUntouched)));
+    }
+    // Masked: group g's first masked_m[g] rows (at most max_m).
+    const int max_m = 3;
+    const std::vector<int32_t> masked_m = {2, 0, 3, 9, 1};
+    const std::vector<uint16_t> am = randoms(static_cast<size_t>(e) * max_m * k);
+    std::vector<uint16_t> outm(static_cast<size_t>(e) * max_m * n, kUntouched);
+    w4a16_gemm_masked(am.data(), e, max_m, masked_m.data(), w.data(), n, k, outm.data(), fp16);
+    for (int g = 0; g < e; ++g) {
+      for (int r = 0; r < max_m; ++r) {
+        const int row = g * max_m + r;
+        CHECK(row_of(outm, row) == (r < masked_m[g] ? serial_row(&am[static_cast<size_t>(row) * k], g)
+                                                    : std::vector<uint16_t>(n, kUntouched)));
+      }
+    }
+    // Offsets: expert x's rows end at offsets[x]; expert 1 is empty.
+    const std::vector<int32_t> offsets = {2, 2, 5, 5, 6};
+    const std::vector<uint16_t> ao = randoms(6 * static_cast<size_t>(k));
+    std::vector<uint16_t> outo(6 * static_cast<size_t>(n), kUntouched);
+    w4a16_gemm_offsets(ao.data(), 6, offsets.data(), w.data(), e, n, k, outo.data(), fp16);
+    const int expert_of_row[6] = {0, 0, 2, 2, 2, 4};
+    for (int r = 0; r < 6; ++r) CHECK(row_of(outo, r) == serial_row(&ao[static_cast<size_t>(r) * k], expert_of_row[r]));
+    // Indexed: route 3 appears twice (experts 1 then 4: the later wins), -1 and out-of-range
+    // ids and a non-local block (-1) are skipped.
+    const int tokens = 3, top_k = 2, block = 2;
+    const std::vector<int32_t> sorted_ids = {0, 3, 1, 99, 3, -1, 5, 2};
+    const std::vector<int32_t> expert_ids = {1, -1, 4, 0};
+    const std::vector<uint16_t> ai = randoms(static_cast<size_t>(tokens) * k);
+    std::vector<uint16_t> outi(static_cast<size_t>(tokens) * top_k * n, kUntouched);
+    w4a16_gemm_indexed(ai.data(), tokens, top_k, sorted_ids.data(), 8, expert_ids.data(), block, 8, w.data(), e, n, k,
+                       outi.data(), fp16);
+    auto route = [&](int id, int x) { return serial_row(&ai[static_cast<size_t>(id / top_k) * k], x); };
+    CHECK(row_of(outi, 0) == route(0, 1));
+    CHECK(row_of(outi, 3) == route(3, 4));
+    CHECK(row_of(outi, 5) == route(5, 0));
+    CHECK(row_of(outi, 2) == route(2, 0));
+    CHECK(row_of(outi, 1) == std::vector<uint16_t>(n, kUntouched));  // its block is not local
+    CHECK(row_of(outi, 4) == std::vector<uint16_t>(n, kUntouched));  // never routed
+  }
 }
