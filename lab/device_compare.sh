@@ -6,7 +6,8 @@
 # libraries in one process (--against: chord_kernels.load_library opens the baseline's
 # libchord.so beside the package's own; rep by rep, one clock; both outputs checked). Results
 # under $OUT.
-# Usage: [GPU_TESTS=FILTER|none] lab/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter;
+# Usage: [GPU_TESTS=FILTER|none] lab/device_compare.sh BASE_DIR ONLY...   (each ONLY is a bench --only filter,
+# or set:generalization / set:formats for that whole set with --against;
 # a filter prefixed "env:VAR=VALUE:" runs this tree's bench with that variable set as well;
 # one prefixed "against-env:VAR=VALUE:" runs the --against comparison with it set, for a
 # variable only this tree's library reads, e.g. CHORD_W4A16_GROUP_SUMS=1: form 1 here
@@ -33,6 +34,13 @@ if [[ ${GPU_TESTS:-} != none ]]; then
 fi
 for only in "$@"; do
   tag=$(echo "$only" | tr -c 'A-Za-z0-9=\n' '_')
+  if [[ $only == set:* ]]; then
+    python3 bench/bench_w4a16.py --set "${only#set:}" --against "$base_lib" --out "/tmp/a_$tag" > "/tmp/a_$tag.txt" 2>&1
+    echo "== after vs before ($base), --set ${only#set:}"
+    grep -E "^--against|failed checks|Error" "/tmp/a_$tag.txt"
+    sed -n '/^--against: its time/,$p' "/tmp/a_$tag.txt"
+    continue
+  fi
   if [[ $only == against-env:* ]]; then
     spec=${only#against-env:}; var=${spec%%:*}; filt=${spec#*:}
     env "$var" python3 bench/bench_w4a16.py --only "$filt" --against "$base_lib" --out "/tmp/a_$tag" \
@@ -52,3 +60,5 @@ for only in "$@"; do
   echo "== after vs before ($base), $only"; grep -E "us |failed|Error" "/tmp/a_$tag.txt" | sed 's/  */ /g'
 done > "$out/compare.txt" 2>&1
 cat "$out/compare.txt"
+# Every run's JSON and text in one file: the device tool brings back at most 8.
+(cd /tmp && tar czf "$out/compare.tgz" a_* b_* 2>/dev/null)
