@@ -1206,7 +1206,7 @@ def run_rows_until_stopped(meta, run_rows, rows):
     except Stopped:
         meta["partial"] = f"stopped by SIGTERM after {len(rows)} rows"
         print(f"\nstopped by SIGTERM: writing the {len(rows)} rows done", flush=True)
-        return sum(r.get("check") not in (None, "ok") for r in rows)
+        return sum((r.get("check") not in (None, "ok")) + (r.get("against_check") not in (None, "ok")) for r in rows)
 
 
 def run_set(args, meta, name, run_rows, summarize, peers=None, missing_peers=None):

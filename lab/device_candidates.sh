@@ -50,16 +50,19 @@ shift
 for dir in "$@"; do
   name=$(basename "$dir")
   lib="$(cd "$dir" && pwd)/build/libchord.so"
+  rm -rf "/tmp/cand-$name"
   python3 bench/bench_w4a16.py --set generalization --library "$lib" --against "$base_lib" \
     --out "/tmp/cand-$name" > "$out/$name-generalization.txt" 2>&1
   cp "/tmp/cand-$name/generalization.json" "$out/$name-generalization.json" 2>/dev/null
   echo "== $name against the base, generalization set"
   grep -E "^--against|failed checks" "$out/$name-generalization.txt"
   if [[ ${FORMATS:-} == 1 ]]; then
+    rm -rf "/tmp/cand-$name-formats"
     python3 bench/bench_w4a16.py --set formats --library "$lib" --against "$base_lib" \
       --out "/tmp/cand-$name-formats" > "$out/$name-formats.txt" 2>&1
     cp "/tmp/cand-$name-formats/formats.json" "$out/$name-formats.json" 2>/dev/null
     echo "== $name against the base, formats set (its time / ours per variant)"
+    grep -E "Traceback|Error" "$out/$name-formats.txt"
     sed -n '/^--against/,$p' "$out/$name-formats.txt"
   fi
   IFS=, read -ra filters <<< "$only"

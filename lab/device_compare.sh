@@ -18,6 +18,7 @@ base_lib="$(cd "$base" && pwd)/build/libchord.so"
 out=${OUT:-/tmp/chord-out}
 mkdir -p "$out"
 export CHORD_CACHE_DIR=/tmp/chord-cache
+runs=$(mktemp -d /tmp/compare.XXXXXX)  # this call's bench outputs, packed into compare.tgz at the end
 (cd "$base" && scripts/setup.sh > /tmp/build_base.log 2>&1) &
 base_build=$!
 scripts/install_wheel.sh /tmp/pip_install.log > /dev/null &
@@ -35,30 +36,30 @@ fi
 for only in "$@"; do
   tag=$(echo "$only" | tr -c 'A-Za-z0-9=\n' '_')
   if [[ $only == set:* ]]; then
-    python3 bench/bench_w4a16.py --set "${only#set:}" --against "$base_lib" --out "/tmp/a_$tag" > "/tmp/a_$tag.txt" 2>&1
+    python3 bench/bench_w4a16.py --set "${only#set:}" --against "$base_lib" --out "$runs/a_$tag" > "$runs/a_$tag.txt" 2>&1
     echo "== after vs before ($base), --set ${only#set:}"
-    grep -E "^--against|failed checks|Error" "/tmp/a_$tag.txt"
-    sed -n '/^--against: its time/,$p' "/tmp/a_$tag.txt"
+    grep -E "^--against \(|failed checks|Error" "$runs/a_$tag.txt"
+    sed -n '/^--against: its time/,$p' "$runs/a_$tag.txt"
     continue
   fi
   if [[ $only == against-env:* ]]; then
     spec=${only#against-env:}; var=${spec%%:*}; filt=${spec#*:}
-    env "$var" python3 bench/bench_w4a16.py --only "$filt" --against "$base_lib" --out "/tmp/a_$tag" \
-      > "/tmp/a_$tag.txt" 2>&1
-    echo "== after ($var) vs before ($base), $filt"; grep -E "us |failed|Error" "/tmp/a_$tag.txt" | sed 's/  */ /g'
+    env "$var" python3 bench/bench_w4a16.py --only "$filt" --against "$base_lib" --out "$runs/a_$tag" \
+      > "$runs/a_$tag.txt" 2>&1
+    echo "== after ($var) vs before ($base), $filt"; grep -E "us |failed|Error" "$runs/a_$tag.txt" | sed 's/  */ /g'
     continue
   fi
   if [[ $only == env:* ]]; then
     spec=${only#env:}; var=${spec%%:*}; filt=${spec#*:}
-    env "$var" python3 bench/bench_w4a16.py --only "$filt" --out "/tmp/b_$tag" > "/tmp/b_$tag.txt" 2>&1
-    echo "== after, $var, $filt"; grep -E "us " "/tmp/b_$tag.txt" | sed 's/  */ /g'
+    env "$var" python3 bench/bench_w4a16.py --only "$filt" --out "$runs/b_$tag" > "$runs/b_$tag.txt" 2>&1
+    echo "== after, $var, $filt"; grep -E "us " "$runs/b_$tag.txt" | sed 's/  */ /g'
     continue
   fi
   # Both builds in one process, rep by rep (one clock): against = the base's time, (N x) = base / ours.
-  python3 bench/bench_w4a16.py --only "$only" --against "$base_lib" --out "/tmp/a_$tag" \
-    > "/tmp/a_$tag.txt" 2>&1
-  echo "== after vs before ($base), $only"; grep -E "us |failed|Error" "/tmp/a_$tag.txt" | sed 's/  */ /g'
+  python3 bench/bench_w4a16.py --only "$only" --against "$base_lib" --out "$runs/a_$tag" \
+    > "$runs/a_$tag.txt" 2>&1
+  echo "== after vs before ($base), $only"; grep -E "us |failed|Error" "$runs/a_$tag.txt" | sed 's/  */ /g'
 done > "$out/compare.txt" 2>&1
 cat "$out/compare.txt"
 # Every run's JSON and text in one file: the device tool brings back at most 8.
-(cd /tmp && tar czf "$out/compare.tgz" a_* b_* 2>/dev/null)
+tar czf "$out/compare.tgz" -C "$runs" . || echo "packing $runs failed"

@@ -130,5 +130,10 @@ def test_summary_with_against():
         row.update(vs_against=1.0 + i / 100, against_check="ok")
     rows[3]["against_check"] = "FAIL: NaN in routed rows"
     text = formats.summary(rows)
-    assert "--against: its time / ours" in text and "1.030x" in text
+    lines = text.splitlines()
+    table = lines.index(next(l for l in lines if l.startswith("--against: its time / ours")))
+    names = lines[table + 1].split()[3:]  # after "scenario T proj"
+    cells = dict(zip(names, lines[table + 2].split()[-len(names):]))
+    assert cells == {"g32": "1.000x", "g128": "1.010x", "g128-zp": "1.020x", "g128-fp16": "1.030x",
+                     "g128-zp-fp16": "1.040x"}
     assert "1 failed checks" in text and "g128-fp16: FAIL: NaN in routed rows" in text
