@@ -93,23 +93,14 @@ float to_float(uint16_t v, NF4Float t) {
   return t == NF4Float::kFP16 ? chord::ref::fp16_to_float(v) : chord::ref::bf16_to_float(v);
 }
 
-// out[rows of e] = x[rows of e] @ W[e]^T, FP32 accumulation of the T values, one rounding.
+// out[rows of e] = x[rows of e] @ W[e]^T, FP32 accumulation of the T values, one rounding (the
+// W4A16 reference on the dequantized NF4 weight); rows outside the offsets stay poison.
 std::vector<uint16_t> reference_offsets(const std::vector<uint16_t>& x, const std::vector<int32_t>& offsets,
                                         const std::vector<uint16_t>& w, int n, int k, NF4Float t) {
   const int s_rows = offsets.empty() ? 0 : offsets.back();
   std::vector<uint16_t> out(static_cast<size_t>(s_rows) * n, kPoison);
-  int begin = 0;
-  for (size_t e = 0; e < offsets.size(); ++e) {
-    for (int r = begin; r < offsets[e]; ++r)
-      for (int c = 0; c < n; ++c) {
-        float acc = 0.0f;
-        for (int i = 0; i < k; ++i)
-          acc += to_float(x[static_cast<size_t>(r) * k + i], t) * to_float(w[(e * n + c) * static_cast<size_t>(k) + i], t);
-        out[static_cast<size_t>(r) * n + c] =
-            t == NF4Float::kFP16 ? chord::ref::float_to_fp16(acc) : chord::ref::float_to_bf16(acc);
-      }
-    begin = offsets[e];
-  }
+  chord::ref::w4a16_gemm_offsets(x.data(), s_rows, offsets.data(), w.data(), static_cast<int>(offsets.size()), n, k,
+                                 out.data(), t == NF4Float::kFP16);
   return out;
 }
 
