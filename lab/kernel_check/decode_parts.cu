@@ -18,12 +18,27 @@
 //   split     MODE 5: MODE 3 with the group's two k16 MMAs as independent chains (the second
 //             from zero), each scaled into acc: a shorter MMA -> fma chain for 4 more fmas;
 //   nocorr+split MODE 6: both.
-// Each line times the four modes of one (BN, BK, STAGES, THREADS, SPLIT) setting after a read
+// Two more take the MMA step to sm_90a's wgmma (one warpgroup, m64n8k16: each warp's 16-row n
+// tile i is its quarter of A, from registers as the mma.sync fragment; the 8 tokens are B, a
+// K-major 128-byte-swizzled tile in shared memory, written once):
+//   wgmma-gs  MODE 7: the nocorr decode, each 32-k group's two k16 steps into a zeroed fp32 sum
+//             per n tile, waited for (wait_group 0) and scaled into acc by fmas. Retiring a
+//             group one group late (wait_group 1) does not pipeline: ptxas serializes wgmma
+//             whose accumulators other instructions read while any wgmma is in flight (C7514),
+//             so the group sums cost a full MMA latency per group in one warpgroup;
+//   wgmma-dq  MODE 8: the dequantizing form: (code - 8) * scale per register (one more bf16x2
+//             multiply) and the wgmma accumulates straight into acc: no per-group sums or fmas,
+//             one group in flight while the next decodes (wait_group 1 frees its A registers).
+// SASS of their main loops per 128-k stage at BN128: MODE 4 324 instructions, MODE 7 392, MODE 8
+// 408: HGMMA 16 for HMMA 16, plus about 60 uniform-datapath instructions that move the B
+// descriptors into uniform registers and 8 warpgroup fences, and MODE 8's 64 HMUL2. So the
+// wgmma modes only win if the asynchronous MMA shortens the chains more than it adds issue.
+// Each line times the modes of one (BN, BK, STAGES, THREADS, SPLIT) setting after a read
 // flush of L2 and prints the time and the fraction of bytes / 4.47 TB/s; the step from one mode
 // to the next is the cost of that part when it runs under the stream. The first line is the
 // fixed cost of any launch: an empty 132-CTA kernel timed the same way.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. lab/kernel_check/decode_parts.cu -o /tmp/dp
-//   /tmp/dp                 the shapes below, every setting, all four modes
+//   /tmp/dp                 the shapes below, every setting, every mode
 //
 // What differs from the real tile (so a mode-3 time is a floor of the math, not the kernel's):
 // the activations are registers loaded once per CTA, so there is no activation copy (2 KiB per
@@ -61,8 +76,33 @@ using namespace stream_probe;
 using namespace chord;
 
 
-constexpr int kModes = 7;
-constexpr const char* kModeNames[kModes] = {"copy", "+lds", "+dequant", "+mma", "nocorr", "split", "nocorr+split"};
+constexpr int kModes = 9;
+constexpr const char* kModeNames[kModes] = {"copy",  "+lds",         "+dequant", "+mma",    "nocorr",
+                                            "split", "nocorr+split", "wgmma-gs", "wgmma-dq"};
+__host__ __device__ constexpr bool wgmma_mode(int mode) { return mode >= 7; }
+
+// D[64 x 8] (+)= A[64 x 16] (registers: warp w's mma A fragment is rows 16w..16w+15) * B[16 x 8]
+// (shared memory, K-major, 128-byte swizzle). accumulate 0: D = A * B.
+__device__ __forceinline__ void wgmma_m64n8(float (&d)[4], const unsigned int (&a)[4], unsigned long long desc,
+                                            int accumulate) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(accumulate));
+}
+
+// MODE 7 / 8's decode of one word to four (code - 8) registers, times the row's scale in MODE 8
+// (registers 0, 2: row g; 1, 3: row g + 8).
+template <int MODE>
+__device__ __forceinline__ void decode_word(unsigned int w, unsigned int s2, unsigned int (&a)[4]) {
+  const unsigned int kOne = 0x3f803f80u, kNeg136 = 0xc308c308u, kNegZero = 0x80008000u;
+#pragma unroll
+  for (int p = 0; p < 4; ++p) {
+    a[p] = ptx::fma_x2<0>(ptx::nibble_pair_bf16(w >> (4 * p)), kOne, kNeg136);
+    if constexpr (MODE == 8) a[p] = ptx::fma_x2<0>(a[p], (p & 1) ? ptx::splat_hi(s2) : ptx::splat_lo(s2), kNegZero);
+  }
+}
 
 
 // (x & 0x000f000f) | c with c a register: MODE 2's stand-in for the MMA, the same lop3 as the
@@ -80,6 +120,8 @@ struct Tile {
   static constexpr int kS = (BK / 32) * BN * 2;   // bf16 scale bytes per stage
   static constexpr int kStage = kW + kS;
   static constexpr int kSmem = STAGES * kStage;
+  static constexpr int kActBytes = 8 * BK * 2;            // MODE 7 / 8: the 8 tokens' B tile
+  static constexpr int kSmemWgmma = kSmem + 1024 + kActBytes;  // + room to align it to 1024
   static constexpr int kWarps = THREADS / 32;     // all along N, as the decode tile (WARPS_M 1)
   static constexpr int kNT = BN / 16 / kWarps;    // 16-row n tiles per warp
   static constexpr int kKC = BK / 64;             // 64-k chunks per stage
@@ -210,6 +252,27 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
 #pragma unroll
     for (int r = 0; r < 4; ++r) acc[i][r] = 0.f;
   unsigned int x = 0;
+  // MODE 7 / 8: the tokens' [8 x BK] B tile, one 1024-byte 8 x 64 swizzle atom per 64-k chunk,
+  // written once with the activation bits (the values only feed the timing), published to the
+  // async proxy by the first stage's barrier.
+  static_assert(!wgmma_mode(MODE) || THREADS == 128, "the wgmma modes run one warpgroup");
+  const unsigned int act_s = (base + T::kSmem + 1023) & ~1023u;
+  if constexpr (wgmma_mode(MODE)) {
+    unsigned int* act_tile = reinterpret_cast<unsigned int*>(smem + (act_s - base));
+    for (int i = tid; i < T::kActBytes / 4; i += THREADS) act_tile[i] = act[i % (32 * 16 * 2)];
+    ptx::fence_proxy_async_shared();
+  }
+  // The B descriptors of every k16 step of a stage (the tile is the same every stage).
+  unsigned long long desc[kKC][4];
+#pragma unroll
+  for (int kc = 0; kc < kKC; ++kc)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) desc[kc][j] = ptx::smem_desc_sw128(act_s + kc * 1024 + j * 32);
+  float sums[kNT][4];  // MODE 7: a group's sums
+#pragma unroll
+  for (int i = 0; i < kNT; ++i)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) sums[i][r] = 0.f;
 #pragma unroll
   for (int st = 0; st < STAGES - 1; ++st) {
     if (st < num_k) load(st, st);
@@ -242,6 +305,53 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
         if constexpr (MODE == 1) {
 #pragma unroll
           for (int i = 0; i < kNT; ++i) x ^= wq[i][0] ^ wq[i][1] ^ wq[i][2] ^ wq[i][3] ^ sc[i][0] ^ sc[i][1];
+        } else if constexpr (wgmma_mode(MODE)) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const unsigned long long d0 = desc[kc][2 * h], d1 = desc[kc][2 * h + 1];
+            unsigned int a0[kNT][4], a1[kNT][4];
+#pragma unroll
+            for (int i = 0; i < kNT; ++i) {
+              decode_word<MODE>(wq[i][2 * h], sc[i][h], a0[i]);
+              decode_word<MODE>(wq[i][2 * h + 1], sc[i][h], a1[i]);
+            }
+            // Pin the decode before the fence (register operands do not order against the asm
+            // fences otherwise), or ptxas serializes the wgmma (C7513).
+#pragma unroll
+            for (int i = 0; i < kNT; ++i)
+#pragma unroll
+              for (int r = 0; r < 4; ++r) {
+                asm volatile("" : "+r"(a0[i][r])::"memory");
+                asm volatile("" : "+r"(a1[i][r])::"memory");
+              }
+            ptx::wgmma_fence();
+#pragma unroll
+            for (int i = 0; i < kNT; ++i) {
+              if constexpr (MODE == 7) {
+                wgmma_m64n8(sums[i], a0[i], d0, 0);
+                wgmma_m64n8(sums[i], a1[i], d1, 1);
+              } else {
+                wgmma_m64n8(acc[i], a0[i], d0, 1);
+                wgmma_m64n8(acc[i], a1[i], d1, 1);
+              }
+            }
+            ptx::wgmma_commit();
+            if constexpr (MODE == 7) {
+              ptx::wgmma_wait<0>();
+#pragma unroll
+              for (int i = 0; i < kNT; ++i) {
+#pragma unroll
+                for (int r = 0; r < 4; ++r) ptx::reg_fence(sums[i][r]);  // read after the wait
+                const float s_lo = __uint_as_float(sc[i][h] << 16), s_hi = __uint_as_float(sc[i][h] & 0xffff0000u);
+                acc[i][0] = fmaf(s_lo, sums[i][0], acc[i][0]);
+                acc[i][1] = fmaf(s_lo, sums[i][1], acc[i][1]);
+                acc[i][2] = fmaf(s_hi, sums[i][2], acc[i][2]);
+                acc[i][3] = fmaf(s_hi, sums[i][3], acc[i][3]);
+              }
+            } else {
+              ptx::wgmma_wait<1>();  // the previous group's A registers are free again
+            }
+          }
         } else {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
@@ -264,6 +374,7 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
     }
     slot = slot + 1 == STAGES ? 0 : slot + 1;
   }
+  if constexpr (wgmma_mode(MODE)) ptx::wgmma_wait<0>();
 #pragma unroll
   for (int i = 0; i < kNT; ++i)
 #pragma unroll
@@ -324,9 +435,10 @@ template <int MODE, int BN, int BK, int STAGES, int THREADS>
 float run_mode(const Shape& sh, int split, const Buffers& b) {
   using T = Tile<BN, BK, STAGES, THREADS>;
   auto kernel = decode_parts<MODE, BN, BK, STAGES, THREADS>;
-  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
+  const int smem = wgmma_mode(MODE) ? T::kSmemWgmma : T::kSmem;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int grid = sh.experts * (sh.n / BN) * split;
-  return time_us(b, [&] { kernel<<<grid, THREADS, T::kSmem>>>(b.w, b.s, b.act, sh.n, sh.k, split, b.sink); });
+  return time_us(b, [&] { kernel<<<grid, THREADS, smem>>>(b.w, b.s, b.act, sh.n, sh.k, split, b.sink); });
 }
 
 template <int BN, int BK, int STAGES, int THREADS>
@@ -339,7 +451,9 @@ void run(const Shape& sh, int split, const Buffers& b) {
                             run_mode<3, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<4, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<5, BN, BK, STAGES, THREADS>(sh, split, b),
-                            run_mode<6, BN, BK, STAGES, THREADS>(sh, split, b)};
+                            run_mode<6, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<7, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<8, BN, BK, STAGES, THREADS>(sh, split, b)};
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));
