@@ -29,10 +29,12 @@
 //   wgmma-dq  MODE 8: the dequantizing form: (code - 8) * scale per register (one more bf16x2
 //             multiply) and the wgmma accumulates straight into acc: no per-group sums or fmas,
 //             one group in flight while the next decodes (wait_group 1 frees its A registers).
-// SASS of their main loops per 128-k stage at BN128: MODE 4 324 instructions, MODE 7 392, MODE 8
-// 408: HGMMA 16 for HMMA 16, plus about 60 uniform-datapath instructions that move the B
-// descriptors into uniform registers and 8 warpgroup fences, and MODE 8's 64 HMUL2. So the
-// wgmma modes only win if the asynchronous MMA shortens the chains more than it adds issue.
+// SASS of their main loops per 128-k stage at BN128: MODE 4 324 instructions, MODE 7 356, MODE 8
+// 372: HGMMA 16 for HMMA 16, plus a UIADD3 per descriptor and 8 warpgroup fences, and MODE 8's
+// 64 HMUL2 for MODE 7's 32 FFMA. The descriptors are the first one plus an immediate: built
+// whole per k16 step (smem_desc_sw128 of each address), ptxas rematerializes each in the uniform
+// datapath, about 60 more instructions per stage. So the wgmma modes only win if the
+// asynchronous MMA shortens the chains more than it adds issue.
 // Each line times the modes of one (BN, BK, STAGES, THREADS, SPLIT) setting after a read
 // flush of L2 and prints the time and the fraction of bytes / 4.47 TB/s; the step from one mode
 // to the next is the cost of that part when it runs under the stream. The first line is the
@@ -121,7 +123,8 @@ struct Tile {
   static constexpr int kStage = kW + kS;
   static constexpr int kSmem = STAGES * kStage;
   static constexpr int kActBytes = 8 * BK * 2;            // MODE 7 / 8: the 8 tokens' B tile
-  static constexpr int kSmemWgmma = kSmem + 1024 + kActBytes;  // + room to align it to 1024
+  static constexpr int kActOffset = (kSmem + 1023) / 1024 * 1024;  // 1024-aligned past the ring
+  static constexpr int kSmemWgmma = kActOffset + kActBytes;
   static constexpr int kWarps = THREADS / 32;     // all along N, as the decode tile (WARPS_M 1)
   static constexpr int kNT = BN / 16 / kWarps;    // 16-row n tiles per warp
   static constexpr int kKC = BK / 64;             // 64-k chunks per stage
@@ -195,7 +198,7 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
                                                          unsigned int* sink) {
   using T = Tile<BN, BK, STAGES, THREADS>;
   constexpr int kNT = T::kNT, kKC = T::kKC;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];  // 1024: the wgmma modes' swizzled B tile
   const unsigned int base = (unsigned int)__cvta_generic_to_shared(smem);
   const int n_blocks = n / BN;
   const int piece = blockIdx.x % split, tile = blockIdx.x / split;
@@ -256,18 +259,16 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
   // written once with the activation bits (the values only feed the timing), published to the
   // async proxy by the first stage's barrier.
   static_assert(!wgmma_mode(MODE) || THREADS == 128, "the wgmma modes run one warpgroup");
-  const unsigned int act_s = (base + T::kSmem + 1023) & ~1023u;
+  const unsigned int act_s = base + T::kActOffset;
   if constexpr (wgmma_mode(MODE)) {
     unsigned int* act_tile = reinterpret_cast<unsigned int*>(smem + (act_s - base));
     for (int i = tid; i < T::kActBytes / 4; i += THREADS) act_tile[i] = act[i % (32 * 16 * 2)];
     ptx::fence_proxy_async_shared();
   }
-  // The B descriptors of every k16 step of a stage (the tile is the same every stage).
-  unsigned long long desc[kKC][4];
-#pragma unroll
-  for (int kc = 0; kc < kKC; ++kc)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) desc[kc][j] = ptx::smem_desc_sw128(act_s + kc * 1024 + j * 32);
+  // The B descriptor of the tile's first k16 step; step j of 64-k chunk kc starts kc * 1024 +
+  // j * 32 bytes on, which adds to the descriptor's start-address field (16-byte units, no carry
+  // out of it for these offsets) as an immediate.
+  const unsigned long long desc0 = ptx::smem_desc_sw128(act_s);
   float sums[kNT][4];  // MODE 7: a group's sums
 #pragma unroll
   for (int i = 0; i < kNT; ++i)
@@ -308,7 +309,8 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
         } else if constexpr (wgmma_mode(MODE)) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const unsigned long long d0 = desc[kc][2 * h], d1 = desc[kc][2 * h + 1];
+            const unsigned long long d0 = desc0 + (kc * 1024 + 2 * h * 32) / 16;
+            const unsigned long long d1 = desc0 + (kc * 1024 + (2 * h + 1) * 32) / 16;
             unsigned int a0[kNT][4], a1[kNT][4];
 #pragma unroll
             for (int i = 0; i < kNT; ++i) {
