@@ -332,9 +332,13 @@ def test_parse_args_peers_with_the_sets():
     assert "--set generalization --reps 50 --only dsv3,q235 --peers marlin,humming" in bench.command_line(args)
     assert bench.parse_args(["--peers", "humming"]).peers == ["humming"]
     assert bench.parse_args(["--set", "generalization"]).peers is None
-    for bad in (["--set", "formats", "--peers", "marlin"], ["--set", "generalization", "--peers", "cutlass"]):
+    for bad in (["--set", "formats", "--peers", "marlin"], ["--set", "generalization", "--peers", "cutlass"],
+                ["--set", "formats", "--interleaved"]):
         with pytest.raises(SystemExit):
             bench.parse_args(bad)
+    # The formats set takes --against (a before / after of FP16 and zero-point kernels).
+    args = bench.parse_args(["--set", "formats", "--against", "/opt/other/libchord.so"])
+    assert args.against == "/opt/other/libchord.so" and args.reps == 100
 
 
 ROW_KEYS = ["model", "split", "scenario", "mode", "weight", "draw", "x", "proj", "n", "k", "experts", "routed_rows",
