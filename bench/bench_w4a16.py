@@ -25,6 +25,7 @@ import math
 import os
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -1027,8 +1028,7 @@ def generalization_summary(rows, worst=15):
     for r in rows:
         keyed.setdefault((r["scenario"], r["proj"]), []).append(r["pct_floor"])
     for (scenario, proj), pcts in keyed.items():
-        p = sorted(pcts)
-        lines.append(f"  {scenario:28s} {proj:7s} {p[0]:5.1f} / {p[len(p) // 2]:5.1f} / {p[-1]:5.1f}")
+        lines.append(f"  {scenario:28s} {proj:7s} {min(pcts):5.1f} / {statistics.median(pcts):5.1f} / {max(pcts):5.1f}")
     lines.append(f"worst {worst} rows:")
     for r in sorted(rows, key=lambda r: r["pct_floor"])[:worst]:
         lines.append(f"  {r['pct_floor']:5.1f}%  {r['scenario']} x={r['x']} {r['proj']} ({r['n']} x {r['k']}, "
@@ -1037,7 +1037,7 @@ def generalization_summary(rows, worst=15):
     against = sorted(r["vs_against"] for r in rows if r.get("vs_against") is not None)
     if against:
         lines.append(f"--against (its time / ours: above 1 this build is faster): min {against[0]:.3f} / median "
-                     f"{against[len(against) // 2]:.3f} / max {against[-1]:.3f} over {len(against)} calls")
+                     f"{statistics.median(against):.3f} / max {against[-1]:.3f} over {len(against)} calls")
     import peers_chart
     if peers_chart.peer_names(rows):
         lines.append("peers (chord time / peer time: below 1 chord is faster):")

@@ -245,7 +245,6 @@ def first_use(lib, s, fn):
 def prewarm(args):
     """Compiles each assigned setting's kernels on tiny problems (shared disk cache)."""
     import torch
-    import chord_kernels as ck
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import bench_w4a16 as b
     settings = json.load(open(args.settings_file))[args.worker::args.workers]
@@ -316,7 +315,7 @@ def run(args):
             kinds[key] = (size, c["id"])
     check_ids = {v[1] for v in kinds.values()}
     check_w = {(c["split"], c["proj"], c["weight"]) for c in calls if c["id"] in check_ids}
-    weights, fns = {}, {}
+    weights = {}
     for c in calls:
         wk = (c["split"], c["proj"], c["weight"])
         if wk not in weights:

@@ -529,3 +529,13 @@ def test_count_peer_failures():
     assert bench.count_peer_failures(rows, ["marlin", "humming"]) == 2
     assert bench.count_peer_failures(rows, ["marlin"]) == 1
     assert bench.count_peer_failures(rows, []) == 0
+
+
+def test_generalization_summary_medians_of_even_counts():
+    bench = pytest.importorskip("bench_w4a16")  # needs chord_kernels installed (CPU is enough)
+    rows = [dict(scenario="s", proj="down", pct_floor=p, vs_against=v, x=1, n=16, k=64, routed_rows=1,
+                 active_experts=1, chord_us=1.0, floor_us=0.5, config="c", config_source="heuristic")
+            for p, v in ((40.0, 1.0), (50.0, 2.0), (60.0, 3.0), (70.0, 4.0))]
+    text = bench.generalization_summary(rows)
+    assert "40.0 /  55.0 /  70.0" in text  # the mean of the two middle values, not the upper one
+    assert "min 1.000 / median 2.500 / max 4.000 over 4 calls" in text
