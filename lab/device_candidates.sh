@@ -45,22 +45,24 @@ for i in "${!pids[@]}"; do
   wait "${pids[$i]}" || { echo "build of $dir failed:"; tail -20 "$out/build-$(basename "$dir").log"; exit 1; }
 done
 
+run_set() {  # NAME LIB SET: bench --set SET of LIB against the base into $out/NAME-SET.{txt,json}
+  local scratch=/tmp/cand-$1-$3
+  rm -rf "$scratch"
+  python3 bench/bench_w4a16.py --set "$3" --library "$2" --against "$base_lib" --out "$scratch" \
+    > "$out/$1-$3.txt" 2>&1
+  cp "$scratch/$3.json" "$out/$1-$3.json" 2>/dev/null
+}
+
 base_lib="$(cd "$1" && pwd)/build/libchord.so"
 shift
 for dir in "$@"; do
   name=$(basename "$dir")
   lib="$(cd "$dir" && pwd)/build/libchord.so"
-  rm -rf "/tmp/cand-$name"
-  python3 bench/bench_w4a16.py --set generalization --library "$lib" --against "$base_lib" \
-    --out "/tmp/cand-$name" > "$out/$name-generalization.txt" 2>&1
-  cp "/tmp/cand-$name/generalization.json" "$out/$name-generalization.json" 2>/dev/null
+  run_set "$name" "$lib" generalization
   echo "== $name against the base, generalization set"
   grep -E "^--against|failed checks" "$out/$name-generalization.txt"
   if [[ ${FORMATS:-} == 1 ]]; then
-    rm -rf "/tmp/cand-$name-formats"
-    python3 bench/bench_w4a16.py --set formats --library "$lib" --against "$base_lib" \
-      --out "/tmp/cand-$name-formats" > "$out/$name-formats.txt" 2>&1
-    cp "/tmp/cand-$name-formats/formats.json" "$out/$name-formats.json" 2>/dev/null
+    run_set "$name" "$lib" formats
     echo "== $name against the base, formats set (its time / ours per variant)"
     grep -E "Traceback|Error" "$out/$name-formats.txt"
     sed -n '/^--against/,$p' "$out/$name-formats.txt"
