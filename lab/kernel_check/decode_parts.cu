@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "kernels_src/ptx.cuh"
+#include "kernels_src/w4a16_decode.cuh"  // the kernels' INT4 decode, for the wgmma modes
 #include "lab/kernel_check/check_harness.cuh"  // CK
 #include "lab/kernel_check/stream_probe.cuh"
 
@@ -95,14 +96,17 @@ __device__ __forceinline__ void wgmma_m64n8(float (&d)[4], const unsigned int (&
 }
 
 // MODE 7 / 8's decode of one word to four (code - 8) registers, times the row's scale in MODE 8
-// (registers 0, 2: row g; 1, 3: row g + 8).
+// (the kernels' dequant_word: registers 0, 2 row g, 1, 3 row g + 8).
 template <int MODE>
 __device__ __forceinline__ void decode_word(unsigned int w, unsigned int s2, unsigned int (&a)[4]) {
-  const unsigned int kOne = 0x3f803f80u, kNeg136 = 0xc308c308u, kNegZero = 0x80008000u;
+  if constexpr (MODE == 8) {
+    w4a16_detail::dequant_word<kNF4BF16>(w, s2, a);
+  } else {
 #pragma unroll
-  for (int p = 0; p < 4; ++p) {
-    a[p] = ptx::fma_x2<0>(ptx::nibble_pair_bf16(w >> (4 * p)), kOne, kNeg136);
-    if constexpr (MODE == 8) a[p] = ptx::fma_x2<0>(a[p], (p & 1) ? ptx::splat_hi(s2) : ptx::splat_lo(s2), kNegZero);
+    for (int p = 0; p < 4; ++p) {
+      a[p] = ptx::fma_x2<kNF4BF16>(w4a16_detail::int4_pair<kNF4BF16>(w, p), w4a16_detail::int4_pair_mul<kNF4BF16>(p),
+                                   w4a16_detail::int4_pair_minus_offset<kNF4BF16>(p));
+    }
   }
 }
 
