@@ -49,6 +49,18 @@ __device__ __forceinline__ constexpr unsigned int int4_pair_minus_offset(int p) 
   return ELEM == kNF4FP16 ? ((p & 1) ? 0xd480d480u : 0xe408e408u) : 0xc308c308u;  // -72, -1032, -136
 }
 
+// The zero-point form of int4_pair_minus_offset for the odd registers (row g + 8): from the
+// stored bias -(M + zp) to what x * int4_pair_mul + bias = code - zp needs, -(64 + zp) in FP16
+// (960 added, exact), the bias itself in BF16.
+template <int ELEM>
+__device__ __forceinline__ unsigned int int4_zp_odd_bias(unsigned int bias) {
+  if constexpr (ELEM == kNF4FP16) {
+    return ptx::fma_x2<ELEM>(bias, 0x3c003c00u, 0x63806380u);  // * 1 + {960, 960}
+  } else {
+    return bias;
+  }
+}
+
 template <int ELEM = kNF4BF16>
 __device__ __forceinline__ void dequant_word_splat(unsigned int q, unsigned int s_lo, unsigned int s_hi,
                                                    unsigned int* a) {
@@ -73,19 +85,19 @@ __device__ __forceinline__ void dequant_word(unsigned int q, unsigned int s2, un
 // -(M + 8) replaced by the row's -(M + zp):
 //   x = (M + code) * 1 - (M + zp)   exact: both are integers M..M+15, their difference fits T
 //   w = x * scale + (-0)            one rounding == ELEM((code - zp) * scale)
+// (FP16's odd registers: x = M + 16 code from int4_pair, times 1/16, minus 64 + zp.)
 // Never code * s - zp * s: that rounds twice. The bias is stored negated so the fma takes it
 // as is.
 template <int ELEM = kNF4BF16>
 __device__ __forceinline__ void dequant_word_zp(unsigned int q, unsigned int p_g, unsigned int p_g8,
                                                 unsigned int* a) {
-  constexpr unsigned int kOne = ELEM == kNF4FP16 ? 0x3c003c00u : 0x3f803f80u;  // {1.0, 1.0}
   const unsigned int kNegZero = 0x80008000u;
   const unsigned int s_lo = ptx::splat_lo(p_g), s_hi = ptx::splat_lo(p_g8);
-  const unsigned int b_lo = ptx::splat_hi(p_g), b_hi = ptx::splat_hi(p_g8);
+  const unsigned int b_lo = ptx::splat_hi(p_g), b_hi = int4_zp_odd_bias<ELEM>(ptx::splat_hi(p_g8));
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
-    const unsigned int x = ptx::nibble_pair<ELEM>(q >> (4 * p));
-    const unsigned int v = ptx::fma_x2<ELEM>(x, kOne, (p & 1) ? b_hi : b_lo);
+    const unsigned int x = int4_pair<ELEM>(q, p);
+    const unsigned int v = ptx::fma_x2<ELEM>(x, int4_pair_mul<ELEM>(p), (p & 1) ? b_hi : b_lo);
     a[p] = ptx::fma_x2<ELEM>(v, (p & 1) ? s_hi : s_lo, kNegZero);
   }
 }
@@ -195,18 +207,25 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
     unsigned int a0[4], a1[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      a0[q] = ptx::nibble_pair<ELEM>(w[i][0] >> (4 * q));
-      a1[q] = ptx::nibble_pair<ELEM>(w[i][1] >> (4 * q));
+      if constexpr (kCorr) {
+        a0[q] = ptx::nibble_pair<ELEM>(w[i][0] >> (4 * q));
+        a1[q] = ptx::nibble_pair<ELEM>(w[i][1] >> (4 * q));
+      } else {
+        a0[q] = int4_pair<ELEM>(w[i][0], q);
+        a1[q] = int4_pair<ELEM>(w[i][1], q);
+      }
     }
     const float s_lo = ptx::lo_f32<ELEM>(p[i][0]);  // row g
     const float s_hi = ptx::lo_f32<ELEM>(p[i][1]);  // row g + 8
     if constexpr (!kCorr) {
-      // Registers 0 and 2 hold row g, 1 and 3 row g + 8 (dequant_word_splat).
-      const unsigned int bias[2] = {ptx::splat_hi(p[i][0]), ptx::splat_hi(p[i][1])};
+      // Registers 0 and 2 hold row g, 1 and 3 row g + 8 (dequant_word_splat); the odd ones are
+      // int4_pair's, so row g + 8 takes int4_zp_odd_bias: in FP16 one fma per n tile and group
+      // instead of two more shifts per word.
+      const unsigned int bias[2] = {ptx::splat_hi(p[i][0]), int4_zp_odd_bias<ELEM>(ptx::splat_hi(p[i][1]))};
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        a0[q] = ptx::fma_x2<ELEM>(a0[q], kOne, bias[q & 1]);  // code - zp, exact
-        a1[q] = ptx::fma_x2<ELEM>(a1[q], kOne, bias[q & 1]);
+        a0[q] = ptx::fma_x2<ELEM>(a0[q], int4_pair_mul<ELEM>(q), bias[q & 1]);  // code - zp, exact
+        a1[q] = ptx::fma_x2<ELEM>(a1[q], int4_pair_mul<ELEM>(q), bias[q & 1]);
       }
     }
 #pragma unroll

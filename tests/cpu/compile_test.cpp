@@ -684,12 +684,17 @@ TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form
       std::map<unsigned, int> ops = sass_opcodes(cubin);
       CHECK(ops[kSassHmma] == 16);  // HMMA.16816.F32 (FP16) has the BF16 MMA's opcode bits
       CHECK(ops[kSassFfma] == 32);
-      // Symmetric FP16 words take one shift instead of BF16's three (int4_pair: the odd
-      // registers' nibbles stay at bits 4..7), 2 fewer per word: 32 per stage (16 words a lane),
-      // of which ptxas keeps at least 24 whatever it does with the kernel's other shifts.
-      if (!chord::w4a16_has_zero_point(weight)) {
+      // FP16 words take one shift instead of BF16's three (int4_pair: the odd registers'
+      // nibbles stay at bits 4..7), 2 fewer per word: 32 per stage (16 words a lane), of which
+      // ptxas keeps at least 24 whatever it does with the kernel's other shifts. The same holds
+      // with zero points (int4_zp_odd_bias).
+      {
         chord::W4A16GemmConfig bf16 = c;
-        bf16.weight = weight == chord::kW4A16WeightInt4Fp16 ? chord::kW4A16WeightInt4 : chord::kW4A16WeightInt4G128;
+        bf16.weight = weight == chord::kW4A16WeightInt4Fp16     ? chord::kW4A16WeightInt4
+                      : weight == chord::kW4A16WeightInt4ZpFp16 ? chord::kW4A16WeightInt4Zp
+                      : weight == chord::kW4A16WeightInt4G128Fp16 ? chord::kW4A16WeightInt4G128
+                                                                 : chord::kW4A16WeightInt4ZpG128;
+        REQUIRE(chord::w4a16_has_zero_point(bf16.weight) == chord::w4a16_has_zero_point(weight));
         const chord::KernelSource bs = bf16.source();
         std::map<unsigned, int> bops = sass_opcodes(chord::compile_to_cubin(
             chord::CompileRequest{bs.name, bs.text, chord::parse_arch(arch_name), bs.options}, "/tmp"));
