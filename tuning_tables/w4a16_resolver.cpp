@@ -133,16 +133,22 @@ W4A16GemmConfig fit_routing_block(W4A16GemmConfig c, const W4A16Problem& p) {
 // Where the warp-specialized kernel (128 tokens x 256 weight rows per CTA, one CTA per SM)
 // measured faster than the one-role BM128 tile it replaces (H200, bench and kernel_check): NF4
 // always (Qwen3 T=4096 gate_up 457.2 -> 429.3 us); INT4 from K 768 (K 256 was slower at 6
-// stages) and 512 expected rows per expert (contiguous EP8 512 gate_up 2379 -> 2294 us), 2048
-// for the indexed hint, which counts the routes to other ranks' experts too (EP8 T=4096, hint
-// 683: 380 -> 409 us; T=16384: 2348 -> 2247). A table whose hint is exact names its own bars
-// (TP8's wgmma_ws rows). docs/bench_h200.json rows 40-41, 44, 47, 50, 53, 56, 59, 84, 89 run it.
+// stages) and 512 expected rows per expert (contiguous EP8 512 gate_up 2379 -> 2294 us); for
+// the indexed hint, which counts the routes to other ranks' experts too, 2048 (EP8 T=4096, hint
+// 683: 380 -> 409 us; T=16384, hint 2731: 2348 -> 2247), or 1024 where K <= 2048: a short K
+// block loop leaves the one-role tile's pipeline fill and epilogue exposed, which the
+// persistent kernel overlaps with the next tile (EP8 T=8192, hint 1365, about 170 local rows
+// per expert: down, K 2048, 1.024-1.083x faster; gate_up, K 7168, 0.946-1.012x). A table
+// whose hint is exact names its own bars (TP8's wgmma_ws rows). docs/bench_h200.json rows 40-41, 44, 47, 50, 53, 56, 59, 84, 89 run it.
 constexpr int kWsMinInt4K = 768;
 constexpr int64_t kWsMinInt4Rows = 512;
 constexpr int64_t kWsMinInt4RowsIndexed = 2048;
+constexpr int64_t kWsMinInt4RowsIndexedShortK = 1024;
+constexpr int kWsShortK = 2048;
 
 bool ws_promotes(const W4A16Problem& p) {
-  const int64_t min_rows = p.mode == kW4A16Indexed ? kWsMinInt4RowsIndexed : kWsMinInt4Rows;
+  const int64_t indexed_rows = p.k <= kWsShortK ? kWsMinInt4RowsIndexedShortK : kWsMinInt4RowsIndexed;
+  const int64_t min_rows = p.mode == kW4A16Indexed ? indexed_rows : kWsMinInt4Rows;
   return w4a16_is_nf4(p.weight) || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows);
 }
 

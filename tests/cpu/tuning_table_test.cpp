@@ -385,8 +385,8 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   chord::W4A16Problem int4_k512 = int4;
   int4_k512.k = 512;
   CHECK_FALSE(chord::resolve_w4a16_config(int4_k512).warp_specialized());
-  // ... and only from 512 expected rows per expert, 2048 for the indexed hint (it counts the
-  // routes to other ranks' experts too).
+  // ... and only from 512 expected rows per expert, for the indexed hint (it counts the routes
+  // to other ranks' experts too) 2048, 1024 where K <= 2048.
   chord::W4A16Problem int4_256 = int4;
   int4_256.rows_per_expert = 256;
   CHECK(chord::resolve_w4a16_config(int4_256).wgmma());
@@ -395,8 +395,17 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   indexed.block_size = 128;
   CHECK(chord::resolve_w4a16_config(indexed).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(indexed).warp_specialized());
+  indexed.rows_per_expert = 1365;  // EP8 T=8192: gate_up (K 7168) stays one-role
+  CHECK_FALSE(chord::resolve_w4a16_config(indexed).warp_specialized());
   indexed.rows_per_expert = 2731;
   CHECK(chord::resolve_w4a16_config(indexed).warp_specialized());
+  chord::W4A16Problem indexed_down = problem(7168, 2048, 1023, chord::kW4A16Indexed);  // K 2048
+  indexed_down.block_size = 128;
+  CHECK_FALSE(chord::resolve_w4a16_config(indexed_down).warp_specialized());
+  indexed_down.rows_per_expert = 1024;
+  CHECK(chord::resolve_w4a16_config(indexed_down).warp_specialized());
+  indexed_down.k = 2048 + 256;
+  CHECK_FALSE(chord::resolve_w4a16_config(indexed_down).warp_specialized());
   // TP8 (every expert local, so the indexed hint is the real mean): its table's own bar, 170
   // rows (T=8192).
   chord::W4A16Problem tp8 = problem(512, 7168, 170, chord::kW4A16Indexed);
@@ -423,7 +432,8 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   tp8_down.mode = chord::kW4A16Contiguous;
   CHECK(chord::resolve_w4a16_config(tp8_down).wgmma());
   CHECK_FALSE(chord::resolve_w4a16_config(tp8_down).warp_specialized());
-  // EP8 names no warp-specialized row: its indexed prefill takes the built-in bar (2048 rows).
+  // EP8 names no warp-specialized row: its indexed prefill takes the built-in bar (2048 rows at
+  // gate_up's K).
   chord::W4A16Problem ep8_up = problem(4096, 7168, 2047, chord::kW4A16Indexed);
   ep8_up.block_size = 128;
   CHECK_FALSE(chord::resolve_w4a16_config(ep8_up).warp_specialized());

@@ -479,7 +479,7 @@ TEST_CASE("gpu w4a16: indexed mode (vLLM routing) for gate_up and down, EP subse
 
 TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode, with tail tiles",
           "[gpu][w4a16]") {
-  // >= 512 rows per expert (2048 for the indexed hint) and K >= 768: the resolver's INT4 rule for
+  // >= 512 rows per expert (for the indexed hint 2048, 1024 where K <= 2048) and K >= 768: the resolver's INT4 rule for
   // the persistent warp-specialized WGMMA kernel on sm_90a. Experts end in partial 128-row
   // tiles, some of at most 64 rows (the half-width tiles), and one expert is empty. With zero
   // points too (the {scale, bias} TMA box), and with group 128 (one scale row per two k blocks).
