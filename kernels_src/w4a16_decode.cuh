@@ -248,6 +248,50 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
   }
 }
 
+// Group 128 in the offset form: one scale entry covers four 32-k groups, so their MMAs chain
+// into one fp32 sum per n tile and token tile (gsum), and the scale goes into acc once, after
+// the fourth: a quarter of the scale fmas (and of the scales' widening to fp32) of
+// int4_group_mma / int4_group_mma_zp, whose registers this takes as they do (code - 8, or
+// code - zp by the row's bias, exact). The result is their sums' accuracy class: the sum of a
+// 128-k group in fp32, then one scale product.
+//   phase: this 32-k group's place in its 128 (0..3; a compile-time constant once the caller's
+//   loops unroll): 0 starts gsum from zero, 3 scales it into acc (sc is read only there).
+//   sc[i]: ZP: the {scale, bias} pairs of rows g / g + 8; else sc[i][0] = {s[g], s[g+8]}.
+template <int NT, int MT, int MTU, bool ZP, int ELEM>
+__device__ __forceinline__ void int4_group128_mma(float (&acc)[NT][MT][4], float (&gsum)[NT][MT][4],
+                                                  const unsigned int (&w)[NT][2], const unsigned int (&sc)[NT][2],
+                                                  const unsigned int (&b)[2][MT][2], int phase) {
+  static_assert(MTU >= 1 && MTU <= MT, "int4_group128_mma: 1 <= MTU <= MT");
+  const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < NT; ++i) {
+    unsigned int a0[4], a1[4];
+    unsigned int bias[2] = {0u, 0u};
+    if constexpr (ZP) bias[0] = ptx::splat_hi(sc[i][0]), bias[1] = int4_zp_odd_bias<ELEM>(ptx::splat_hi(sc[i][1]));
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const unsigned int off = ZP ? bias[q & 1] : int4_pair_minus_offset<ELEM>(q);
+      a0[q] = ptx::fma_x2<ELEM>(int4_pair<ELEM>(w[i][0], q), int4_pair_mul<ELEM>(q), off);
+      a1[q] = ptx::fma_x2<ELEM>(int4_pair<ELEM>(w[i][1], q), int4_pair_mul<ELEM>(q), off);
+    }
+#pragma unroll
+    for (int m = 0; m < MTU; ++m) {
+      if (phase == 0) {
+        ptx::mma_t_c<ELEM>(gsum[i][m], a0, b[0][m][0], b[0][m][1], kZero);
+      } else {
+        ptx::mma_t<ELEM>(gsum[i][m], a0, b[0][m][0], b[0][m][1]);
+      }
+      ptx::mma_t<ELEM>(gsum[i][m], a1, b[1][m][0], b[1][m][1]);
+    }
+    if (phase == 3) {
+      const float s_lo = ptx::lo_f32<ELEM>(sc[i][0]);                // row g
+      const float s_hi = ZP ? ptx::lo_f32<ELEM>(sc[i][1]) : ptx::hi_f32<ELEM>(sc[i][0]);  // row g + 8
+#pragma unroll
+      for (int m = 0; m < MTU; ++m) add_scaled_sum(acc[i][m], s_lo, s_hi, gsum[i][m]);
+    }
+  }
+}
+
 }  // namespace w4a16_detail
 
 namespace nf4_detail {

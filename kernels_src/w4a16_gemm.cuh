@@ -115,6 +115,9 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   // NF4 likewise: 8 tokens per warp MMA unscaled table pairs into per-block fp32 sums
   // (nf4_block_mma); wider token tiles scale each table pair (nf4_scaled_word).
   constexpr bool kNF4Sum = kNF4 && kMT == 1;
+  // Group 128 with whole 128-k groups per k block: the group sums chain a scale entry's four
+  // 32-k groups and scale once (int4_group128_mma); the correction form keeps its per-group seeds.
+  constexpr bool kLongSums = kG128 && GROUP_SUMS == kW4A16GroupSumsOffset && BLOCK_K >= kW4A16Group128;
   static_assert(w4a16_config_error(BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, kNF4, SPLIT_K, kZp, kG128) ==
                     nullptr,
                 "invalid W4A16 config with NF4 weights, zero points, group 128 or split-K (see w4a16_config_error)");
@@ -265,6 +268,7 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
     for (int m = 0; m < kMT; ++m)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[i][m][r] = 0.f;
+  float gsum[kLongSums ? kNT : 1][kLongSums ? kMT : 1][4];  // kLongSums: the open 128-k group's sums
 
   // NF4: the pair table sits after the pipeline (and after the epilogue tile that reuses it);
   // filled below once the first copies are issued, published by the main loop's first barrier.
@@ -414,7 +418,18 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 bh[jj][m][0] = b[2 * h + jj][m][0];
                 bh[jj][m][1] = b[2 * h + jj][m][1];
               }
-            if constexpr (kZp) {
+            if constexpr (kLongSums) {
+              unsigned int s4[kNT][2];  // the chunk's 128-k scale entry (ZP: rows g, g + 8)
+#pragma unroll
+              for (int i = 0; i < kNT; ++i) {
+                w2[i][0] = cw[i][2 * h];
+                w2[i][1] = cw[i][2 * h + 1];
+                s4[i][0] = cs[i][0];
+                s4[i][1] = cs[i][1];
+              }
+              // A k block starts a 128-k group and holds whole ones: chunk u is half u & 1 of one.
+              int4_group128_mma<kNT, kMT, kMT, kZp, kElem>(acc, gsum, w2, s4, bh, (u & 1) * 2 + h);
+            } else if constexpr (kZp) {
               unsigned int p2[kNT][2];  // {scale, bias} pairs of rows g, g + 8
 #pragma unroll
               for (int i = 0; i < kNT; ++i) {
@@ -547,7 +562,18 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           unsigned int b[2][kMT][2], w2[kNT][2], s2[kNT];
           load_b(2 * h, b[0]);
           load_b(2 * h + 1, b[1]);
-          if constexpr (kZp) {
+          if constexpr (kLongSums) {
+            unsigned int s4[kNT][2];  // the chunk's 128-k scale entry (ZP: rows g, g + 8)
+#pragma unroll
+            for (int i = 0; i < kNT; ++i) {
+              w2[i][0] = wq[i][2 * h];
+              w2[i][1] = wq[i][2 * h + 1];
+              s4[i][0] = sc[i][0];
+              s4[i][1] = sc[i][1];
+            }
+            // A k block starts a 128-k group and holds whole ones: chunk kc is half kc & 1 of one.
+            int4_group128_mma<kNT, kMT, decltype(tag)::value, kZp, kElem>(acc, gsum, w2, s4, b, (kc & 1) * 2 + h);
+          } else if constexpr (kZp) {
             unsigned int p2[kNT][2];  // {scale, bias} pairs of rows g, g + 8
 #pragma unroll
             for (int i = 0; i < kNT; ++i) {

@@ -668,7 +668,8 @@ TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form
           "the 16-token tile's narrow path)",
           "[compile]") {
   // Per 128-k stage of the BN128 8-token tile: the same 16 MMAs and 32 scale FFMA as the BF16
-  // tile (the dequantizing form had no FFMA), and each scale widened to fp32 once per group.
+  // tile (8 with group 128; the dequantizing form had no FFMA), and each scale widened to fp32
+  // once per group.
   for (auto weight : {chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4ZpFp16, chord::kW4A16WeightInt4G128Fp16,
                       chord::kW4A16WeightInt4ZpG128Fp16}) {
     for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
@@ -683,7 +684,8 @@ TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form
           chord::CompileRequest{source.name, source.text, chord::parse_arch(arch_name), source.options}, "/tmp");
       std::map<unsigned, int> ops = sass_opcodes(cubin);
       CHECK(ops[kSassHmma] == 16);  // HMMA.16816.F32 (FP16) has the BF16 MMA's opcode bits
-      CHECK(ops[kSassFfma] == 32);
+      // Group 128 chains a scale entry's four 32-k groups and scales once (int4_group128_mma).
+      CHECK(ops[kSassFfma] == (chord::w4a16_is_g128(weight) ? 8 : 32));
       // FP16 words take one shift instead of BF16's three (int4_pair: the odd registers'
       // nibbles stay at bits 4..7), 2 fewer per word: 32 per stage (16 words a lane), of which
       // ptxas keeps at least 24 whatever it does with the kernel's other shifts. The same holds
