@@ -207,13 +207,8 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
     unsigned int a0[4], a1[4];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      if constexpr (kCorr) {
-        a0[q] = ptx::nibble_pair<ELEM>(w[i][0] >> (4 * q));
-        a1[q] = ptx::nibble_pair<ELEM>(w[i][1] >> (4 * q));
-      } else {
-        a0[q] = int4_pair<ELEM>(w[i][0], q);
-        a1[q] = int4_pair<ELEM>(w[i][1], q);
-      }
+      a0[q] = int4_pair<ELEM>(w[i][0], q);
+      a1[q] = int4_pair<ELEM>(w[i][1], q);
     }
     const float s_lo = ptx::lo_f32<ELEM>(p[i][0]);  // row g
     const float s_hi = ptx::lo_f32<ELEM>(p[i][1]);  // row g + 8
@@ -255,19 +250,26 @@ __device__ __forceinline__ void int4_group_mma_zp(float (&acc)[NT][MT][4], const
 // code - zp by the row's bias, exact). The result is their sums' accuracy class: the sum of a
 // 128-k group in fp32, then one scale product.
 //   phase: this 32-k group's place in its 128 (0..3; a compile-time constant once the caller's
-//   loops unroll): 0 starts gsum from zero, 3 scales it into acc (sc is read only there).
-//   sc[i]: ZP: the {scale, bias} pairs of rows g / g + 8; else sc[i][0] = {s[g], s[g+8]}.
-template <int NT, int MT, int MTU, bool ZP, int ELEM>
+//   loops unroll): 0 starts gsum from zero, 3 scales it into acc (the scales are read only
+//   there; ZP's biases every phase).
+//   w[i]: the packed words of n tile i for the group's two k16 steps.
+//   sc[i]: the chunk's scale entry as the tile loads it: ZP: the {scale, bias} pairs of rows
+//   g / g + 8 (sc[i][0], sc[i][1]); else sc[i][0] = {s[g], s[g+8]}.
+template <int NT, int MT, int MTU, bool ZP, int ELEM, int SW>
 __device__ __forceinline__ void int4_group128_mma(float (&acc)[NT][MT][4], float (&gsum)[NT][MT][4],
-                                                  const unsigned int (&w)[NT][2], const unsigned int (&sc)[NT][2],
+                                                  const unsigned int (&w)[NT][2], const unsigned int (&sc)[NT][SW],
                                                   const unsigned int (&b)[2][MT][2], int phase) {
   static_assert(MTU >= 1 && MTU <= MT, "int4_group128_mma: 1 <= MTU <= MT");
+  static_assert(SW >= (ZP ? 2 : 1), "int4_group128_mma: a zero-point scale entry is two words");
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
   for (int i = 0; i < NT; ++i) {
     unsigned int a0[4], a1[4];
-    unsigned int bias[2] = {0u, 0u};
-    if constexpr (ZP) bias[0] = ptx::splat_hi(sc[i][0]), bias[1] = int4_zp_odd_bias<ELEM>(ptx::splat_hi(sc[i][1]));
+    unsigned int bias[2] = {0u, 0u};  // ZP: rows g, g + 8 (dequant_word_splat's register rows)
+    if constexpr (ZP) {
+      bias[0] = ptx::splat_hi(sc[i][0]);
+      bias[1] = int4_zp_odd_bias<ELEM>(ptx::splat_hi(sc[i][1]));
+    }
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
       const unsigned int off = ZP ? bias[q & 1] : int4_pair_minus_offset<ELEM>(q);
@@ -284,7 +286,7 @@ __device__ __forceinline__ void int4_group128_mma(float (&acc)[NT][MT][4], float
       ptx::mma_t<ELEM>(gsum[i][m], a1, b[1][m][0], b[1][m][1]);
     }
     if (phase == 3) {
-      const float s_lo = ptx::lo_f32<ELEM>(sc[i][0]);                // row g
+      const float s_lo = ptx::lo_f32<ELEM>(sc[i][0]);  // row g
       const float s_hi = ZP ? ptx::lo_f32<ELEM>(sc[i][1]) : ptx::hi_f32<ELEM>(sc[i][0]);  // row g + 8
 #pragma unroll
       for (int m = 0; m < MTU; ++m) add_scaled_sum(acc[i][m], s_lo, s_hi, gsum[i][m]);

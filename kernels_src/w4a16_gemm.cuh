@@ -419,16 +419,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
                 bh[jj][m][1] = b[2 * h + jj][m][1];
               }
             if constexpr (kLongSums) {
-              unsigned int s4[kNT][2];  // the chunk's 128-k scale entry (ZP: rows g, g + 8)
+              // A k block starts a 128-k group and holds whole ones: chunk u is half u & 1 of one.
 #pragma unroll
               for (int i = 0; i < kNT; ++i) {
                 w2[i][0] = cw[i][2 * h];
                 w2[i][1] = cw[i][2 * h + 1];
-                s4[i][0] = cs[i][0];
-                s4[i][1] = cs[i][1];
               }
-              // A k block starts a 128-k group and holds whole ones: chunk u is half u & 1 of one.
-              int4_group128_mma<kNT, kMT, kMT, kZp, kElem>(acc, gsum, w2, s4, bh, (u & 1) * 2 + h);
+              int4_group128_mma<kNT, kMT, kMT, kZp, kElem>(acc, gsum, w2, cs, bh, (u & 1) * 2 + h);
             } else if constexpr (kZp) {
               unsigned int p2[kNT][2];  // {scale, bias} pairs of rows g, g + 8
 #pragma unroll
@@ -563,16 +560,13 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
           load_b(2 * h, b[0]);
           load_b(2 * h + 1, b[1]);
           if constexpr (kLongSums) {
-            unsigned int s4[kNT][2];  // the chunk's 128-k scale entry (ZP: rows g, g + 8)
+            // A k block starts a 128-k group and holds whole ones: chunk kc is half kc & 1 of one.
 #pragma unroll
             for (int i = 0; i < kNT; ++i) {
               w2[i][0] = wq[i][2 * h];
               w2[i][1] = wq[i][2 * h + 1];
-              s4[i][0] = sc[i][0];
-              s4[i][1] = sc[i][1];
             }
-            // A k block starts a 128-k group and holds whole ones: chunk kc is half kc & 1 of one.
-            int4_group128_mma<kNT, kMT, decltype(tag)::value, kZp, kElem>(acc, gsum, w2, s4, b, (kc & 1) * 2 + h);
+            int4_group128_mma<kNT, kMT, decltype(tag)::value, kZp, kElem>(acc, gsum, w2, sc, b, (kc & 1) * 2 + h);
           } else if constexpr (kZp) {
             unsigned int p2[kNT][2];  // {scale, bias} pairs of rows g, g + 8
 #pragma unroll

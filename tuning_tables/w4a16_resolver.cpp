@@ -139,7 +139,8 @@ W4A16GemmConfig fit_routing_block(W4A16GemmConfig c, const W4A16Problem& p) {
 // block loop leaves the one-role tile's pipeline fill and epilogue exposed, which the
 // persistent kernel overlaps with the next tile (EP8 T=8192, hint 1365, about 170 local rows
 // per expert: down, K 2048, 1.024-1.083x faster; gate_up, K 7168, 0.946-1.012x). A table
-// whose hint is exact names its own bars (TP8's wgmma_ws rows). docs/bench_h200.json rows 40-41, 44, 47, 50, 53, 56, 59, 84, 89 run it.
+// whose hint is exact names its own bars (TP8's wgmma_ws rows). docs/bench_h200.json rows
+// 40-41, 44, 47, 50, 53, 56, 59, 84, 89 run it.
 constexpr int kWsMinInt4K = 768;
 constexpr int64_t kWsMinInt4Rows = 512;
 constexpr int64_t kWsMinInt4RowsIndexed = 2048;
