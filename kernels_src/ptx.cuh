@@ -423,9 +423,17 @@ __device__ __forceinline__ void wgmma_wait() {
 #define CHORD_PTX_REP2(M, SEP, t) M(t##0) SEP() M(t##1)
 #define CHORD_PTX_REP4(M, SEP, t) CHORD_PTX_REP2(M, SEP, t) SEP() M(t##2) SEP() M(t##3)
 #define CHORD_PTX_REP8(M, SEP, t) CHORD_PTX_REP4(M, SEP, t) SEP() M(t##4) SEP() M(t##5) SEP() M(t##6) SEP() M(t##7)
+#define CHORD_PTX_REP6(M, SEP, t) CHORD_PTX_REP4(M, SEP, t) SEP() M(t##4) SEP() M(t##5)
 #define CHORD_PTX_REP10(M, SEP, t) CHORD_PTX_REP8(M, SEP, t) SEP() M(t##8) SEP() M(t##9)
+#define CHORD_PTX_REPEAT_8(M, SEP) CHORD_PTX_REP8(M, SEP, )
+#define CHORD_PTX_REPEAT_16(M, SEP) CHORD_PTX_REP10(M, SEP, ) SEP() CHORD_PTX_REP6(M, SEP, 1)
+#define CHORD_PTX_REPEAT_24(M, SEP) \
+  CHORD_PTX_REP10(M, SEP, ) SEP() CHORD_PTX_REP10(M, SEP, 1) SEP() CHORD_PTX_REP4(M, SEP, 2)
 #define CHORD_PTX_REPEAT_32(M, SEP) \
   CHORD_PTX_REP10(M, SEP, ) SEP() CHORD_PTX_REP10(M, SEP, 1) SEP() CHORD_PTX_REP10(M, SEP, 2) SEP() CHORD_PTX_REP2(M, SEP, 3)
+#define CHORD_PTX_REPEAT_48(M, SEP)                                                                       \
+  CHORD_PTX_REP10(M, SEP, ) SEP() CHORD_PTX_REP10(M, SEP, 1) SEP() CHORD_PTX_REP10(M, SEP, 2) SEP()       \
+  CHORD_PTX_REP10(M, SEP, 3) SEP() CHORD_PTX_REP8(M, SEP, 4)
 #define CHORD_PTX_REPEAT_64(M, SEP)                                                                       \
   CHORD_PTX_REP10(M, SEP, ) SEP() CHORD_PTX_REP10(M, SEP, 1) SEP() CHORD_PTX_REP10(M, SEP, 2) SEP()       \
   CHORD_PTX_REP10(M, SEP, 3) SEP() CHORD_PTX_REP10(M, SEP, 4) SEP() CHORD_PTX_REP10(M, SEP, 5) SEP()      \
@@ -471,7 +479,11 @@ struct Wgmma;
       }                                                                                                       \
     }                                                                                                         \
   };
+CHORD_PTX_WGMMA(16, CHORD_PTX_REPEAT_8, 8, 9, 10, 11, 12, 13)
+CHORD_PTX_WGMMA(32, CHORD_PTX_REPEAT_16, 16, 17, 18, 19, 20, 21)
+CHORD_PTX_WGMMA(48, CHORD_PTX_REPEAT_24, 24, 25, 26, 27, 28, 29)
 CHORD_PTX_WGMMA(64, CHORD_PTX_REPEAT_32, 32, 33, 34, 35, 36, 37)
+CHORD_PTX_WGMMA(96, CHORD_PTX_REPEAT_48, 48, 49, 50, 51, 52, 53)
 CHORD_PTX_WGMMA(128, CHORD_PTX_REPEAT_64, 64, 65, 66, 67, 68, 69)
 CHORD_PTX_WGMMA(256, CHORD_PTX_REPEAT_128, 128, 129, 130, 131, 132, 133)
 #undef CHORD_PTX_WGMMA

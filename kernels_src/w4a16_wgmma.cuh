@@ -193,8 +193,12 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   //    rows: 64 bytes (4 pieces) per tile. NF4: the same 64 bytes are the 16 FP32 absmax of
   //    the tile's rows (one row of [K/64][N] per k block, rows permuted within 16 so that
   //    {absmax[g], absmax[g + 8]} are adjacent).
-  constexpr int kAPieces = BLOCK_M * 8 / kThreads;
-  static_assert(kAPieces * kThreads == BLOCK_M * 8 && (kThreads / 8) % 8 == 0, "activation copy split");
+  // Narrow tiles (BLOCK_M * 8 not a multiple of kThreads) leave the last piece to the first
+  // threads only; that branch is uniform per warp (a warp's 32 pieces are 4 whole rows).
+  constexpr int kAChunks = BLOCK_M * 8;
+  constexpr int kAPieces = (kAChunks + kThreads - 1) / kThreads;
+  constexpr bool kAExact = kAChunks % kThreads == 0;
+  static_assert((kThreads / 8) % 8 == 0 && kAChunks % 32 == 0, "activation copy split");
 
   // Activation sources as 32-bit indices of 16-byte chunks from args.a (rows are 16-byte
   // aligned, lda % 8 == 0): one LEA pair per copy from a k-block base that is uniform across
@@ -205,7 +209,8 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   const int a_row = tid >> 3, a_ch = tid & 7;
 #pragma unroll
   for (int i = 0; i < kAPieces; ++i) {
-    const int src = s_src[a_row + i * (kThreads / 8)];
+    const int row = a_row + i * (kThreads / 8);
+    const int src = row < BLOCK_M ? s_src[row] : -1;
     a_chunk[i] = src >= 0 ? (unsigned int)((unsigned long long)src * (unsigned long long)args.lda / 8ull) + a_ch : 0u;
     a_valid |= (src >= 0 ? 1u : 0u) << i;
   }
@@ -273,8 +278,10 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   int load_kb = 0;
   auto load_stage = [&](unsigned int st) {
 #pragma unroll
-    for (int i = 0; i < kAPieces; ++i)
-      ptx::cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+    for (int i = 0; i < kAPieces; ++i) {
+      if (kAExact || i + 1 < kAPieces || tid + i * kThreads < kAChunks)
+        ptx::cp_async_16(st + a_dst + i * kThreads * 16, a_k + a_chunk[i], (a_valid >> i) & 1u ? 16 : 0);
+    }
 #pragma unroll
     for (int i = 0; i < kTiles; ++i)
       ptx::cp_async_16(st + w_rd + i * 2048, w_src + i * w_tile_stride + w_koff, 16);

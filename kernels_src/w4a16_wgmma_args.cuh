@@ -46,7 +46,9 @@ CHORD_W4A16_HD constexpr int w4a16_wgmma_smem_bytes(int block_m, int block_n, in
 CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int block_m, int block_n, int warpgroups,
                                                               int stages, bool nf4 = false, bool zp = false,
                                                               bool g128 = false) {
-  return (block_m != 64 && block_m != 128 && block_m != 256) ? "BLOCK_M (wgmma N) must be 64, 128 or 256"
+  return (block_m != 16 && block_m != 32 && block_m != 48 && block_m != 64 && block_m != 96 && block_m != 128 &&
+          block_m != 256)
+             ? "BLOCK_M (wgmma N) must be 16, 32, 48, 64, 96, 128 or 256"
          : (warpgroups != 1 && warpgroups != 2)               ? "WARPGROUPS must be 1 or 2"
          : (block_n != 64 * warpgroups && block_n != 128 * warpgroups)
              ? "BLOCK_N must be 64 or 128 per warpgroup (one or two m64 tiles)"

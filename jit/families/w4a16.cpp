@@ -97,7 +97,8 @@ KernelSource W4A16GemmConfig::source() const {
     // Two m64 weight tiles per warpgroup (BLOCK_N 256 on 2 warpgroups) retire each k block's
     // wgmma group before the next decode: with one group in flight (two fragment arrays)
     // NVRTC's ptxas serializes their wgmma at 128 registers (C7511); with none it does not.
-    const int inflight = warpgroups == 2 && block_n > 128 ? 0 : 1;
+    // Tiles of up to 32 tokens have few enough accumulators to keep one group in flight.
+    const int inflight = warpgroups == 2 && block_n > 128 && block_m > 32 ? 0 : 1;
     std::string weight_args = inflight == 1 ? "" : ", 0";
     if (inflight == 0) s.name += "_infl0";
     if (weight != kW4A16WeightInt4) {

@@ -741,6 +741,76 @@ TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's gro
   }
 }
 
+// Run by the test below in a child process with a one-role WGMMA tile forced (CHORD_W4A16_ENGINE=
+// wgmma, CHORD_W4A16_BM / BN; the environment is read once per process): masked, offsets and
+// indexed calls whose experts hold 0, 1, a partial tile, exactly one tile and several tiles, in
+// BF16 and FP16, symmetric and with zero points, group 32 and 128, against the reference and
+// replayed from a CUDA Graph.
+TEST_CASE("gpu w4a16 wgmma tile child: every mode on the process's forced WGMMA tile", "[.gpu_wgmma_tile_child]") {
+  const char* bm_text = std::getenv("CHORD_W4A16_BM");
+  if (bm_text == nullptr) return;  // only as the parent's child
+  const int bm = std::atoi(bm_text);
+  const Fp16Scope dtype(GENERATE(false, true));
+  const G128Scope g128(GENERATE(false, true));
+  const ZpScope zp(GENERATE(false, true));
+  std::mt19937 rng(4800 + bm + (g_g128 ? 7 : 0) + (g_zp ? 3 : 0) + (g_fp16 ? 1 : 0));
+  Stream stream;
+  const chord::DeviceContext device = chord::current_device_context(stream.get());
+  const int e = 6, n = 256, k = 512;
+  chord::W4A16Problem p;
+  p.mode = chord::kW4A16Masked;
+  p.weight = scoped_int4_kind();
+  p.rows_per_expert = bm;
+  p.n = n;
+  p.k = k;
+  p.experts = e;
+  p.arch = device.arch;
+  p.sm_count = device.sm_count;
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+  INFO(c.source().name);
+  REQUIRE(c.wgmma());
+  REQUIRE(c.block_m == bm);
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  const int max_m = 3 * bm + 5;
+  check_masked(w, {0, 1, bm, bm - 3, max_m, 2 * bm + 1}, max_m, bm, rng, stream);
+  check_masked(w, {0, 0, 0, 0, 0, 0}, max_m, bm, rng, stream);
+  check_offsets(w, {bm + 1, 0, 1, 3 * bm, bm / 2, 0}, rng, stream);
+  check_offsets(w, {0, 0, 1, 0, 0, 0}, rng, stream);  // one row
+  // The routing block holds whole tiles (vLLM's block sizes 16 .. 128; 48 and 96 for their tiles).
+  const int block_size = bm % 16 == 0 && 64 % bm == 0 ? 64 : 96;
+  for (int m : {1, 40}) {
+    std::vector<bool> local(e, true);
+    local[4] = false;
+    Routing r = align_routing(m, 4, e, block_size, local, block_size, rng);
+    check_indexed(w, r, m, 4, block_size, rng, stream);      // gate_up
+    check_indexed(w, r, m * 4, 1, block_size, rng, stream);  // down
+  }
+}
+
+TEST_CASE("gpu w4a16: the one-role WGMMA kernel at every tile width (16-96 tokens, BN 128 and 256) equals the "
+          "reference in the masked, offsets and indexed modes",
+          "[gpu][w4a16][wgmma_tiles]") {
+  Stream stream;
+  if (chord::current_device_context(stream.get()).arch.sm() != 90) {
+    WARN("the WGMMA engines are sm_90a only: forced WGMMA tile test skipped");
+    return;
+  }
+  char self[4096] = {0};
+  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  const char* tiles[] = {"CHORD_W4A16_BM=16 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=32 CHORD_W4A16_BN=256",
+                         "CHORD_W4A16_BM=32 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=48 CHORD_W4A16_BN=128",
+                         "CHORD_W4A16_BM=96 CHORD_W4A16_BN=128"};
+  for (const char* tile : tiles) {
+    const std::string command =
+        std::string("CHORD_W4A16_ENGINE=wgmma ") + tile + " '" + self + "' '[.gpu_wgmma_tile_child]'";
+    int code = -1;
+    const std::string output = run_command(command, &code);
+    INFO(command << " -> " << output);
+    CHECK(code == 0);
+    CHECK(output.find("All tests passed") != std::string::npos);
+  }
+}
+
 TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch, zero rows launch nothing",
           "[gpu][w4a16]") {
   const Fp16Scope dtype(GENERATE(false, true));
