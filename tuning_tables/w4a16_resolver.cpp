@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/env.hpp"
 #include "core/error.hpp"
@@ -155,6 +156,27 @@ bool ws_promotes(const W4A16Problem& p) {
 
 bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
 
+// INT4 masked and offsets calls of 11 to 64 expected rows per expert: a one-role WGMMA tile just
+// wide enough for 1.5x the hint (32, 48 or 96 tokens; wgmma N), so that an expert's rows fit one
+// tile and the MMAs do little padding. In these modes a tile covers one expert's consecutive
+// rows. The mma.sync tiles stay below (8 tokens per expert: 225 / 117 us against 231 / 141 on
+// a 16-token WGMMA tile, masked EP8); above, the BM128 tile. BN 256 where the grid still has two
+// CTAs per SM (fewer decode instructions per weight), else 128. Measured on the H200 (bench,
+// forced tiles): masked EP8 16 tok/E 303 / 161 us on the mma.sync BM32 tile against 253 / 143 on
+// BM32 BN256; 32 tok/E 341 / 185 on BM64 against 299 / 168 on BM48 BN256; 64 tok/E 501 / 262
+// on BM128 against 442 / 234 on BM96 BN128; EP16 and EP32 alike, but for EP32 gate_up at 32
+// tok/E, whose 12 experts give BN256 192 CTAs (101 us; BN128: 90).
+std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
+  if (w4a16_is_nf4(p.weight) || (p.mode != kW4A16Masked && p.mode != kW4A16Offsets)) return std::nullopt;
+  const int64_t rows = p.rows_per_expert + p.rows_per_expert / 2;
+  if (rows <= 16 || rows > 96) return std::nullopt;
+  W4A16GemmConfig c = wgmma_defaults(p);
+  c.block_m = rows <= 32 ? 32 : rows <= 48 ? 48 : 96;
+  const double ctas = expected_active_tiles(p, c.block_m) * (p.n / 256);
+  c.block_n = c.block_m <= 48 && p.n % 256 == 0 && ctas >= 2.0 * p.sm_count ? 256 : 128;
+  return c;
+}
+
 // Why the call cannot run a candidate (`run`: as its weight kind runs it), or nullptr.
 const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const Environment& e) {
   if (run.wgmma()) {
@@ -208,6 +230,7 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
     }
     add(source, row, c);
   };
+  if (const auto narrow = narrow_wgmma(p)) add(W4A16Candidate::kNarrowWgmma, -1, *narrow);
   if (table != nullptr) {
     for (size_t i = 0; i < table->rows.size(); ++i) {
       const TuningRow& row = table->rows[i];
@@ -294,6 +317,7 @@ std::string w4a16_candidate_source(const W4A16Candidate& c) {
     case W4A16Candidate::kWsPromotion:
       return c.table ? "warp-specialized tile of " + c.table->name + " row " + std::to_string(c.row)
                      : "warp-specialized tile of the WGMMA defaults";
+    case W4A16Candidate::kNarrowWgmma: return "narrow WGMMA tile";
     case W4A16Candidate::kWgmmaDefaults: return "WGMMA defaults";
     case W4A16Candidate::kHeuristic: return "heuristic";
   }

@@ -45,7 +45,7 @@ sm_90a n256 k64 r43 m3 w2 E48 a0 b128 s132: e2 m3 bm128 bn256 bk64 s5 wm1 wn4 wg
 sm_90a n256 k64 r511 m3 w0 E48 a0 b192 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n256 k256 r1000000001 m2 w2 E384 a1073741824 b0 s78: e2 m2 bm128 bn256 bk64 s5 wm1 wn4 wg2 w2 sk1
 sm_90a n256 k768 r3 m3 w1 E128 a384 b128 s132: e0 m3 bm8 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
-sm_90a n256 k768 r64 m2 w0 E48 a0 b0 s132: e1 m2 bm128 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n256 k768 r64 m2 w0 E48 a0 b0 s132: e1 m2 bm96 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n256 k2048 r53 m3 w1 E48 a318 b48 s132: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
 sm_90a n256 k7168 r22 m0 w1 E48 a0 b0 s132: e2 m0 bm128 bn256 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k64 r6 m3 w2 E48 a0 b96 s132: e0 m3 bm16 bn128 bk64 s3 wm1 wn4 wg2 w2 sk1
@@ -76,10 +76,10 @@ sm_90a n512 k7168 r5 m3 w1 E48 a0 b64 s132: e0 m3 bm8 bn128 bk128 s3 wm1 wn4 wg2
 sm_90a n512 k7168 r5 m3 w1 E48 a0 b128 s132: e0 m3 bm8 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k7168 r8 m1 w0 E48 a0 b0 s132: e0 m1 bm16 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n512 k7168 r8 m1 w1 E48 a0 b0 s132: e0 m1 bm16 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
-sm_90a n512 k7168 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n512 k7168 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n512 k7168 r16 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k7168 r22 m3 w1 E384 a8448 b32 s78: e0 m3 bm32 bn64 bk256 s2 wm1 wn4 wg2 w1 sk1
-sm_90a n512 k7168 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n512 k7168 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n512 k7168 r32 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k7168 r32 m3 w1 E48 a192 b192 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n512 k7168 r53 m3 w0 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
@@ -126,13 +126,13 @@ sm_90a n1536 k2048 r8 m1 w0 E48 a0 b0 s132: e0 m1 bm16 bn128 bk128 s3 wm1 wn4 wg
 sm_90a n1536 k2048 r8 m1 w1 E48 a0 b0 s132: e0 m1 bm16 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
 sm_90a n1536 k2048 r8 m2 w0 E48 a0 b0 s132: e0 m2 bm16 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n1536 k2048 r8 m2 w1 E48 a0 b0 s132: e0 m2 bm16 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
-sm_90a n1536 k2048 r16 m1 w0 E48 a0 b0 s132: e0 m1 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n1536 k2048 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n1536 k2048 r16 m1 w1 E48 a0 b0 s132: e0 m1 bm32 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
-sm_90a n1536 k2048 r16 m2 w0 E48 a0 b0 s132: e0 m2 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n1536 k2048 r16 m2 w0 E48 a0 b0 s132: e1 m2 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n1536 k2048 r16 m2 w1 E48 a0 b0 s132: e0 m2 bm32 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
-sm_90a n1536 k2048 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n1536 k2048 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n1536 k2048 r32 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
-sm_90a n1536 k2048 r32 m2 w0 E48 a0 b0 s132: e1 m2 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n1536 k2048 r32 m2 w0 E48 a0 b0 s132: e1 m2 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n1536 k2048 r32 m2 w1 E48 a0 b0 s132: e1 m2 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n1536 k2048 r52 m3 w2 E384 a19968 b64 s78: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w2 sk1
 sm_90a n1536 k2048 r53 m3 w0 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
@@ -193,13 +193,13 @@ sm_90a n2048 k768 r8 m1 w0 E48 a0 b0 s132: e0 m1 bm16 bn128 bk128 s3 wm1 wn4 wg2
 sm_90a n2048 k768 r8 m1 w1 E48 a0 b0 s132: e0 m1 bm16 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
 sm_90a n2048 k768 r8 m2 w0 E48 a0 b0 s132: e0 m2 bm16 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n2048 k768 r8 m2 w1 E48 a0 b0 s132: e0 m2 bm16 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
-sm_90a n2048 k768 r16 m1 w0 E48 a0 b0 s132: e0 m1 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n2048 k768 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n2048 k768 r16 m1 w1 E48 a0 b0 s132: e0 m1 bm32 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
-sm_90a n2048 k768 r16 m2 w0 E48 a0 b0 s132: e0 m2 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n2048 k768 r16 m2 w0 E48 a0 b0 s132: e1 m2 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n2048 k768 r16 m2 w1 E48 a0 b0 s132: e0 m2 bm32 bn256 bk128 s3 wm1 wn8 wg2 w1 sk1
-sm_90a n2048 k768 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n2048 k768 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n2048 k768 r32 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
-sm_90a n2048 k768 r32 m2 w0 E48 a0 b0 s132: e1 m2 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n2048 k768 r32 m2 w0 E48 a0 b0 s132: e1 m2 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n2048 k768 r32 m2 w1 E48 a0 b0 s132: e1 m2 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n2048 k768 r53 m3 w0 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n2048 k768 r53 m3 w0 E48 a0 b128 s132: e1 m3 bm128 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
@@ -242,9 +242,9 @@ sm_90a n4096 k7168 r5 m3 w1 E48 a0 b64 s132: e0 m3 bm16 bn128 bk128 s3 wm1 wn4 w
 sm_90a n4096 k7168 r5 m3 w1 E48 a0 b128 s132: e0 m3 bm16 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
 sm_90a n4096 k7168 r8 m1 w0 E48 a0 b0 s132: e0 m1 bm16 bn256 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n4096 k7168 r8 m1 w1 E48 a0 b0 s132: e0 m1 bm16 bn256 bk128 s3 wm1 wn4 wg2 w1 sk1
-sm_90a n4096 k7168 r16 m1 w0 E48 a0 b0 s132: e0 m1 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n4096 k7168 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n4096 k7168 r16 m1 w1 E48 a0 b0 s132: e0 m1 bm32 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
-sm_90a n4096 k7168 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n4096 k7168 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n4096 k7168 r32 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n4096 k7168 r32 m3 w0 E384 a12288 b16 s78: e0 m3 bm16 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n4096 k7168 r53 m3 w0 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
@@ -277,9 +277,9 @@ sm_90a n7168 k256 r5 m3 w1 E48 a0 b64 s132: e0 m3 bm8 bn128 bk128 s3 wm1 wn4 wg2
 sm_90a n7168 k256 r5 m3 w1 E48 a0 b128 s132: e0 m3 bm8 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
 sm_90a n7168 k256 r8 m1 w0 E48 a0 b0 s132: e0 m1 bm16 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k256 r8 m1 w1 E48 a0 b0 s132: e0 m1 bm16 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
-sm_90a n7168 k256 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n7168 k256 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k256 r16 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
-sm_90a n7168 k256 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n7168 k256 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k256 r32 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n7168 k256 r53 m3 w0 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k256 r53 m3 w0 E48 a0 b128 s132: e2 m3 bm128 bn256 bk64 s4 wm1 wn4 wg2 w0 sk1
@@ -311,9 +311,9 @@ sm_90a n7168 k2048 r5 m3 w1 E48 a0 b64 s132: e0 m3 bm16 bn128 bk128 s3 wm1 wn4 w
 sm_90a n7168 k2048 r5 m3 w1 E48 a0 b128 s132: e0 m3 bm16 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
 sm_90a n7168 k2048 r8 m1 w0 E48 a0 b0 s132: e0 m1 bm16 bn256 bk128 s3 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k2048 r8 m1 w1 E48 a0 b0 s132: e0 m1 bm16 bn256 bk128 s3 wm1 wn4 wg2 w1 sk1
-sm_90a n7168 k2048 r16 m1 w0 E48 a0 b0 s132: e0 m1 bm32 bn128 bk128 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n7168 k2048 r16 m1 w0 E48 a0 b0 s132: e1 m1 bm32 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k2048 r16 m1 w1 E48 a0 b0 s132: e0 m1 bm32 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
-sm_90a n7168 k2048 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
+sm_90a n7168 k2048 r32 m1 w0 E48 a0 b0 s132: e1 m1 bm48 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k2048 r32 m1 w1 E48 a0 b0 s132: e1 m1 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n7168 k2048 r53 m3 w0 E48 a0 b64 s132: e1 m3 bm64 bn256 bk64 s4 wm1 wn4 wg2 w0 sk1
 sm_90a n7168 k2048 r53 m3 w0 E48 a0 b128 s132: e1 m3 bm128 bn128 bk64 s5 wm1 wn4 wg2 w0 sk1
@@ -510,7 +510,7 @@ const EnvPin kEnvPins[] = {
     {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BN=256", "--arch sm_90a --mode indexed --n 1536 --k 64 --experts 48 --rows 64 --a-rows 384 --block-size 128 --capacity 6528",
      "engine=wgmma block_m=128 block_n=256 block_k=64 stages=5 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BN=256", "--arch sm_90a --mode offsets --n 2048 --k 512 --experts 48 --rows 22 --a-rows 132",
-     "engine=wgmma block_m=128 block_n=256 block_k=64 stages=5 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
+     "engine=wgmma block_m=48 block_n=256 block_k=64 stages=5 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_BN=256", "--arch sm_89 --mode indexed --n 256 --k 2048 --experts 128 --rows 42 --weight nf4-fp16 --a-rows 5376 --block-size 256 --capacity 38144",
      "CHORD_W4A16_ENGINE=wgmma needs sm_90a; this GPU is sm_89", true},
     {"CHORD_W4A16_ENGINE=wgmma CHORD_W4A16_STAGES=3", "--arch sm_90a --mode indexed --n 7168 --k 2048 --experts 48 --rows 32 --block-size 192",

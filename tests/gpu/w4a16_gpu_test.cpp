@@ -683,6 +683,20 @@ void check_decode_modes(std::mt19937& rng, const Stream& stream) {
   check_offsets(long_k, {1, 0, 2, 1}, rng, stream);
 }
 
+// Runs this test binary's hidden test case `tag` in a child process with the environment
+// assignments `env` (the environment is read once per process) and checks that all its
+// tests passed.
+void check_child(const std::string& env, const char* tag) {
+  char self[4096] = {0};
+  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  const std::string command = env + " '" + self + "' '" + tag + "'";
+  int code = -1;
+  const std::string output = run_command(command, &code);
+  INFO(command << " -> " << output);
+  CHECK(code == 0);  // exited, with status 0
+  CHECK(output.find("All tests passed") != std::string::npos);
+}
+
 // Run by the test below in a child process whose CHORD_W4A16_GROUP_SUMS is set (the environment
 // is read once per process), and in a second child with the 16-token staged tile forced
 // (CHORD_W4A16_BM=16 ... STAGES=3: the group sums of its tiles that hold <= 8 rows): the BF16
@@ -723,20 +737,12 @@ TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's gro
           "[gpu][w4a16][group_sums]") {
   // The offset form's products are exact; the correction form's fp32 sums of (128 + code) * a and
   // -136 * a cancel (int4_group_mma). Each meets the reference within check_output's tolerance.
-  char self[4096] = {0};
-  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
   // "" : the resolver's tile (8 tokens per warp on these shapes); the other: the 16-token staged
   // tile, whose group sums serve its tiles of <= 8 rows.
   const char* tiles[] = {"", "CHORD_W4A16_BM=16 CHORD_W4A16_BN=128 CHORD_W4A16_BK=128 CHORD_W4A16_STAGES=3 "};
   for (int gs = 0; gs < chord::kW4A16GroupSumsCount; ++gs) {
     for (const char* tile : tiles) {
-      const std::string command = std::string(tile) + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs) + " '" + self +
-                                  "' '[.gpu_group_sums_child]'";
-      int code = -1;
-      const std::string output = run_command(command, &code);
-      INFO(command << " -> " << output);
-      CHECK(code == 0);  // exited, with status 0
-      CHECK(output.find("All tests passed") != std::string::npos);
+      check_child(std::string(tile) + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs), "[.gpu_group_sums_child]");
     }
   }
 }
@@ -795,20 +801,10 @@ TEST_CASE("gpu w4a16: the one-role WGMMA kernel at every tile width (16-96 token
     WARN("the WGMMA engines are sm_90a only: forced WGMMA tile test skipped");
     return;
   }
-  char self[4096] = {0};
-  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
   const char* tiles[] = {"CHORD_W4A16_BM=16 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=32 CHORD_W4A16_BN=256",
                          "CHORD_W4A16_BM=32 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=48 CHORD_W4A16_BN=128",
-                         "CHORD_W4A16_BM=96 CHORD_W4A16_BN=128"};
-  for (const char* tile : tiles) {
-    const std::string command =
-        std::string("CHORD_W4A16_ENGINE=wgmma ") + tile + " '" + self + "' '[.gpu_wgmma_tile_child]'";
-    int code = -1;
-    const std::string output = run_command(command, &code);
-    INFO(command << " -> " << output);
-    CHECK(code == 0);
-    CHECK(output.find("All tests passed") != std::string::npos);
-  }
+                         "CHORD_W4A16_BM=48 CHORD_W4A16_BN=256", "CHORD_W4A16_BM=96 CHORD_W4A16_BN=128"};
+  for (const char* tile : tiles) check_child(std::string("CHORD_W4A16_ENGINE=wgmma ") + tile, "[.gpu_wgmma_tile_child]");
 }
 
 TEST_CASE("gpu w4a16: a mismatched weight tag is rejected before launch, zero rows launch nothing",
