@@ -306,6 +306,61 @@ TEST_CASE("tuning: candidates come best first, each rejected with its reason, th
   CHECK_FALSE(chord::resolve_w4a16_config(prefill).wgmma());
 }
 
+TEST_CASE("tuning: masked, offsets and indexed INT4 calls of 11-64 rows per expert take the narrowest WGMMA tile "
+          "that holds 1.5x the hint, BN256 where the grid holds two CTAs per SM",
+          "[tuning]") {
+  auto tile = [](chord::W4A16Problem p) {
+    const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+    return std::make_tuple(c.engine, c.block_m, c.block_n);
+  };
+  const auto wgmma = chord::W4A16Engine::kWgmma;
+  // Masked EP8 gate_up, 48 groups: 48 x N / 256 = 768 expected CTAs at BN256.
+  chord::W4A16Problem p = problem(4096, 7168, 16);
+  p.num_groups = 48;
+  p.max_m = 32;
+  CHECK(tile(p) == std::make_tuple(wgmma, 32, 256));
+  const std::vector<chord::W4A16Candidate> list = chord::w4a16_candidates(p);
+  CHECK(chord::w4a16_candidate_source(list.front()) == "narrow WGMMA tile");
+  p.rows_per_expert = 32;  // 48 rows: BM48
+  CHECK(tile(p) == std::make_tuple(wgmma, 48, 256));
+  p.rows_per_expert = 64;  // 96 rows: BM96, whose two m64 tiles per warpgroup would serialize at BN256
+  CHECK(tile(p) == std::make_tuple(wgmma, 96, 128));
+  p.rows_per_expert = 65;  // past 96 rows: the table's BM128
+  CHECK(tile(p) == std::make_tuple(wgmma, 128, 128));
+  p.rows_per_expert = 10;  // 15 rows: the mma.sync decode tiles
+  CHECK(std::get<0>(tile(p)) == chord::W4A16Engine::kMmaSync);
+  // 12 groups of N 4096: 192 CTAs at BN256 would leave half the CTA slots empty.
+  p.num_groups = 12;
+  p.rows_per_expert = 32;
+  CHECK(tile(p) == std::make_tuple(wgmma, 48, 128));
+  // Offsets: the rows over the experts they can reach (Qwen3 T=512 gate_up).
+  chord::W4A16Problem o = problem(1536, 2048, 32, chord::kW4A16Offsets);
+  o.experts = 128;
+  o.a_rows = 4096;
+  CHECK(tile(o) == std::make_tuple(wgmma, 48, 256));
+  // Indexed: only where the tile divides the routing block.
+  chord::W4A16Problem idx = problem(4096, 7168, 21, chord::kW4A16Indexed);
+  idx.a_rows = 1024;
+  idx.top_k = 8;
+  CHECK(tile(idx) == std::make_tuple(wgmma, 32, 256));
+  idx.block_size = 16;
+  CHECK(std::get<1>(tile(idx)) != 32);
+  idx.block_size = 64;
+  idx.rows_per_expert = 32;  // BM48 does not divide 64
+  CHECK(std::get<1>(tile(idx)) == 64);
+  // Not for NF4, contiguous calls, or GPUs without WGMMA.
+  p.num_groups = 48;
+  p.rows_per_expert = 16;
+  p.weight = chord::kW4A16WeightNF4;
+  CHECK(chord::w4a16_candidate_source(chord::w4a16_candidates(p).front()) != "narrow WGMMA tile");
+  p.weight = chord::kW4A16WeightInt4Zp;
+  CHECK(tile(p) == std::make_tuple(wgmma, 32, 256));
+  chord::W4A16Problem c = problem(4096, 7168, 16, chord::kW4A16Contiguous);
+  CHECK(chord::w4a16_candidate_source(chord::w4a16_candidates(c).front()) != "narrow WGMMA tile");
+  p.arch = chord::parse_arch("sm_80");
+  CHECK_FALSE(chord::resolve_w4a16_config(p).wgmma());
+}
+
 TEST_CASE("tuning: vLLM export has contiguous token ranges and block_size_m a multiple of block_m", "[tuning]") {
   char buffer[4096];
   int64_t length = chord_w4a16_tuning_json("sm_90a", 48, 4096, 7168, 8, buffer, sizeof buffer);
