@@ -66,8 +66,9 @@ int auto_routing_block(double rows) {
 
 // The configs the resolver picks for a split's GEMMs, for each weight kind of the split
 // (split_weight_kinds): every mode at the row counts of the suite (docs/shapes.md), without
-// routing geometry (no split-K); the offsets mode at 1..4096 tokens routed top-8 on a 132-SM
-// GPU, and the indexed mode the same way (top_k 8, chord_kernels' routing block), which add the
+// routing geometry (no split-K; masked also with one group per local expert, whose count sets
+// the narrow WGMMA tile's BN); the offsets mode at 1..4096 tokens routed top-8 on a 132-SM GPU,
+// and the indexed mode the same way (top_k 8, chord_kernels' routing block), which add the
 // split-K kernels of the smallest grids. Other geometries (a few rows in other modes, other SM
 // counts) can still compile a kernel at their first call.
 std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& arch) {
@@ -101,6 +102,11 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
             p.rows_per_expert = rows;
             p.block_size = block;
             add(resolve_w4a16_config(p).descriptor(arch));
+            if (mode == kW4A16Masked) {  // with the groups the operator passes (the tile's BN counts them)
+              p.num_groups = split.experts_local;
+              p.max_m = 2 * rows;
+              add(resolve_w4a16_config(p).descriptor(arch));
+            }
           }
         }
         if (mode != kW4A16Offsets && mode != kW4A16Indexed) continue;
