@@ -676,6 +676,15 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   const std::vector<chord::KernelDescriptor> ep8 = chord::kernel_set_descriptors("ep8", arch);
   CHECK(holds(ep8, 7168, 2048, 48, 128, 64));   // the block fallback tile
   CHECK(holds(ep8, 7168, 2048, 48, 128, 128));  // the BM128 row
+  // Masked decode with its groups: the narrow WGMMA tiles at BN256 (16 and 32 rows per group).
+  for (int64_t rows : {16, 32}) {
+    chord::W4A16Problem p = problem(4096, 7168, rows);
+    p.num_groups = 48;
+    p.max_m = static_cast<int>(2 * rows);
+    const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+    CHECK(c.block_n == 256);
+    CHECK(std::find(ep8.begin(), ep8.end(), c.descriptor(arch)) != ep8.end());
+  }
 }
 
 TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zero points, group 128) and the pack "
