@@ -54,6 +54,12 @@ double expected_active_tiles(const W4A16Problem& p, int block_m) {
   return active * std::ceil(routed / active / block_m);
 }
 
+// The rows a tile is sized for. Routing is ragged: 1.5x the mean rows per expert, so that an
+// expert a little above the mean still streams its weights once (a second M tile re-reads
+// them; measured: masked 8 tokens/expert with up to 12 rows took 461 us with BM8 against 391
+// us with BM16, bench, H200).
+int64_t ragged_tile_rows(const W4A16Problem& p) { return p.rows_per_expert + p.rows_per_expert / 2; }
+
 // Configs measured on the H200 with lab/kernel_check:
 //  - decode (<= 32 rows per expert): BM8..32 x BN128 x BK128, 3 stages, 4 warps along N —
 //    5-6 CTAs per SM keep enough weight bytes in flight; more stages or warps were 10-25%
@@ -62,11 +68,7 @@ double expected_active_tiles(const W4A16Problem& p, int block_m) {
 W4A16GemmConfig heuristic(const W4A16Problem& p) {
   W4A16GemmConfig c;
   c.mode = p.mode;
-  // Routing is ragged: size the tile for 1.5x the mean rows per expert, so that an expert
-  // a little above the mean still streams its weights once (a second M tile re-reads them;
-  // measured: masked 8 tokens/expert with up to 12 rows took 461 us with BM8 against 391 us
-  // with BM16, bench, H200).
-  const int64_t rows = p.rows_per_expert + p.rows_per_expert / 2;
+  const int64_t rows = ragged_tile_rows(p);
   c.block_m = 128;
   for (int bm : {8, 16, 32, 64}) {
     if (rows <= bm) {
@@ -168,7 +170,7 @@ bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
 // tok/E, whose 12 experts give BN256 192 CTAs (101 us; BN128: 90).
 std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   if (w4a16_is_nf4(p.weight) || (p.mode != kW4A16Masked && p.mode != kW4A16Offsets)) return std::nullopt;
-  const int64_t rows = p.rows_per_expert + p.rows_per_expert / 2;
+  const int64_t rows = ragged_tile_rows(p);
   if (rows <= 16 || rows > 96) return std::nullopt;
   W4A16GemmConfig c = wgmma_defaults(p);
   c.block_m = rows <= 32 ? 32 : rows <= 48 ? 48 : 96;

@@ -94,6 +94,24 @@ chord::W4A16WeightKind scoped_int4_kind() {
               : (g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4);
 }
 
+// The config the resolver picks on `device` for a call of make_weight's current kind.
+chord::W4A16GemmConfig resolved_config(const chord::DeviceContext& device, chord::W4A16Mode mode,
+                                       int64_t rows_per_expert, int n, int k, int experts, int a_rows = 0,
+                                       int block_size = 0) {
+  chord::W4A16Problem p;
+  p.mode = mode;
+  p.weight = scoped_int4_kind();
+  p.rows_per_expert = rows_per_expert;
+  p.n = n;
+  p.k = k;
+  p.experts = experts;
+  p.a_rows = a_rows;
+  p.block_size = block_size;
+  p.arch = device.arch;
+  p.sm_count = device.sm_count;
+  return chord::resolve_w4a16_config(p);
+}
+
 // [rows, K/128] -> [rows, K/32]: each value four times (the group-32 form of a group-128 weight).
 template <typename T>
 std::vector<T> repeat_per_32(const std::vector<T>& v128) {
@@ -495,17 +513,8 @@ TEST_CASE("gpu w4a16: large prefill on the warp-specialized kernel in every mode
                        int shape_k = 0) {  // 0: the test's n, k
     // The WGMMA engines are sm_90a only; CHORD_W4A16_ENGINE=portable runs these shapes on mma.sync.
     if (device.arch.sm() != 90 || chord::env().w4a16_engine.candidates == chord::W4A16EngineKnob::kPortable) return;
-    chord::W4A16Problem p;
-    p.mode = mode;
-    p.weight = scoped_int4_kind();
-    p.rows_per_expert = rows_per_expert;
-    p.block_size = block_size;
-    p.n = shape_n ? shape_n : n;
-    p.k = shape_k ? shape_k : k;
-    p.experts = e;
-    p.arch = device.arch;
-    p.sm_count = device.sm_count;
-    CHECK(chord::resolve_w4a16_config(p).warp_specialized());
+    CHECK(resolved_config(device, mode, rows_per_expert, shape_n ? shape_n : n, shape_k ? shape_k : k, e, 0, block_size)
+              .warp_specialized());
   };
   const std::vector<int> rows = {700, 0, 900, 3, 640, 577, 1024, 300};
   expect_ws(chord::kW4A16Contiguous, check_contiguous(w, rows, rng, stream) / e);
@@ -544,19 +553,7 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   std::partial_sum(counts.begin(), counts.end(), offsets.begin());
   const int s_rows = offsets.back();
   const chord::DeviceContext device = chord::current_device_context(stream.get());
-  if (device.arch.sm() >= 90) {
-    chord::W4A16Problem p;
-    p.mode = chord::kW4A16Offsets;
-    p.weight = g_fp16 ? chord::kW4A16WeightInt4Fp16 : chord::kW4A16WeightInt4;
-    p.rows_per_expert = 1;
-    p.n = n;
-    p.k = k;
-    p.experts = e;
-    p.a_rows = s_rows;
-    p.arch = device.arch;
-    p.sm_count = device.sm_count;
-    CHECK(chord::resolve_w4a16_config(p).split_k > 1);
-  }
+  if (device.arch.sm() >= 90) CHECK(resolved_config(device, chord::kW4A16Offsets, 1, n, k, e, s_rows).split_k > 1);
   auto a = random_activations(static_cast<size_t>(s_rows) * k, rng);
   std::vector<uint16_t> want(static_cast<size_t>(s_rows) * n, kPoison);
   chord::ref::w4a16_gemm_offsets(a.data(), s_rows, offsets.data(), w.logical.data(), e, n, k, want.data(), g_fp16);
@@ -713,17 +710,8 @@ TEST_CASE("gpu w4a16 group sums child: the decode modes under the process's CHOR
   std::mt19937 rng((g_g128 ? 1280 : 320) + (g_zp ? 7 : 0) + (g_fp16 ? 3 : 0));
   Stream stream;
   const chord::DeviceContext device = chord::current_device_context(stream.get());
-  chord::W4A16Problem p;  // check_decode_modes' offsets call: the variable reached its tile
-  p.mode = chord::kW4A16Offsets;
-  p.weight = scoped_int4_kind();
-  p.rows_per_expert = 0;
-  p.n = 128;
-  p.k = 512;
-  p.experts = 64;
-  p.a_rows = 8;
-  p.arch = device.arch;
-  p.sm_count = device.sm_count;
-  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+  // check_decode_modes' offsets call: the variable reached its tile
+  const chord::W4A16GemmConfig c = resolved_config(device, chord::kW4A16Offsets, 0, 128, 512, 64, 8);
   INFO(c.source().name);
   REQUIRE(c.runs_group_sums());
   CHECK(c.group_sums == (g_fp16 ? 0 : want));  // FP16 tiles run the offset form only
@@ -763,16 +751,7 @@ TEST_CASE("gpu w4a16 wgmma tile child: every mode on the process's forced WGMMA 
   Stream stream;
   const chord::DeviceContext device = chord::current_device_context(stream.get());
   const int e = 6, n = 256, k = 512;
-  chord::W4A16Problem p;
-  p.mode = chord::kW4A16Masked;
-  p.weight = scoped_int4_kind();
-  p.rows_per_expert = bm;
-  p.n = n;
-  p.k = k;
-  p.experts = e;
-  p.arch = device.arch;
-  p.sm_count = device.sm_count;
-  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+  const chord::W4A16GemmConfig c = resolved_config(device, chord::kW4A16Masked, bm, n, k, e);
   INFO(c.source().name);
   REQUIRE(c.wgmma());
   REQUIRE(c.block_m == bm);
