@@ -759,10 +759,13 @@ TEST_CASE("gpu w4a16 wgmma tile child: every mode on the process's forced WGMMA 
   const int max_m = 3 * bm + 5;
   check_masked(w, {0, 1, bm, bm - 3, max_m, 2 * bm + 1}, max_m, bm, rng, stream);
   check_masked(w, {0, 0, 0, 0, 0, 0}, max_m, bm, rng, stream);
+  // Experts whose last tile is filled to a half, a quarter plus one row, or one row short.
+  check_masked(w, {bm / 2 + 3, bm / 4 + 1, bm + bm / 2 + 3, 0, bm + bm / 4 + 1, bm - 1}, max_m, bm, rng, stream);
   check_offsets(w, {bm + 1, 0, 1, 3 * bm, bm / 2, 0}, rng, stream);
+  check_offsets(w, {bm / 2 + 3, bm / 4 + 1, 0, bm + bm / 2 + 3, 2 * bm + bm / 4 + 1, 1}, rng, stream);
   check_offsets(w, {0, 0, 1, 0, 0, 0}, rng, stream);  // one row
   // The routing block holds whole tiles (vLLM's block sizes 16 .. 128; 48 and 96 for their tiles).
-  const int block_size = bm % 16 == 0 && 64 % bm == 0 ? 64 : 96;
+  const int block_size = bm == 128 ? 128 : 64 % bm == 0 ? 64 : 96;
   for (int m : {1, 40}) {
     std::vector<bool> local(e, true);
     local[4] = false;
@@ -772,8 +775,8 @@ TEST_CASE("gpu w4a16 wgmma tile child: every mode on the process's forced WGMMA 
   }
 }
 
-TEST_CASE("gpu w4a16: the one-role WGMMA kernel at every tile width (16-96 tokens, BN 128 and 256) equals the "
-          "reference in the masked, offsets and indexed modes",
+TEST_CASE("gpu w4a16: the one-role WGMMA kernel at every tile width (16-128 tokens, BN 128 and 256) equals the "
+          "reference in the masked, offsets and indexed modes, on full, partial and one-row tiles",
           "[gpu][w4a16][wgmma_tiles]") {
   Stream stream;
   if (chord::current_device_context(stream.get()).arch.sm() != 90) {
@@ -782,7 +785,8 @@ TEST_CASE("gpu w4a16: the one-role WGMMA kernel at every tile width (16-96 token
   }
   const char* tiles[] = {"CHORD_W4A16_BM=16 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=32 CHORD_W4A16_BN=256",
                          "CHORD_W4A16_BM=32 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=48 CHORD_W4A16_BN=128",
-                         "CHORD_W4A16_BM=48 CHORD_W4A16_BN=256", "CHORD_W4A16_BM=96 CHORD_W4A16_BN=128"};
+                         "CHORD_W4A16_BM=48 CHORD_W4A16_BN=256", "CHORD_W4A16_BM=64 CHORD_W4A16_BN=128",
+                         "CHORD_W4A16_BM=96 CHORD_W4A16_BN=128", "CHORD_W4A16_BM=128 CHORD_W4A16_BN=128"};
   for (const char* tile : tiles) check_child(std::string("CHORD_W4A16_ENGINE=wgmma ") + tile, "[.gpu_wgmma_tile_child]");
 }
 
