@@ -3,7 +3,10 @@
 #include <catch2/catch.hpp>
 
 #include <fstream>
+#include <iterator>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "core/arch.hpp"
 #include "core/cubin_info.hpp"
@@ -58,26 +61,45 @@ TEST_CASE("compile: dequant kernels for sm_103a and sm_120a", "[compile]") {
   check_arch("sm_120a");
 }
 
-TEST_CASE("compile: every kernel-set kernel compiles for every supported arch", "[compile]") {
-  for (const char* const* arch = chord::supported_arch_names(); *arch != nullptr; ++arch) {
-    for (const auto& d : chord::kernel_set_descriptors("all", chord::parse_arch(*arch))) {
-      auto kernel = chord::JitRuntime::global().compile(d);
-      CHECK(kernel->info.arch == *arch);
-      CHECK(kernel->info.has_meta);
-      // The register count ptxas recorded; 256-thread tiles launch-bounded to 2 CTAs per SM
-      // (W4A16GemmConfig::launch_min_blocks) keep within 128 registers.
-      CHECK(kernel->info.registers > 0);
-      CHECK(kernel->info.registers <= 255);
-      int min_blocks = kernel->info.meta.threads == 256 ? 2 : 0;
-      if (d.family == chord::KernelFamily::kW4A16Gemm) min_blocks = chord::W4A16GemmConfig::from(d).launch_min_blocks();
-      if (kernel->info.meta.threads == 256 && min_blocks == 2) CHECK(kernel->info.registers <= 128);
-      // Split-K kernels launch as clusters of split_k CTAs: the size comes from the cubin.
-      if (d.family == chord::KernelFamily::kW4A16Gemm) {
-        CHECK(kernel->info.meta.cluster_size == static_cast<uint32_t>(chord::W4A16GemmConfig::from(d).split_k));
-      }
+namespace {
+
+// One test per arch, so that CTest runs them side by side (the whole set is most of the CPU
+// tests' time on CI's two cores).
+void check_kernel_set(const std::string& arch) {
+  for (const auto& d : chord::kernel_set_descriptors("all", chord::parse_arch(arch))) {
+    auto kernel = chord::JitRuntime::global().compile(d);
+    CHECK(kernel->info.arch == arch);
+    CHECK(kernel->info.has_meta);
+    // The register count ptxas recorded; 256-thread tiles launch-bounded to 2 CTAs per SM
+    // (W4A16GemmConfig::launch_min_blocks) keep within 128 registers.
+    CHECK(kernel->info.registers > 0);
+    CHECK(kernel->info.registers <= 255);
+    int min_blocks = kernel->info.meta.threads == 256 ? 2 : 0;
+    if (d.family == chord::KernelFamily::kW4A16Gemm) min_blocks = chord::W4A16GemmConfig::from(d).launch_min_blocks();
+    if (kernel->info.meta.threads == 256 && min_blocks == 2) CHECK(kernel->info.registers <= 128);
+    // Split-K kernels launch as clusters of split_k CTAs: the size comes from the cubin.
+    if (d.family == chord::KernelFamily::kW4A16Gemm) {
+      CHECK(kernel->info.meta.cluster_size == static_cast<uint32_t>(chord::W4A16GemmConfig::from(d).split_k));
     }
   }
 }
+
+const char* const kKernelSetArchs[] = {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_103a", "sm_120a"};
+
+}  // namespace
+
+TEST_CASE("compile: the kernel-set compile tests below cover every supported arch", "[compile]") {
+  std::vector<std::string> supported;
+  for (const char* const* arch = chord::supported_arch_names(); *arch != nullptr; ++arch) supported.push_back(*arch);
+  CHECK(supported == std::vector<std::string>(std::begin(kKernelSetArchs), std::end(kKernelSetArchs)));
+}
+TEST_CASE("compile: every kernel-set kernel compiles for sm_80", "[compile]") { check_kernel_set("sm_80"); }
+TEST_CASE("compile: every kernel-set kernel compiles for sm_86", "[compile]") { check_kernel_set("sm_86"); }
+TEST_CASE("compile: every kernel-set kernel compiles for sm_89", "[compile]") { check_kernel_set("sm_89"); }
+TEST_CASE("compile: every kernel-set kernel compiles for sm_90a", "[compile]") { check_kernel_set("sm_90a"); }
+TEST_CASE("compile: every kernel-set kernel compiles for sm_100a", "[compile]") { check_kernel_set("sm_100a"); }
+TEST_CASE("compile: every kernel-set kernel compiles for sm_103a", "[compile]") { check_kernel_set("sm_103a"); }
+TEST_CASE("compile: every kernel-set kernel compiles for sm_120a", "[compile]") { check_kernel_set("sm_120a"); }
 
 TEST_CASE("compile: ptxas serializes no wgmma of the sm_90a kernels the tuning tables run", "[compile]") {
   int checked = 0;
