@@ -66,7 +66,9 @@ namespace {
 // One test per arch, so that CTest runs them side by side (the whole set is most of the CPU
 // tests' time on CI's two cores).
 void check_kernel_set(const std::string& arch) {
-  for (const auto& d : chord::kernel_set_descriptors("all", chord::parse_arch(arch))) {
+  const auto descriptors = chord::kernel_set_descriptors("all", chord::parse_arch(arch));
+  CHECK(descriptors.size() >= 10);  // dequant, pack / unpack, routing check, NF4 and the GEMM tiles
+  for (const auto& d : descriptors) {
     auto kernel = chord::JitRuntime::global().compile(d);
     CHECK(kernel->info.arch == arch);
     CHECK(kernel->info.has_meta);
