@@ -759,7 +759,7 @@ TEST_CASE("gpu w4a16 wgmma tile child: every mode on the process's forced WGMMA 
   const int max_m = 3 * bm + 5;
   check_masked(w, {0, 1, bm, bm - 3, max_m, 2 * bm + 1}, max_m, bm, rng, stream);
   check_masked(w, {0, 0, 0, 0, 0, 0}, max_m, bm, rng, stream);
-  // Experts whose last tile is filled to a half, a quarter plus one row, or one row short.
+  // Experts whose last tile holds half a tile plus three rows, a quarter plus one, or one row short.
   check_masked(w, {bm / 2 + 3, bm / 4 + 1, bm + bm / 2 + 3, 0, bm + bm / 4 + 1, bm - 1}, max_m, bm, rng, stream);
   check_offsets(w, {bm + 1, 0, 1, 3 * bm, bm / 2, 0}, rng, stream);
   check_offsets(w, {bm / 2 + 3, bm / 4 + 1, 0, bm + bm / 2 + 3, 2 * bm + bm / 4 + 1, 1}, rng, stream);
