@@ -49,6 +49,15 @@ struct Environment {
   // CHORD_W4A16_GROUP_SUMS: the group-sum form (W4A16GroupSums, 0 or 1) of the calls whose tile
   // runs the INT4 BF16 group sums; for measuring the correction form against the default 0
   std::optional<int> w4a16_group_sums;
+  // CHORD_W4A16_SEARCH=0|1 (default 1): time a few decode tiles at a shape's first call and
+  // keep the fastest (ops/w4a16_search.hpp); off while any other CHORD_W4A16_* knob is set.
+  bool w4a16_search = true;
+  // Whether a CHORD_W4A16_* variable other than CHORD_W4A16_SEARCH chooses or shapes the
+  // config: the choice is then the resolver's alone, deterministic.
+  bool w4a16_overridden() const {
+    return w4a16_table || !(w4a16_engine == W4A16EngineKnob{}) || w4a16_bm || w4a16_bn || w4a16_bk || w4a16_stages ||
+           w4a16_warps_n || w4a16_split_k || w4a16_group_sums;
+  }
 };
 
 // Reads the process environment now (throws on an invalid value).

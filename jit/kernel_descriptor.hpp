@@ -20,6 +20,7 @@ enum class KernelFamily : int32_t {
   kNF4Pack = 6,
   kNF4Dequant = 7,
   kActivation = 8,
+  kL2Flush = 9,
 };
 
 struct KernelDescriptor {

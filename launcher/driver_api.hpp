@@ -40,6 +40,7 @@ namespace chord {
   X(cuStreamSynchronize)          \
   X(cuStreamBeginCapture)         \
   X(cuStreamEndCapture)           \
+  X(cuStreamIsCapturing)          \
   X(cuGraphInstantiateWithFlags)  \
   X(cuGraphLaunch)                \
   X(cuGraphExecDestroy)           \

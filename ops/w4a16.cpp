@@ -3,16 +3,22 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <limits>
+#include <thread>
 
+#include "jit/families/l2_flush.hpp"
 #include "jit/families/w4a16.hpp"
+#include "kernels_src/l2_flush_args.cuh"
 #include "kernels_src/nf4_args.cuh"
 #include "runtime/runtime.hpp"
 #include "core/env.hpp"
 #include "launcher/device_context.hpp"
+#include "launcher/driver_api.hpp"
 #include "launcher/tensor_map.hpp"
 #include "ops/routing_check.hpp"
 #include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
+#include "ops/w4a16_search.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
 namespace chord {
@@ -136,6 +142,15 @@ struct Launch {
   const LoadedKernel* kernel;
 };
 
+bool stream_capturing(CUstream stream);
+struct RoutingSpread {
+  int active = 0;     // experts (masked: groups) holding rows
+  int64_t rows = 0;   // the rows they hold
+};
+RoutingSpread routing_spread(const W4A16Args& args, CUstream stream);
+std::vector<double> time_configs(const DeviceContext& device, const std::vector<W4A16GemmConfig>& configs,
+                                 const W4A16Args& args, CUstream stream);
+
 Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_weight_t* w, CUstream stream,
                W4A16WeightKind weight) {
   Launch l;
@@ -152,6 +167,19 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
   problem.sm_count = l.device.sm_count;
   problem.weight = weight;
   l.config = resolve_w4a16_config(problem);
+  // The decode tile search (ops/w4a16_search.hpp): after a shape's first call, one lookup.
+  if (w4a16_search_applies(problem, l.config, env())) {
+    if (const W4A16GemmConfig* known = w4a16_search_known(w4a16_search_key(problem))) {
+      l.config = *known;
+    } else if (auto plan = w4a16_search_plan(problem, l.config, env())) {
+      const auto timer = [&](const std::vector<W4A16GemmConfig>& configs) {
+        const RoutingSpread spread = routing_spread(args, stream);
+        if (!w4a16_routing_representative(problem, spread.active, spread.rows)) return std::vector<double>{};
+        return time_configs(l.device, configs, args, stream);
+      };
+      l.config = w4a16_searched_config(*plan, stream_capturing(stream), timer, JitRuntime::global().disk_cache());
+    }
+  }
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   return l;
 }
@@ -215,6 +243,153 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   }
   if (env().validate_routing) enqueue_routing_check(args, stream);
   l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
+}
+
+// Whether the stream is being captured into a CUDA Graph (unknown counts as yes: the search
+// then times nothing).
+bool stream_capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (driver().cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS) return true;
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+// How the call's routing spreads its rows over this GPU's experts, read back after the
+// stream's work (the search synchronizes anyway).
+RoutingSpread routing_spread(const W4A16Args& args, CUstream stream) {
+  const DriverApi& d = driver();
+  CHORD_CU(d.cuStreamSynchronize(stream));
+  auto read = [&](const void* src, size_t count) {
+    std::vector<int32_t> v(count);
+    if (count > 0) CHORD_CU(d.cuMemcpyDtoH(v.data(), reinterpret_cast<CUdeviceptr>(src), count * sizeof(int32_t)));
+    return v;
+  };
+  RoutingSpread r;
+  if (args.mode == kW4A16Masked) {
+    for (int32_t rows : read(args.masked_m, static_cast<size_t>(args.num_groups))) {
+      const int32_t valid = std::clamp(rows, 0, args.max_m);
+      r.active += valid > 0;
+      r.rows += valid;
+    }
+  } else if (args.mode == kW4A16Offsets) {
+    int32_t end = 0;
+    for (int32_t next : read(args.offsets, static_cast<size_t>(args.num_experts))) {
+      next = std::min(next, args.a_rows);
+      r.active += next > end;
+      end = std::max(end, next);
+    }
+    r.rows = end;
+  } else if (args.mode == kW4A16Indexed) {
+    // Blocks of the valid prefix whose expert is one of this GPU's; their route ids that are
+    // real routes (the others pad the block).
+    const int32_t padded = std::clamp(read(args.num_tokens_padded, 1)[0], 0, args.capacity);
+    const int block = std::max(args.block_size, 1);
+    const std::vector<int32_t> experts = read(args.expert_ids, static_cast<size_t>(padded / block));
+    const std::vector<int32_t> ids = read(args.sorted_ids, static_cast<size_t>(padded));
+    const int64_t routes = int64_t(args.a_rows) * std::max(args.top_k, 1);
+    std::vector<char> seen(static_cast<size_t>(std::max(args.num_experts, 0)), 0);
+    for (size_t b = 0; b < experts.size(); ++b) {
+      const int32_t e = experts[b];
+      if (e < 0 || e >= args.num_experts) continue;
+      for (int i = 0; i < block; ++i) r.rows += ids[b * block + i] >= 0 && ids[b * block + i] < routes;
+      if (!seen[e]) {
+        seen[e] = 1;
+        ++r.active;
+      }
+    }
+  }
+  return r;
+}
+
+// What one search allocates, released however it ends.
+struct SearchResources {
+  std::vector<CUevent> events;
+  CUdeviceptr flush = 0;
+  ~SearchResources() {
+    const DriverApi& d = driver();
+    for (CUevent e : events) d.cuEventDestroy(e);
+    if (flush != 0) d.cuMemFree(flush);
+  }
+};
+
+// The decode tile search's timer (ops/w4a16_search.hpp): the candidates compiled in parallel,
+// then one warm-up round and kSearchReps timed rounds, candidates interleaved, each launch on
+// the call's own inputs after a read of twice the L2 (a call in a model finds its weights in
+// DRAM), between two events. Returns each candidate's median in us (infinity: it failed).
+// The output is written by every launch; the call's own launch comes after.
+std::vector<double> time_configs(const DeviceContext& device, const std::vector<W4A16GemmConfig>& configs,
+                                 const W4A16Args& args, CUstream stream) {
+  constexpr int kSearchReps = 5;
+  const DriverApi& d = driver();
+  const size_t n = configs.size();
+  JitRuntime& jit = JitRuntime::global();
+  {
+    std::vector<std::thread> compiles;
+    for (size_t i = 0; i < n; ++i) {
+      compiles.emplace_back([&jit, &configs, &device, i] {
+        try {
+          jit.compile(configs[i].descriptor(device.arch));
+        } catch (...) {  // the load below reports it as a failed candidate
+        }
+      });
+    }
+    for (auto& t : compiles) t.join();
+  }
+  std::vector<const LoadedKernel*> kernels(n, nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    try {
+      kernels[i] = &jit.kernel(configs[i].descriptor(device.arch), device.context);
+    } catch (const Error&) {
+    }
+  }
+  SearchResources res;
+  int l2_bytes = 0;
+  CHORD_CU(d.cuDeviceGetAttribute(&l2_bytes, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, device.device));
+  const size_t flush_words = (2 * static_cast<size_t>(std::max(l2_bytes, 1 << 20)) + 15) / 16;
+  // No memory to spare: time with a warm L2 rather than not at all.
+  if (d.cuMemAlloc(&res.flush, flush_words * 16) != CUDA_SUCCESS) res.flush = 0;
+  L2FlushArgs flush{};
+  const LoadedKernel* flusher = nullptr;
+  if (res.flush != 0) {
+    CHORD_CU(d.cuMemsetD8Async(res.flush, 0, flush_words * 16, stream));
+    flush.buffer = reinterpret_cast<const void*>(res.flush);
+    flush.sink = reinterpret_cast<void*>(res.flush);
+    flush.count = static_cast<long long>(flush_words);
+    flush.never = 0xffffffffu;
+    flusher = &jit.kernel(L2FlushConfig{}.descriptor(device.arch), device.context);
+  }
+  res.events.resize(2 * n * kSearchReps);
+  for (CUevent& e : res.events) CHORD_CU(d.cuEventCreate(&e, CU_EVENT_DEFAULT));
+  std::vector<bool> ok(n);
+  for (size_t i = 0; i < n; ++i) ok[i] = kernels[i] != nullptr;
+  const LaunchGrid flush_grid{static_cast<uint32_t>(4 * device.sm_count), 1, 1};
+  for (int r = -1; r < kSearchReps; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      if (!ok[i]) continue;
+      if (flusher != nullptr) flusher->launch(flush_grid, stream, &flush);
+      const size_t at = 2 * (static_cast<size_t>(r < 0 ? 0 : r) * n + i);
+      if (r >= 0) CHORD_CU(d.cuEventRecord(res.events[at], stream));
+      try {
+        launch(Launch{device, configs[i], kernels[i]}, args, stream);
+      } catch (const Error&) {
+        ok[i] = false;
+      }
+      if (r >= 0) CHORD_CU(d.cuEventRecord(res.events[at + 1], stream));
+    }
+  }
+  CHORD_CU(d.cuStreamSynchronize(stream));
+  std::vector<double> medians(n, std::numeric_limits<double>::infinity());
+  for (size_t i = 0; i < n; ++i) {
+    if (!ok[i]) continue;
+    std::vector<double> us;
+    for (int r = 0; r < kSearchReps; ++r) {
+      float ms = 0;
+      CHORD_CU(d.cuEventElapsedTime(&ms, res.events[2 * (r * n + i)], res.events[2 * (r * n + i) + 1]));
+      us.push_back(1000.0 * ms);
+    }
+    std::nth_element(us.begin(), us.begin() + kSearchReps / 2, us.end());
+    medians[i] = us[kSearchReps / 2];
+  }
+  return medians;
 }
 
 }  // namespace

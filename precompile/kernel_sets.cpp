@@ -4,6 +4,7 @@
 #include "core/model_shapes.hpp"
 #include "jit/families/int4_dequant.hpp"
 #include "jit/families/nf4.hpp"
+#include "jit/families/l2_flush.hpp"
 #include "jit/families/routing_check.hpp"
 #include "jit/families/w4a16.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
@@ -127,6 +128,7 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& 
     }
   }
   add(RoutingCheckConfig{}.descriptor(arch));
+  add(L2FlushConfig{}.descriptor(arch));  // the decode tile search's (ops/w4a16_search.cpp)
   if (nf4) {  // the NF4 (bitsandbytes) pack and dequantize kernels
     for (bool dequant : {false, true}) {
       for (int variant : {0, 1}) {

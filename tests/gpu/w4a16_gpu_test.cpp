@@ -16,6 +16,7 @@
 #include "core/env.hpp"
 #include "gpu_support.hpp"
 #include "launcher/device_context.hpp"
+#include "ops/w4a16_search.hpp"
 #include "reference/bf16.hpp"
 #include "reference/int4_reference.hpp"
 #include "reference/nf4_reference.hpp"
@@ -287,20 +288,34 @@ Routing align_routing(int m, int top_k, int experts, int block_size, const std::
 // Each mode's GEMM through the C API on fresh random activations, against the CPU reference:
 // output poisoned first, so rows the reference leaves untouched must stay poison. Then the same
 // call captured in a CUDA Graph and replayed (poisoned again) must write the same bits: every
-// kernel and config the tests reach is graph-capturable.
+// kernel and config the tests reach is graph-capturable. `capture_first`: the captured call
+// comes first (a shape first seen during capture), checked against the reference, then eager.
 template <typename Call>
-void run_and_check(const std::vector<uint16_t>& want, DeviceBuffer& out, const Stream& stream, Call call) {
+void run_and_check(const std::vector<uint16_t>& want, DeviceBuffer& out, const Stream& stream, Call call,
+                   bool capture_first = false) {
   const std::vector<uint16_t> poison(want.size(), kPoison);
-  out.upload(poison);
-  const chord_status_t status = call();
-  INFO(chord_last_error());
-  REQUIRE(status == CHORD_SUCCESS);
-  stream.sync();
-  const std::vector<uint16_t> eager = out.download<uint16_t>();
+  auto eager_call = [&] {
+    out.upload(poison);
+    const chord_status_t status = call();
+    INFO(chord_last_error());
+    REQUIRE(status == CHORD_SUCCESS);
+    stream.sync();
+    return out.download<uint16_t>();
+  };
+  auto replayed_call = [&] {
+    out.upload(poison);
+    capture_and_replay(stream, [&] { REQUIRE(call() == CHORD_SUCCESS); });
+    return out.download<uint16_t>();
+  };
+  if (capture_first) {
+    const std::vector<uint16_t> replayed = replayed_call();
+    check_output(replayed, want);
+    check_output(eager_call(), want);
+    return;
+  }
+  const std::vector<uint16_t> eager = eager_call();
   check_output(eager, want);
-  out.upload(poison);
-  capture_and_replay(stream, [&] { REQUIRE(call() == CHORD_SUCCESS); });
-  CHECK(out.download<uint16_t>() == eager);
+  CHECK(replayed_call() == eager);
 }
 
 // Experts' rows padded to the contiguous alignment (-1 on padding rows); returns m.
@@ -338,7 +353,8 @@ void check_masked(const PackedWeight& w, const std::vector<int32_t>& masked_m, i
 }
 
 // Cumulative end rows of `counts`; returns the routed rows S.
-int check_offsets(const PackedWeight& w, const std::vector<int>& counts, std::mt19937& rng, const Stream& stream) {
+int check_offsets(const PackedWeight& w, const std::vector<int>& counts, std::mt19937& rng, const Stream& stream,
+                  bool capture_first = false) {
   std::vector<int32_t> offsets(w.e);
   std::partial_sum(counts.begin(), counts.end(), offsets.begin());
   const int s_rows = offsets.back();
@@ -350,7 +366,7 @@ int check_offsets(const PackedWeight& w, const std::vector<int>& counts, std::mt
   run_and_check(want, out, stream, [&] {
     return chord_w4a16_offsets(d_a.get(), s_rows, &w.tag, static_cast<const int32_t*>(d_off.get()), out.get(),
                                stream.get());
-  });
+  }, capture_first);
   return s_rows;
 }
 
@@ -570,6 +586,31 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   out.upload(std::vector<uint16_t>(want.size(), kPoison));
   capture_and_replay(stream, call);
   CHECK(out.download<uint16_t>() == eager);  // rank 0 adds the partials in rank order
+}
+
+TEST_CASE("gpu w4a16: the decode tile search times a shape once and never under capture; its choice equals the "
+          "reference, eager and replayed",
+          "[gpu][w4a16][search][graph]") {
+  if (!chord::env().w4a16_search || chord::env().w4a16_overridden()) {
+    WARN("skipped: CHORD_W4A16_SEARCH=0 or another CHORD_W4A16_* variable is set");
+    return;
+  }
+  std::mt19937 rng(97);
+  Stream stream;
+  PackedWeight w = make_weight(16, 512, 2048, rng, stream);
+  // Two decode shapes of this weight: 8 routed rows (1 token x top-8) and 20.
+  const std::vector<int> eight = {1, 0, 2, 0, 0, 1, 0, 0, 3, 0, 0, 0, 0, 1, 0, 0};
+  const std::vector<int> twenty = {2, 0, 5, 0, 1, 1, 0, 0, 3, 4, 0, 0, 0, 1, 3, 0};
+  chord::w4a16_search_forget_choices();
+  check_offsets(w, eight, rng, stream);  // searched at the eager call, the choice replayed
+  CHECK(chord::w4a16_search_choices() == 1);
+  check_offsets(w, eight, rng, stream);  // looked up
+  CHECK(chord::w4a16_search_choices() == 1);
+  // First seen under capture: the rule's tile, nothing timed (a search there would synchronize
+  // the capturing stream, which fails the capture); then searched at the eager call.
+  check_offsets(w, twenty, rng, stream, /*capture_first=*/true);
+  CHECK(chord::w4a16_search_choices() == 2);
+  chord::w4a16_search_forget_choices();
 }
 
 // The every-mode matrix of the zero-point and group-128 tests on make_weight's current kind:

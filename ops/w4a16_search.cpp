@@ -1,0 +1,229 @@
+#include "ops/w4a16_search.hpp"
+
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "cache/kernel_key.hpp"
+#include "core/error.hpp"
+#include "tuning_tables/tuning_table.hpp"
+
+namespace chord {
+namespace {
+
+// The tiles timed beside the rule's: the staged 8- and 16-row tiles that were within 5% of the
+// best of 144 on the most decode calls of the generalization set (H200, reading L2 flush:
+// bench/results/2026-12-02-90a102a-decode-explore-report.txt), split-K where it was.
+struct SearchTile {
+  int block_m, block_n, block_k, stages, split_k;
+};
+constexpr SearchTile kSearchTiles[] = {
+    {16, 128, 64, 4, 1},  {16, 128, 128, 3, 1}, {16, 256, 64, 3, 1}, {16, 256, 128, 3, 1},
+    {16, 256, 128, 3, 2}, {8, 64, 256, 3, 1},   {8, 64, 256, 3, 2},  {8, 128, 128, 3, 2},
+};
+
+// Routed rows as the host knows them: the size class of the call (decode batches grow by
+// powers of two in most servers' CUDA Graph sizes).
+int64_t routed_rows(const W4A16Problem& p) {
+  switch (p.mode) {
+    case kW4A16Indexed: return p.top_k > 0 ? int64_t(p.a_rows) * p.top_k : p.capacity;
+    case kW4A16Masked: return int64_t(p.num_groups) * std::max<int64_t>(p.rows_per_expert, 1);
+    default: return p.a_rows;
+  }
+}
+
+int ceil_log2(int64_t v) {
+  int b = 0;
+  while ((int64_t{1} << b) < v && b < 62) ++b;
+  return b;
+}
+
+bool same_tile(const W4A16GemmConfig& a, const W4A16GemmConfig& b) {
+  return a.engine == b.engine && a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
+         a.stages == b.stages && a.warps_m == b.warps_m && a.warps_n == b.warps_n && a.split_k == b.split_k &&
+         a.group_sums == b.group_sums && a.weight == b.weight && a.mode == b.mode;
+}
+
+// Why the call cannot run the candidate (nullptr: it can).
+const char* cannot_run(const W4A16GemmConfig& c, const W4A16Problem& p) {
+  if (const char* why = c.error()) return why;
+  if (const char* why = c.shape_error(p.n, p.k)) return why;
+  if (p.mode == kW4A16Indexed && (p.block_size <= 0 || p.block_size % c.block_m != 0)) {
+    return "BLOCK_M does not divide the routing block";
+  }
+  if (c.split_k > 1 && (p.arch.sm() < 90 || p.k / c.block_k < 2 * c.split_k)) {
+    return "split-K needs sm_90+ and two k blocks per split";
+  }
+  return nullptr;
+}
+
+struct KeyHash {
+  size_t operator()(const W4A16SearchKey& k) const {
+    size_t h = 0;
+    for (int v : {k.sm, k.sm_count, k.mode, k.weight, k.n, k.k, k.experts, k.block_size, k.top_k, k.num_groups,
+                  k.rows_log2}) {
+      h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull;
+    }
+    return h;
+  }
+};
+
+// Choices live as long as the process; node-based, so a returned pointer stays valid.
+struct Choices {
+  std::mutex mutex;
+  std::unordered_map<W4A16SearchKey, W4A16GemmConfig, KeyHash> by_key;
+};
+
+Choices& choices() {
+  static Choices c;
+  return c;
+}
+
+}  // namespace
+
+bool W4A16SearchKey::operator==(const W4A16SearchKey& o) const {
+  return sm == o.sm && sm_count == o.sm_count && mode == o.mode && weight == o.weight && n == o.n && k == o.k &&
+         experts == o.experts && block_size == o.block_size && top_k == o.top_k && num_groups == o.num_groups &&
+         rows_log2 == o.rows_log2;
+}
+
+std::string W4A16SearchKey::text() const {
+  return fmt::format("sm{} sms{} mode{} weight{} n{} k{} e{} bs{} topk{} groups{} rows2^{}", sm, sm_count, mode, weight,
+                     n, k, experts, block_size, top_k, num_groups, rows_log2);
+}
+
+bool w4a16_routing_representative(const W4A16Problem& p, int active_experts, int64_t routed_rows) {
+  if (routed_rows <= 0) return false;
+  double expected = 0;
+  if (p.mode == kW4A16Masked) {
+    const double groups = std::max(p.num_groups, 1);
+    expected = groups * (1.0 - std::exp(-double(routed_rows) / groups));
+  } else {
+    const double e = std::max(p.experts, 1);
+    expected = e * (1.0 - std::pow(1.0 - 1.0 / e, double(routed_rows)));
+  }
+  return active_experts >= 0.5 * expected;
+}
+
+bool w4a16_search_applies(const W4A16Problem& p, const W4A16GemmConfig& rule, const Environment& e) {
+  return e.w4a16_search && !e.w4a16_overridden() && !rule.wgmma() && rule.block_m <= 16 &&
+         p.mode != kW4A16Contiguous;
+}
+
+W4A16SearchKey w4a16_search_key(const W4A16Problem& p) {
+  W4A16SearchKey key;
+  key.sm = p.arch.sm() * 2 + (p.arch.family_specific ? 1 : 0);
+  key.sm_count = p.sm_count;
+  key.mode = int(p.mode);
+  key.weight = int(p.weight);
+  key.n = p.n;
+  key.k = p.k;
+  key.experts = p.experts;
+  key.block_size = p.mode == kW4A16Indexed ? p.block_size : 0;
+  key.top_k = p.mode == kW4A16Indexed ? p.top_k : 0;
+  key.num_groups = p.mode == kW4A16Masked ? p.num_groups : 0;
+  key.rows_log2 = ceil_log2(routed_rows(p));
+  return key;
+}
+
+const W4A16GemmConfig* w4a16_search_known(const W4A16SearchKey& key) {
+  Choices& memo = choices();
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  auto it = memo.by_key.find(key);
+  return it == memo.by_key.end() ? nullptr : &it->second;
+}
+
+std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& p, const W4A16GemmConfig& rule,
+                                                 const Environment& e) {
+  if (!w4a16_search_applies(p, rule, e)) return std::nullopt;
+  W4A16SearchPlan plan;
+  plan.key = w4a16_search_key(p);
+  plan.candidates.push_back(rule);
+  for (const SearchTile& t : kSearchTiles) {
+    if (t.block_m < rule.block_m) continue;  // more M tiles per expert: its weights read twice
+    W4A16GemmConfig c = rule;
+    c.block_m = t.block_m;
+    c.block_n = t.block_n;
+    c.block_k = t.block_k;
+    c.stages = t.stages;
+    c.warps_m = 1;
+    c.warps_n = 4;
+    c.group_sums = kW4A16GroupSumsOffset;
+    c = w4a16_config_for_weight(c, p.weight);
+    c.split_k = t.split_k;
+    if (cannot_run(c, p) != nullptr) continue;
+    bool seen = false;
+    for (const auto& have : plan.candidates) seen = seen || same_tile(have, c);
+    if (!seen) plan.candidates.push_back(c);
+  }
+  return plan;
+}
+
+std::string w4a16_search_entry(const W4A16GemmConfig& c) {
+  return fmt::format("bm{} bn{} bk{} s{} wm{} wn{} sk{} gs{}", c.block_m, c.block_n, c.block_k, c.stages, c.warps_m,
+                     c.warps_n, c.split_k, c.group_sums);
+}
+
+int w4a16_search_entry_index(const W4A16SearchPlan& plan, std::string_view entry) {
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    if (entry == w4a16_search_entry(plan.candidates[i])) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int w4a16_search_choice(const std::vector<double>& times_us) {
+  if (times_us.empty()) return 0;
+  int best = 0;
+  for (size_t i = 1; i < times_us.size(); ++i) {
+    if (times_us[i] < times_us[best]) best = static_cast<int>(i);
+  }
+  if (best != 0 && std::isfinite(times_us[0]) && times_us[best] > times_us[0] * (1.0 - kW4A16SearchMargin)) return 0;
+  return std::isfinite(times_us[best]) ? best : 0;
+}
+
+KernelKey w4a16_search_cache_key(const W4A16SearchPlan& plan) {
+  return make_kernel_key("w4a16 decode tile search v1\n" + plan.key.text(), {}, "", {});
+}
+
+W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,
+                                      DiskCache& disk) {
+  if (const W4A16GemmConfig* known = w4a16_search_known(plan.key)) return *known;
+  Choices& memo = choices();
+  if (plan.candidates.size() < 2) {
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    return memo.by_key.emplace(plan.key, plan.candidates.front()).first->second;
+  }
+  const KernelKey key = w4a16_search_cache_key(plan);
+  int index = -1;
+  // An entry is untrusted input: it may only name one of the plan's candidates.
+  const auto check = [&](const std::vector<char>& payload, const std::string& entry_path) {
+    index = w4a16_search_entry_index(plan, std::string_view(payload.data(), payload.size()));
+    if (index < 0) fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: names no decode tile of this shape", entry_path);
+  };
+  if (!disk.load(key, check)) index = -1;
+  if (index < 0) {
+    if (capturing) return plan.candidates.front();
+    const std::vector<double> times = timer(plan.candidates);
+    if (times.empty()) return plan.candidates.front();  // not representative: decide on a later call
+    index = times.size() == plan.candidates.size() ? w4a16_search_choice(times) : 0;
+    const std::string text = w4a16_search_entry(plan.candidates[index]);
+    disk.store(key, std::vector<char>(text.begin(), text.end()));
+  }
+  std::lock_guard<std::mutex> lock(memo.mutex);
+  return memo.by_key.emplace(plan.key, plan.candidates[index]).first->second;
+}
+
+size_t w4a16_search_choices() {
+  std::lock_guard<std::mutex> lock(choices().mutex);
+  return choices().by_key.size();
+}
+
+void w4a16_search_forget_choices() {
+  std::lock_guard<std::mutex> lock(choices().mutex);
+  choices().by_key.clear();
+}
+
+}  // namespace chord

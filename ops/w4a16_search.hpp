@@ -1,0 +1,89 @@
+// The decode tile search: at the first call of a decode shape, a few mma.sync tiles beside the
+// rule's are timed on the call's own inputs, and the fastest runs that shape from then on.
+// The rule (tuning_tables/w4a16_resolver.hpp) picks one tile from the shape alone; on decode
+// calls the best tile also depends on how the grid's CTAs fill the SMs, which a timing sees
+// and a rule only estimates (docs/tuning.md, "Decode tile search").
+//
+// - Which calls: the rule's config is an mma.sync tile of at most 16 rows (decode), and no
+//   CHORD_W4A16_* knob but CHORD_W4A16_SEARCH is set (a forced choice stays deterministic).
+//   CHORD_W4A16_SEARCH=0 turns it off.
+// - The shape class a choice holds for (W4A16SearchPlan::key): the arch and SM count, mode,
+//   weight kind, N, K, experts, routing block, top-k, groups and the routed rows' power of two.
+// - Under CUDA Graph capture nothing is timed: the call runs the rule's tile (or a choice
+//   already made) and the capture stays free of synchronization.
+// - A choice is kept in memory and in the kernel cache, as an entry of its own key whose
+//   payload names the tile; an entry that names no candidate of its plan is dropped as corrupt.
+#pragma once
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cache/disk_cache.hpp"
+#include "cache/kernel_key.hpp"
+#include "core/env.hpp"
+#include "jit/families/w4a16.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
+
+namespace chord {
+
+// The shape class a choice holds for.
+struct W4A16SearchKey {
+  int sm = 0, sm_count = 0, mode = 0, weight = 0, n = 0, k = 0, experts = 0, block_size = 0, top_k = 0,
+      num_groups = 0, rows_log2 = 0;
+  bool operator==(const W4A16SearchKey& o) const;
+  std::string text() const;
+};
+
+struct W4A16SearchPlan {
+  W4A16SearchKey key;
+  std::vector<W4A16GemmConfig> candidates;  // the rule's config first, then the others the call can run
+};
+
+// Whether the search applies to a call whose rule chose `rule` (cheap: the launch path asks).
+bool w4a16_search_applies(const W4A16Problem& problem, const W4A16GemmConfig& rule, const Environment& e);
+W4A16SearchKey w4a16_search_key(const W4A16Problem& problem);
+
+// The choice made or loaded for the key in this process (nullptr: none yet).
+const W4A16GemmConfig* w4a16_search_known(const W4A16SearchKey& key);
+
+// The plan of a call the search applies to; nullopt when it does not.
+std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& problem, const W4A16GemmConfig& rule,
+                                                 const Environment& e);
+
+// The cache payload that names a candidate, and the candidate a payload names (-1: none).
+std::string w4a16_search_entry(const W4A16GemmConfig& c);
+int w4a16_search_entry_index(const W4A16SearchPlan& plan, std::string_view entry);
+
+// The candidate to run from the median times (us; infinity: it failed): the fastest, unless
+// it beats the rule's (index 0) by less than kW4A16SearchMargin, which timing noise could do.
+inline constexpr double kW4A16SearchMargin = 0.03;
+int w4a16_search_choice(const std::vector<double>& times_us);
+
+// Whether a call's routing is spread like real traffic, so that a tile timed on it suits the
+// shape: at least half the experts (masked: groups) that uniform routing of its `routed_rows`
+// (the rows its routing data holds for this GPU's experts) would reach hold rows. A warm-up
+// pass on placeholder inputs (every token routed to the same experts) is not; the search
+// leaves such a call on the rule's tile and decides at a later call.
+bool w4a16_routing_representative(const W4A16Problem& problem, int active_experts, int64_t routed_rows);
+
+// Times every candidate on the call's inputs; returns one median per candidate, or nothing
+// when the call's routing is not representative (no decision now).
+using W4A16CandidateTimer = std::function<std::vector<double>(const std::vector<W4A16GemmConfig>&)>;
+
+// The config the call runs: a choice already made for the plan's key (memory, then `cache`,
+// the runtime's kernel cache), else, unless `capturing`, a search now (its choice stored in
+// both); under capture with no choice yet, or when the timer declines, the rule's (nothing
+// kept). A plan of one candidate times nothing.
+W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,
+                                      DiskCache& cache);
+
+// The kernel-cache key of a plan's choice.
+KernelKey w4a16_search_cache_key(const W4A16SearchPlan& plan);
+
+// Choices made or loaded in this process, and forgetting them (tests).
+size_t w4a16_search_choices();
+void w4a16_search_forget_choices();
+
+}  // namespace chord

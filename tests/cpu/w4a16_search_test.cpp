@@ -1,0 +1,283 @@
+// The decode tile search's plan, choice and cache entries (ops/w4a16_search.hpp); the timing
+// itself needs a GPU (tests/gpu).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/arch.hpp"
+#include "core/env.hpp"
+#include "jit/families/w4a16.hpp"
+#include "ops/w4a16_search.hpp"
+#include "runtime/runtime.hpp"
+#include "test_support.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
+
+namespace {
+
+// DeepSeek-V3 under EP8 (32 local experts) at `tokens` decode tokens, top-8, routing block 16.
+chord::W4A16Problem indexed_decode(int tokens, const char* arch = "sm_90a") {
+  chord::W4A16Problem p;
+  p.mode = chord::kW4A16Indexed;
+  p.n = 4096;
+  p.k = 7168;
+  p.experts = 32;
+  p.a_rows = tokens;
+  p.top_k = 8;
+  p.block_size = 16;
+  p.capacity = tokens * 8 + 32 * 15;
+  p.rows_per_expert = std::max(1, tokens * 8 / 32);
+  p.arch = chord::parse_arch(arch);
+  p.sm_count = 132;
+  return p;
+}
+
+chord::W4A16SearchPlan plan_of(const chord::W4A16Problem& p, const chord::Environment& e = {}) {
+  auto plan = chord::w4a16_search_plan(p, chord::resolve_w4a16_config(p), e);
+  REQUIRE(plan.has_value());
+  return *plan;
+}
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+}  // namespace
+
+TEST_CASE("search: a decode call's plan starts with the rule's tile and holds only tiles the call can run",
+          "[search]") {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    for (int tokens : {1, 8, 20}) {
+      const chord::W4A16Problem p = indexed_decode(tokens, arch);
+      const chord::W4A16GemmConfig rule = chord::resolve_w4a16_config(p);
+      const chord::W4A16SearchPlan plan = plan_of(p);
+      CAPTURE(arch, tokens, plan.key.text());
+      REQUIRE(plan.candidates.size() >= 2);
+      CHECK(plan.candidates.size() <= 9);
+      CHECK(chord::w4a16_search_entry(plan.candidates[0]) == chord::w4a16_search_entry(rule));
+      for (size_t i = 0; i < plan.candidates.size(); ++i) {
+        const chord::W4A16GemmConfig& c = plan.candidates[i];
+        CAPTURE(chord::w4a16_search_entry(c));
+        CHECK_FALSE(c.wgmma());
+        CHECK(c.error() == nullptr);
+        CHECK(c.shape_error(p.n, p.k) == nullptr);
+        CHECK(p.block_size % c.block_m == 0);
+        CHECK(c.block_m >= rule.block_m);
+        if (std::string(arch) == "sm_80") CHECK(c.split_k == 1);
+        // distinct entries: each names one candidate
+        CHECK(chord::w4a16_search_entry_index(plan, chord::w4a16_search_entry(c)) == static_cast<int>(i));
+      }
+    }
+  }
+}
+
+TEST_CASE("search: every candidate of a plan compiles for its arch", "[search]") {
+  for (const char* arch : {"sm_90a", "sm_80"}) {
+    const chord::W4A16SearchPlan plan = plan_of(indexed_decode(8, arch));
+    for (const auto& c : plan.candidates) {
+      CAPTURE(arch, chord::w4a16_search_entry(c));
+      const auto kernel = chord::JitRuntime::global().compile(c.descriptor(chord::parse_arch(arch)));
+      CHECK(kernel->info.arch == arch);
+      CHECK(kernel->info.meta.cluster_size == static_cast<uint32_t>(c.split_k));
+    }
+  }
+}
+
+TEST_CASE("search: off for prefill, contiguous and WGMMA calls, with CHORD_W4A16_SEARCH=0 and under any other knob",
+          "[search]") {
+  const chord::W4A16Problem decode = indexed_decode(8);
+  const chord::W4A16GemmConfig rule = chord::resolve_w4a16_config(decode);
+  chord::Environment e;
+  REQUIRE(chord::w4a16_search_plan(decode, rule, e).has_value());
+  e.w4a16_search = false;
+  CHECK_FALSE(chord::w4a16_search_plan(decode, rule, e).has_value());
+  e = {};
+  e.w4a16_bm = 16;
+  CHECK_FALSE(chord::w4a16_search_plan(decode, rule, e).has_value());
+  e = {};
+  e.w4a16_split_k = 2;
+  CHECK_FALSE(chord::w4a16_search_plan(decode, rule, e).has_value());
+  e = {};
+  e.w4a16_table = "heuristic";
+  CHECK_FALSE(chord::w4a16_search_plan(decode, rule, e).has_value());
+  e = {};
+  e.w4a16_engine.candidates = chord::W4A16EngineKnob::kPortable;
+  CHECK_FALSE(chord::w4a16_search_plan(decode, rule, e).has_value());
+
+  chord::W4A16Problem prefill = indexed_decode(4096);
+  prefill.block_size = 128;
+  const chord::W4A16GemmConfig prefill_rule = chord::resolve_w4a16_config(prefill);
+  CHECK(prefill_rule.wgmma());
+  CHECK_FALSE(chord::w4a16_search_plan(prefill, prefill_rule, {}).has_value());
+
+  chord::W4A16Problem contiguous = decode;
+  contiguous.mode = chord::kW4A16Contiguous;
+  chord::W4A16GemmConfig small = rule;
+  small.mode = chord::kW4A16Contiguous;
+  CHECK_FALSE(chord::w4a16_search_plan(contiguous, small, {}).has_value());
+
+  // the variable itself
+  chord::test::ScopedEnv off("CHORD_W4A16_SEARCH", std::string("0"));
+  CHECK_FALSE(chord::read_environment().w4a16_search);
+  chord::test::ScopedEnv bad("CHORD_W4A16_SEARCH", std::string("yes"));
+  CHECK_THROWS(chord::read_environment());
+}
+
+TEST_CASE("search: a choice holds for the routed rows' power of two, not across shapes", "[search]") {
+  CHECK(plan_of(indexed_decode(5)).key == plan_of(indexed_decode(8)).key);
+  CHECK(plan_of(indexed_decode(5)).key.text() == plan_of(indexed_decode(8)).key.text());
+  CHECK_FALSE(plan_of(indexed_decode(8)).key == plan_of(indexed_decode(9)).key);
+  CHECK(plan_of(indexed_decode(8)).key.text() != plan_of(indexed_decode(9)).key.text());
+  chord::W4A16Problem other_n = indexed_decode(8);
+  other_n.n = 2048;
+  CHECK_FALSE(plan_of(other_n).key == plan_of(indexed_decode(8)).key);
+  chord::W4A16Problem other_gpu = indexed_decode(8);
+  other_gpu.sm_count = 114;
+  CHECK_FALSE(plan_of(other_gpu).key == plan_of(indexed_decode(8)).key);
+  chord::W4A16Problem other_arch = indexed_decode(8, "sm_80");
+  CHECK_FALSE(plan_of(other_arch).key == plan_of(indexed_decode(8)).key);
+}
+
+TEST_CASE("search: the rule's tile stays unless another is faster by the margin", "[search]") {
+  CHECK(chord::w4a16_search_choice({10.0, 9.8, 10.5}) == 0);
+  CHECK(chord::w4a16_search_choice({10.0, 9.5, 9.6}) == 1);
+  CHECK(chord::w4a16_search_choice({10.0, 9.6, 9.5}) == 2);
+  CHECK(chord::w4a16_search_choice({kInf, 12.0, 11.0}) == 2);
+  CHECK(chord::w4a16_search_choice({10.0, kInf}) == 0);
+  CHECK(chord::w4a16_search_choice({kInf, kInf}) == 0);
+  CHECK(chord::w4a16_search_choice({}) == 0);
+}
+
+TEST_CASE("search: a choice is timed once and kept in memory and in the cache, and capture times nothing", "[search]") {
+  chord::test::TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::w4a16_search_forget_choices();
+  const chord::W4A16SearchPlan plan = plan_of(indexed_decode(3));
+  int timed = 0;
+  const auto pick_last = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
+    ++timed;
+    std::vector<double> times(configs.size(), 10.0);
+    times.back() = 5.0;
+    return times;
+  };
+  const std::string last = chord::w4a16_search_entry(plan.candidates.back());
+  const std::string rule = chord::w4a16_search_entry(plan.candidates.front());
+
+  // under capture, no choice yet: the rule's tile, nothing timed or stored
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, true, pick_last, cache)) == rule);
+  CHECK(timed == 0);
+  CHECK(chord::w4a16_search_choices() == 0);
+
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) == last);
+  CHECK(timed == 1);
+  REQUIRE(chord::w4a16_search_known(plan.key) != nullptr);
+  CHECK(chord::w4a16_search_entry(*chord::w4a16_search_known(plan.key)) == last);
+  CHECK(chord::w4a16_search_known(chord::w4a16_search_key(indexed_decode(30))) == nullptr);
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, true, pick_last, cache)) == last);
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) == last);
+  CHECK(timed == 1);
+
+  // a new process (memory forgotten) finds the choice in the cache
+  chord::w4a16_search_forget_choices();
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, true, pick_last, cache)) == last);
+  CHECK(timed == 1);
+  chord::w4a16_search_forget_choices();
+}
+
+TEST_CASE("search: a cache entry that names no candidate of the plan is dropped and the shape searched again",
+          "[search]") {
+  chord::test::TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::w4a16_search_forget_choices();
+  const chord::W4A16SearchPlan plan = plan_of(indexed_decode(2));
+  for (const std::string forged : {std::string("bm4096 bn8 bk8 s1 wm1 wn1 sk64 gs0"), std::string(),
+                                   std::string("\x00\xff garbage", 10)}) {
+    cache.store(chord::w4a16_search_cache_key(plan), std::vector<char>(forged.begin(), forged.end()));
+    int timed = 0;
+    const auto rule_wins = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
+      ++timed;
+      return std::vector<double>(configs.size(), 10.0);
+    };
+    chord::test::CaptureStderr warnings;
+    const chord::W4A16GemmConfig c = chord::w4a16_searched_config(plan, false, rule_wins, cache);
+    CHECK(chord::w4a16_search_entry(c) == chord::w4a16_search_entry(plan.candidates.front()));
+    CHECK(timed == 1);
+    chord::w4a16_search_forget_choices();
+    // the search stored its own choice over the forged entry
+    int again = 0;
+    const auto count = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
+      ++again;
+      return std::vector<double>(configs.size(), 10.0);
+    };
+    chord::w4a16_searched_config(plan, false, count, cache);
+    CHECK(again == 0);
+    chord::w4a16_search_forget_choices();
+  }
+}
+
+TEST_CASE("search: a timer that answers for the wrong number of candidates keeps the rule's tile", "[search]") {
+  chord::test::TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::w4a16_search_forget_choices();
+  const chord::W4A16SearchPlan plan = plan_of(indexed_decode(4));
+  const auto short_answer = [](const std::vector<chord::W4A16GemmConfig>&) { return std::vector<double>{1.0}; };
+  const auto c = chord::w4a16_searched_config(plan, false, short_answer, cache);
+  CHECK(chord::w4a16_search_entry(c) == chord::w4a16_search_entry(plan.candidates.front()));
+  chord::w4a16_search_forget_choices();
+}
+
+TEST_CASE("search: a plan of one tile times nothing and keeps that tile", "[search]") {
+  chord::test::TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::w4a16_search_forget_choices();
+  chord::W4A16SearchPlan plan = plan_of(indexed_decode(16));
+  plan.candidates.resize(1);
+  const auto never = [](const std::vector<chord::W4A16GemmConfig>& configs) {
+    FAIL("timed a plan of one tile");
+    return std::vector<double>(configs.size(), 1.0);
+  };
+  const auto c = chord::w4a16_searched_config(plan, false, never, cache);
+  CHECK(chord::w4a16_search_entry(c) == chord::w4a16_search_entry(plan.candidates.front()));
+  CHECK(chord::w4a16_search_known(plan.key) != nullptr);
+  chord::w4a16_search_forget_choices();
+}
+
+TEST_CASE("search: routing that leaves most experts empty is not timed on, and the shape is decided later",
+          "[search]") {
+  // 64 tokens x top-8 over 32 experts reach about 32 experts when uniform; the placeholder
+  // routing of a warm-up pass sends every token to the same 8.
+  const chord::W4A16Problem p = indexed_decode(64);
+  CHECK(chord::w4a16_routing_representative(p, 32, 512));
+  CHECK(chord::w4a16_routing_representative(p, 17, 512));
+  CHECK_FALSE(chord::w4a16_routing_representative(p, 8, 512));
+  CHECK_FALSE(chord::w4a16_routing_representative(p, 0, 0));
+  // One token: 8 experts of 8 routes is all there can be.
+  CHECK(chord::w4a16_routing_representative(indexed_decode(1), 8, 8));
+  // Under expert parallelism only this GPU's routes count: 40 of them reach about 23 experts.
+  CHECK(chord::w4a16_routing_representative(p, 20, 40));
+  chord::W4A16Problem masked = p;
+  masked.mode = chord::kW4A16Masked;
+  masked.num_groups = 32;
+  CHECK(chord::w4a16_routing_representative(masked, 30, 256));
+  CHECK_FALSE(chord::w4a16_routing_representative(masked, 4, 256));
+
+  chord::test::TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::w4a16_search_forget_choices();
+  const chord::W4A16SearchPlan plan = plan_of(p);
+  const auto declines = [](const std::vector<chord::W4A16GemmConfig>&) { return std::vector<double>{}; };
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, declines, cache)) ==
+        chord::w4a16_search_entry(plan.candidates.front()));
+  CHECK(chord::w4a16_search_known(plan.key) == nullptr);
+  int timed = 0;
+  const auto pick_last = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
+    ++timed;
+    std::vector<double> times(configs.size(), 10.0);
+    times.back() = 1.0;
+    return times;
+  };
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) ==
+        chord::w4a16_search_entry(plan.candidates.back()));
+  CHECK(timed == 1);
+  chord::w4a16_search_forget_choices();
+}
