@@ -6,6 +6,8 @@
 #include <limits>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "jit/families/l2_flush.hpp"
 #include "jit/families/w4a16.hpp"
 #include "kernels_src/l2_flush_args.cuh"
@@ -175,7 +177,15 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
       const auto timer = [&](const std::vector<W4A16GemmConfig>& configs) {
         const RoutingSpread spread = routing_spread(args, stream);
         if (!w4a16_routing_representative(problem, spread.active, spread.rows)) return std::vector<double>{};
-        return time_configs(l.device, configs, args, stream);
+        try {
+          return time_configs(l.device, configs, args, stream);
+        } catch (const Error& e) {
+          // The rule's tile needs none of what failed here: decide it, say why once per shape.
+          warn(fmt::format("the decode tile search failed ({}); this shape runs the rule's tile", e.what()));
+          std::vector<double> rule_only(configs.size(), std::numeric_limits<double>::infinity());
+          rule_only[0] = 0;
+          return rule_only;
+        }
       };
       l.config = w4a16_searched_config(*plan, stream_capturing(stream), timer, JitRuntime::global().disk_cache());
     }
