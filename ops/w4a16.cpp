@@ -180,11 +180,10 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
         try {
           return time_configs(l.device, configs, args, stream);
         } catch (const Error& e) {
-          // The rule's tile needs none of what failed here: decide it, say why once per shape.
+          // The rule's tile needs none of what failed here: nothing timed, so this process runs
+          // the rule's tile for the shape (ops/w4a16_search.hpp), and says why.
           warn(fmt::format("the decode tile search failed ({}); this shape runs the rule's tile", e.what()));
-          std::vector<double> rule_only(configs.size(), std::numeric_limits<double>::infinity());
-          rule_only[0] = 0;
-          return rule_only;
+          return std::vector<double>(configs.size(), std::numeric_limits<double>::infinity());
         }
       };
       l.config = w4a16_searched_config(*plan, stream_capturing(stream), timer, JitRuntime::global().disk_cache());

@@ -1,5 +1,6 @@
 #include "ops/w4a16_search.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -209,8 +210,13 @@ W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturin
     const std::vector<double> times = timer(plan.candidates);
     if (times.empty()) return plan.candidates.front();  // not representative: decide on a later call
     index = times.size() == plan.candidates.size() ? w4a16_search_choice(times) : 0;
-    const std::string text = w4a16_search_entry(plan.candidates[index]);
-    disk.store(key, std::vector<char>(text.begin(), text.end()));
+    // Nothing timed (every candidate failed, or the timing itself): the rule's tile for this
+    // process only, so that a later process searches again.
+    const bool timed = std::any_of(times.begin(), times.end(), [](double t) { return std::isfinite(t); });
+    if (timed) {
+      const std::string text = w4a16_search_entry(plan.candidates[index]);
+      disk.store(key, std::vector<char>(text.begin(), text.end()));
+    }
   }
   std::lock_guard<std::mutex> lock(memo.mutex);
   return memo.by_key.emplace(plan.key, plan.candidates[index]).first->second;

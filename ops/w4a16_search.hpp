@@ -75,7 +75,8 @@ using W4A16CandidateTimer = std::function<std::vector<double>(const std::vector<
 // The config the call runs: a choice already made for the plan's key (memory, then `cache`,
 // the runtime's kernel cache), else, unless `capturing`, a search now (its choice stored in
 // both); under capture with no choice yet, or when the timer declines, the rule's (nothing
-// kept). A plan of one candidate times nothing.
+// kept). When no candidate could be timed (every time infinite) the rule's tile is kept in
+// memory only. A plan of one candidate times nothing.
 W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,
                                       DiskCache& cache);
 

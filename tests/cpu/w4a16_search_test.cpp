@@ -281,3 +281,22 @@ TEST_CASE("search: routing that leaves most experts empty is not timed on, and t
   CHECK(timed == 1);
   chord::w4a16_search_forget_choices();
 }
+
+TEST_CASE("search: when nothing could be timed the rule's tile runs, kept in memory but not in the cache",
+          "[search]") {
+  chord::test::TempDir dir;
+  chord::DiskCache cache(dir.path());
+  chord::w4a16_search_forget_choices();
+  const chord::W4A16SearchPlan plan = plan_of(indexed_decode(6));
+  int timed = 0;
+  const auto all_failed = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
+    ++timed;
+    return std::vector<double>(configs.size(), kInf);
+  };
+  const std::string rule = chord::w4a16_search_entry(plan.candidates.front());
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, all_failed, cache)) == rule);
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, all_failed, cache)) == rule);
+  CHECK(timed == 1);
+  CHECK_FALSE(cache.load(chord::w4a16_search_cache_key(plan)).has_value());
+  chord::w4a16_search_forget_choices();
+}
