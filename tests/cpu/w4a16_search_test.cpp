@@ -42,6 +42,14 @@ chord::W4A16SearchPlan plan_of(const chord::W4A16Problem& p, const chord::Enviro
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// A private kernel cache and no choices in memory, for the scope of one test.
+struct FreshChoices {
+  chord::test::TempDir dir;
+  chord::DiskCache cache{dir.path()};
+  FreshChoices() { chord::w4a16_search_forget_choices(); }
+  ~FreshChoices() { chord::w4a16_search_forget_choices(); }
+};
+
 }  // namespace
 
 TEST_CASE("search: a decode call's plan starts with the rule's tile and holds only tiles the call can run",
@@ -149,9 +157,8 @@ TEST_CASE("search: the rule's tile stays unless another is faster by the margin"
 }
 
 TEST_CASE("search: a choice is timed once and kept in memory and in the cache, and capture times nothing", "[search]") {
-  chord::test::TempDir dir;
-  chord::DiskCache cache(dir.path());
-  chord::w4a16_search_forget_choices();
+  FreshChoices fresh;
+  chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(indexed_decode(3));
   int timed = 0;
   const auto pick_last = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
@@ -181,14 +188,12 @@ TEST_CASE("search: a choice is timed once and kept in memory and in the cache, a
   chord::w4a16_search_forget_choices();
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, true, pick_last, cache)) == last);
   CHECK(timed == 1);
-  chord::w4a16_search_forget_choices();
 }
 
 TEST_CASE("search: a cache entry that names no candidate of the plan is dropped and the shape searched again",
           "[search]") {
-  chord::test::TempDir dir;
-  chord::DiskCache cache(dir.path());
-  chord::w4a16_search_forget_choices();
+  FreshChoices fresh;
+  chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(indexed_decode(2));
   for (const std::string forged : {std::string("bm4096 bn8 bk8 s1 wm1 wn1 sk64 gs0"), std::string(),
                                    std::string("\x00\xff garbage", 10)}) {
@@ -216,20 +221,17 @@ TEST_CASE("search: a cache entry that names no candidate of the plan is dropped 
 }
 
 TEST_CASE("search: a timer that answers for the wrong number of candidates keeps the rule's tile", "[search]") {
-  chord::test::TempDir dir;
-  chord::DiskCache cache(dir.path());
-  chord::w4a16_search_forget_choices();
+  FreshChoices fresh;
+  chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(indexed_decode(4));
   const auto short_answer = [](const std::vector<chord::W4A16GemmConfig>&) { return std::vector<double>{1.0}; };
   const auto c = chord::w4a16_searched_config(plan, false, short_answer, cache);
   CHECK(chord::w4a16_search_entry(c) == chord::w4a16_search_entry(plan.candidates.front()));
-  chord::w4a16_search_forget_choices();
 }
 
 TEST_CASE("search: a plan of one tile times nothing and keeps that tile", "[search]") {
-  chord::test::TempDir dir;
-  chord::DiskCache cache(dir.path());
-  chord::w4a16_search_forget_choices();
+  FreshChoices fresh;
+  chord::DiskCache& cache = fresh.cache;
   chord::W4A16SearchPlan plan = plan_of(indexed_decode(16));
   plan.candidates.resize(1);
   const auto never = [](const std::vector<chord::W4A16GemmConfig>& configs) {
@@ -239,7 +241,6 @@ TEST_CASE("search: a plan of one tile times nothing and keeps that tile", "[sear
   const auto c = chord::w4a16_searched_config(plan, false, never, cache);
   CHECK(chord::w4a16_search_entry(c) == chord::w4a16_search_entry(plan.candidates.front()));
   CHECK(chord::w4a16_search_known(plan.key) != nullptr);
-  chord::w4a16_search_forget_choices();
 }
 
 TEST_CASE("search: routing that leaves most experts empty is not timed on, and the shape is decided later",
@@ -261,9 +262,8 @@ TEST_CASE("search: routing that leaves most experts empty is not timed on, and t
   CHECK(chord::w4a16_routing_representative(masked, 30, 256));
   CHECK_FALSE(chord::w4a16_routing_representative(masked, 4, 256));
 
-  chord::test::TempDir dir;
-  chord::DiskCache cache(dir.path());
-  chord::w4a16_search_forget_choices();
+  FreshChoices fresh;
+  chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(p);
   const auto declines = [](const std::vector<chord::W4A16GemmConfig>&) { return std::vector<double>{}; };
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, declines, cache)) ==
@@ -279,14 +279,12 @@ TEST_CASE("search: routing that leaves most experts empty is not timed on, and t
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) ==
         chord::w4a16_search_entry(plan.candidates.back()));
   CHECK(timed == 1);
-  chord::w4a16_search_forget_choices();
 }
 
 TEST_CASE("search: when nothing could be timed the rule's tile runs, kept in memory but not in the cache",
           "[search]") {
-  chord::test::TempDir dir;
-  chord::DiskCache cache(dir.path());
-  chord::w4a16_search_forget_choices();
+  FreshChoices fresh;
+  chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(indexed_decode(6));
   int timed = 0;
   const auto all_failed = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
@@ -298,5 +296,4 @@ TEST_CASE("search: when nothing could be timed the rule's tile runs, kept in mem
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, all_failed, cache)) == rule);
   CHECK(timed == 1);
   CHECK_FALSE(cache.load(chord::w4a16_search_cache_key(plan)).has_value());
-  chord::w4a16_search_forget_choices();
 }
