@@ -19,6 +19,7 @@
 #include "jit/cuda_headers.hpp"
 #include "jit/kernel_source.hpp"
 #include "launcher/driver_api.hpp"
+#include "ops/w4a16_search.hpp"
 #include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
@@ -309,6 +310,11 @@ int config(const Args& args) {
       else std::printf(" w%dx%d", k.warps_m, k.warps_n);
       std::printf("%s%s\n", candidate.rejected ? ": rejected, " : "", candidate.rejected ? candidate.rejected : "");
     }
+    // On a GPU the first call of a decode shape may run another tile (docs/tuning.md).
+    if (const auto plan = chord::w4a16_search_plan(p, c, chord::env()); plan && plan->candidates.size() > 1) {
+      std::printf("decode tile search (on a GPU, at this shape's first call; the fastest by 3%% runs):\n");
+      for (const auto& k : plan->candidates) std::printf("  %s\n", chord::w4a16_search_entry(k).c_str());
+    }
   }
   if (!cubin_path.empty()) return write_cubin(c.source(), p.arch, cubin_path);
   return 0;
@@ -424,7 +430,8 @@ const std::vector<Command>& commands() {
            "also compile the kernel (no cache), write its cubin to FILE (for nvdisasm) and print ptxas's report"},
           {"--candidates", "", false,
            "also list the configs the resolver considered, best first: the tuning table's rows that apply, the "
-           "WGMMA defaults, the heuristic; each with where it comes from and why the call cannot run it"}},
+           "WGMMA defaults, the heuristic; each with where it comes from and why the call cannot run it; for "
+           "a decode call, also the tiles the decode tile search times at the shape's first call on a GPU"}},
          "",
          config},
     };

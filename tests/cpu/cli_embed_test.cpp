@@ -384,3 +384,26 @@ TEST_CASE("cli: config --cubin writes the resolved kernel's cubin and ptxas's re
   CHECK(code == 1);
   CHECK(out.find("cannot write") != std::string::npos);
 }
+
+TEST_CASE("cli: config --candidates lists the decode tile search's tiles, the rule's first, unless it is off",
+          "[cli]") {
+  const std::string shape = std::string(CHORD_CLI_PATH) +
+                            " config --arch sm_90a --mode indexed --n 4096 --k 7168 --experts 32 --rows 2 --a-rows 8 "
+                            "--top-k 8 --block-size 16 --capacity 520 --candidates";
+  int code = -1;
+  const std::string on = run_command("env -u CHORD_W4A16_SEARCH " + shape, &code);
+  CHECK(code == 0);
+  const size_t at = on.find("decode tile search");
+  REQUIRE(at != std::string::npos);
+  // the first tile listed is the config on the first line (this shape's table row: BM16 BN128 BK128)
+  CHECK(on.rfind("engine=mma_sync block_m=16 block_n=128 block_k=128 stages=3 ", 0) == 0);
+  CHECK(on.find("\n  bm16 bn128 bk128 s3 wm1 wn4 sk1 gs0\n", at) == on.find('\n', at));
+  const std::string off = run_command("CHORD_W4A16_SEARCH=0 " + shape, &code);
+  CHECK(code == 0);
+  CHECK(off.find("decode tile search") == std::string::npos);
+  const std::string prefill = run_command("env -u CHORD_W4A16_SEARCH " + std::string(CHORD_CLI_PATH) +
+                                              " config --arch sm_90a --mode indexed --n 4096 --k 7168 --experts 32 "
+                                              "--rows 512 --a-rows 4096 --top-k 8 --block-size 128 --candidates",
+                                          &code);
+  CHECK(prefill.find("decode tile search") == std::string::npos);
+}
