@@ -42,12 +42,6 @@ int ceil_log2(int64_t v) {
   return b;
 }
 
-bool same_tile(const W4A16GemmConfig& a, const W4A16GemmConfig& b) {
-  return a.engine == b.engine && a.block_m == b.block_m && a.block_n == b.block_n && a.block_k == b.block_k &&
-         a.stages == b.stages && a.warps_m == b.warps_m && a.warps_n == b.warps_n && a.split_k == b.split_k &&
-         a.group_sums == b.group_sums && a.weight == b.weight && a.mode == b.mode;
-}
-
 // Why the call cannot run the candidate (nullptr: it can).
 const char* cannot_run(const W4A16GemmConfig& c, const W4A16Problem& p) {
   if (const char* why = c.error()) return why;
@@ -103,8 +97,7 @@ bool w4a16_routing_representative(const W4A16Problem& p, int active_experts, int
     const double groups = std::max(p.num_groups, 1);
     expected = groups * (1.0 - std::exp(-double(routed_rows) / groups));
   } else {
-    const double e = std::max(p.experts, 1);
-    expected = e * (1.0 - std::pow(1.0 - 1.0 / e, double(routed_rows)));
+    expected = w4a16_expected_active_experts(p.experts, double(routed_rows));
   }
   return active_experts >= 0.5 * expected;
 }
@@ -156,8 +149,10 @@ std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& p, const W4
     c = w4a16_config_for_weight(c, p.weight);
     c.split_k = t.split_k;
     if (cannot_run(c, p) != nullptr) continue;
-    bool seen = false;
-    for (const auto& have : plan.candidates) seen = seen || same_tile(have, c);
+    // Two candidates are the same when they are the same kernel.
+    const KernelDescriptor kernel = c.descriptor(p.arch);
+    const bool seen = std::any_of(plan.candidates.begin(), plan.candidates.end(),
+                                  [&](const W4A16GemmConfig& have) { return have.descriptor(p.arch) == kernel; });
     if (!seen) plan.candidates.push_back(c);
   }
   return plan;

@@ -49,8 +49,7 @@ double expected_active_tiles(const W4A16Problem& p, int block_m) {
     routed = p.a_rows;
   }
   if (routed <= 0 || p.experts <= 0) return 0;
-  const double e = p.experts;
-  const double active = std::max(1.0, e * (1.0 - std::pow(1.0 - 1.0 / e, routed)));
+  const double active = std::max(1.0, w4a16_expected_active_experts(p.experts, routed));
   return active * std::ceil(routed / active / block_m);
 }
 
@@ -308,6 +307,11 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
 }
 
 }  // namespace
+
+double w4a16_expected_active_experts(int experts, double routed_rows) {
+  const double e = std::max(experts, 1);
+  return e * (1.0 - std::pow(1.0 - 1.0 / e, routed_rows));
+}
 
 std::vector<W4A16Candidate> w4a16_candidates(const W4A16Problem& problem) {
   return candidates(problem, env(), /*judge=*/true);

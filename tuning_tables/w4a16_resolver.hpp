@@ -40,6 +40,10 @@ struct W4A16Candidate {
   bool promotion() const { return config.warp_specialized(); }
 };
 
+// The experts that `routed_rows` rows reach when each lands on one of `experts` uniformly:
+// E * (1 - (1 - 1/E)^R), E at least 1.
+double w4a16_expected_active_experts(int experts, double routed_rows);
+
 // Every candidate for the problem (CHORD_W4A16_PROFILE and CHORD_W4A16_ENGINE's candidate
 // choice included), best first, each with its verdict. Throws Error naming N/K
 // when the shape is unsupported, and CHORD_W4A16_PROFILE when it names no table.

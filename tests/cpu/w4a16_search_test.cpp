@@ -42,6 +42,17 @@ chord::W4A16SearchPlan plan_of(const chord::W4A16Problem& p, const chord::Enviro
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// A timer that counts its calls in `*calls` and answers `time` for every candidate, the last
+// one `last` (lower: the last candidate wins).
+chord::W4A16CandidateTimer counting_timer(int* calls, double time, double last) {
+  return [=](const std::vector<chord::W4A16GemmConfig>& configs) {
+    ++*calls;
+    std::vector<double> times(configs.size(), time);
+    if (!times.empty()) times.back() = last;
+    return times;
+  };
+}
+
 // A private kernel cache and no choices in memory, for the scope of one test.
 struct FreshChoices {
   chord::test::TempDir dir;
@@ -161,12 +172,7 @@ TEST_CASE("search: a choice is timed once and kept in memory and in the cache, a
   chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(indexed_decode(3));
   int timed = 0;
-  const auto pick_last = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
-    ++timed;
-    std::vector<double> times(configs.size(), 10.0);
-    times.back() = 5.0;
-    return times;
-  };
+  const auto pick_last = counting_timer(&timed, 10.0, 5.0);
   const std::string last = chord::w4a16_search_entry(plan.candidates.back());
   const std::string rule = chord::w4a16_search_entry(plan.candidates.front());
 
@@ -199,10 +205,7 @@ TEST_CASE("search: a cache entry that names no candidate of the plan is dropped 
                                    std::string("\x00\xff garbage", 10)}) {
     cache.store(chord::w4a16_search_cache_key(plan), std::vector<char>(forged.begin(), forged.end()));
     int timed = 0;
-    const auto rule_wins = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
-      ++timed;
-      return std::vector<double>(configs.size(), 10.0);
-    };
+    const auto rule_wins = counting_timer(&timed, 10.0, 10.0);
     chord::test::CaptureStderr warnings;
     const chord::W4A16GemmConfig c = chord::w4a16_searched_config(plan, false, rule_wins, cache);
     CHECK(chord::w4a16_search_entry(c) == chord::w4a16_search_entry(plan.candidates.front()));
@@ -210,10 +213,7 @@ TEST_CASE("search: a cache entry that names no candidate of the plan is dropped 
     chord::w4a16_search_forget_choices();
     // the search stored its own choice over the forged entry
     int again = 0;
-    const auto count = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
-      ++again;
-      return std::vector<double>(configs.size(), 10.0);
-    };
+    const auto count = counting_timer(&again, 10.0, 10.0);
     chord::w4a16_searched_config(plan, false, count, cache);
     CHECK(again == 0);
     chord::w4a16_search_forget_choices();
@@ -270,12 +270,7 @@ TEST_CASE("search: routing that leaves most experts empty is not timed on, and t
         chord::w4a16_search_entry(plan.candidates.front()));
   CHECK(chord::w4a16_search_known(plan.key) == nullptr);
   int timed = 0;
-  const auto pick_last = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
-    ++timed;
-    std::vector<double> times(configs.size(), 10.0);
-    times.back() = 1.0;
-    return times;
-  };
+  const auto pick_last = counting_timer(&timed, 10.0, 1.0);
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) ==
         chord::w4a16_search_entry(plan.candidates.back()));
   CHECK(timed == 1);
@@ -287,10 +282,7 @@ TEST_CASE("search: when nothing could be timed the rule's tile runs, kept in mem
   chord::DiskCache& cache = fresh.cache;
   const chord::W4A16SearchPlan plan = plan_of(indexed_decode(6));
   int timed = 0;
-  const auto all_failed = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
-    ++timed;
-    return std::vector<double>(configs.size(), kInf);
-  };
+  const auto all_failed = counting_timer(&timed, kInf, kInf);
   const std::string rule = chord::w4a16_search_entry(plan.candidates.front());
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, all_failed, cache)) == rule);
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, all_failed, cache)) == rule);
