@@ -816,7 +816,7 @@ def run_generalization(args, loaded_peers=None, rows=None):
     # --against rides along as one more peer (try_peers): against_us, vs_against (its time /
     # ours: above 1 this build is faster), against_check; its failed checks count as failures.
     names = list(loaded_peers) + (["against"] if against is not None else [])
-    calls = generalization.calls(quick=args.quick, only=args.only)
+    calls = generalization.calls(quick=args.quick, only=args.only, fixed_blocks=args.fixed_blocks)
     t0 = time.perf_counter()
     generalization.resolve_configs(calls)
     print(f"{len(calls)} calls; configs from `chord config` in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -1254,8 +1254,9 @@ def parse_args(argv=None):
                              "installed chord_kernels' own")
     parser.add_argument("--only", default=None, help="run only the scenarios whose name contains this")
     parser.add_argument("--fixed-blocks", action="store_true",
-                        help="indexed rows: routing block 16 (decode) / 64 (prefill) instead of the block our "
-                             "exported tuning table gives vLLM")
+                        help="indexed rows: the row's routing block (16 for decode, 64 for prefill) instead of "
+                             "the block our exported tuning table gives vLLM (the generalization set: instead of "
+                             "the block our humming facade's rule gives)")
     parser.add_argument("--interleaved", action="store_true",
                         help="time our call and its BF16 anchor rep by rep (same clock) instead of one after "
                              "the other (each at its own power-capped clock)")

@@ -74,9 +74,23 @@ def selected(scenario, only):
     return not only or any(part in scenario for part in only.split(",") if part)
 
 
-def calls(section=None, quick=False, only=None):
+def routing_block(routed_rows, experts):
+    """The moe_align_block_size block a serving engine takes for our indexed kernels where no
+    tuning table holds the shape: the rows our `humming` facade hands vLLM (humming.tune
+    heuristic_rows), 16 / 32 / 64 by the routed rows per local expert with 1.5x headroom for
+    skew. The block bounds the M tile, so a fixed 16 would make every expert's weights stream
+    once per 16 of its rows."""
+    for block in (16, 32):
+        if routed_rows <= int(block * experts / 1.5):
+            return block
+    return 64
+
+
+def calls(section=None, quick=False, only=None, fixed_blocks=False):
     """Every call of the set, in run order (split by split, so that the bench holds one split's
-    weights at a time). Each is a dict: what the bench records, plus the routing it runs."""
+    weights at a time). Each is a dict: what the bench records, plus the routing it runs.
+    Indexed calls align their routes at routing_block's block, or at the row's `routing_block`
+    with fixed_blocks (--fixed-blocks)."""
     section = section or shapes.Section("generalization")
     by_split = {}
     for row in section.rows:
@@ -101,7 +115,10 @@ def calls(section=None, quick=False, only=None):
                     routing = dict(topk_ids=topk_ids, tokens=x, top_k=model["top_k"])
                 for proj in ("gate_up", "down"):
                     call = dict(base, proj=proj, n=split[proj]["n"], k=split[proj]["k"], **routing)
-                    geometry(call, row.get("routing_block"))
+                    block = row.get("routing_block")
+                    if row["mode"] == "indexed" and not fixed_blocks:
+                        block = routing_block(x * model["top_k"], experts)
+                    geometry(call, block)
                     out.append(call)
     return out
 

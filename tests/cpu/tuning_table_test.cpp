@@ -307,7 +307,7 @@ TEST_CASE("tuning: candidates come best first, each rejected with its reason, th
 }
 
 TEST_CASE("tuning: masked and offsets INT4 calls of 11-64 rows per expert take the narrowest WGMMA tile "
-          "that holds 1.5x the hint, BN256 where the grid holds two CTAs per SM",
+          "that holds 1.5x the hint, BN256 where the grid holds two CTAs per SM; indexed calls on blocks of 32",
           "[tuning]") {
   auto tile = [](chord::W4A16Problem p) {
     const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
@@ -338,11 +338,22 @@ TEST_CASE("tuning: masked and offsets INT4 calls of 11-64 rows per expert take t
   o.experts = 128;
   o.a_rows = 4096;
   CHECK(tile(o) == std::make_tuple(wgmma, 48, 256));
-  // Not indexed: its tiles split vLLM's routing blocks.
+  // Indexed: only on a routing block of 32 (a block is one expert's rows), up to 32 rows.
   chord::W4A16Problem idx = problem(4096, 7168, 21, chord::kW4A16Indexed);
-  idx.a_rows = 1024;
+  idx.a_rows = 128;
   idx.top_k = 8;
+  idx.block_size = 32;
+  CHECK(tile(idx) == std::make_tuple(wgmma, 32, 256));
+  CHECK(chord::w4a16_candidate_source(chord::w4a16_candidates(idx).front()) == "narrow WGMMA tile");
+  idx.block_size = 64;  // the tables' and the WGMMA defaults' BM64 (TP8 1024 tokens: 206 us against 251)
   CHECK(chord::w4a16_candidate_source(chord::w4a16_candidates(idx).front()) != "narrow WGMMA tile");
+  idx.block_size = 16;
+  CHECK(tile(idx) == std::make_tuple(chord::W4A16Engine::kMmaSync, 16, 128));
+  idx.block_size = 32;
+  idx.rows_per_expert = 22;  // 33 rows: past the block
+  CHECK(std::get<0>(tile(idx)) == chord::W4A16Engine::kMmaSync);
+  idx.rows_per_expert = 10;  // 15 rows: the mma.sync decode tiles
+  CHECK(std::get<0>(tile(idx)) == chord::W4A16Engine::kMmaSync);
   // Not for NF4, contiguous calls, or GPUs without WGMMA.
   p.num_groups = 48;
   p.rows_per_expert = 16;

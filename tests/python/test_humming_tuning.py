@@ -75,3 +75,19 @@ def test_tuning_rows_fall_back_without_a_table():
     assert all("source" not in r[2] for r in rows)
     for m in (1, 85, 86, 171, 10_000_000):
         assert _block_for(rows, m) == ck.block_size_for_rows(m / 8)
+
+
+def test_generalization_set_aligns_at_the_facades_block():
+    """bench/generalization.routing_block (torch-free, for the bench's set) gives the block our
+    facade hands vLLM for a shape without a table, at every routed row count."""
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir, "bench"))
+    import generalization
+    from humming.tune import heuristic_rows
+    for experts in (8, 16, 32, 48, 128):
+        rows = heuristic_rows(experts)
+        blocks = {generalization.routing_block(m, experts) for m in range(0, 80 * experts)}
+        assert blocks == {16, 32, 64}
+        for m in range(0, 80 * experts):
+            assert generalization.routing_block(m, experts) == _block_for(rows, m), (experts, m)
