@@ -145,6 +145,22 @@ struct Launch {
 };
 
 bool stream_capturing(CUstream stream);
+
+// The call's arguments on synthetic routing (w4a16_synthetic_routing): its routing arrays and an
+// output of its own on the device, so that no timed launch writes a row the call would not.
+class SyntheticCall {
+ public:
+  SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Args& call);
+  ~SyntheticCall();
+  SyntheticCall(const SyntheticCall&) = delete;
+  SyntheticCall& operator=(const SyntheticCall&) = delete;
+  W4A16Args args;
+
+ private:
+  const void* upload(const std::vector<int32_t>& values);
+  std::vector<CUdeviceptr> owned_;
+};
+
 struct RoutingSpread {
   int active = 0;     // experts (masked: groups) holding rows
   int64_t rows = 0;   // the rows they hold
@@ -176,9 +192,14 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
     } else if (auto plan = w4a16_search_plan(problem, l.config, env())) {
       const auto timer = [&](const std::vector<W4A16GemmConfig>& configs) {
         const RoutingSpread spread = routing_spread(args, stream);
-        if (!w4a16_routing_representative(problem, spread.active, spread.rows)) return std::vector<double>{};
         try {
-          return time_configs(l.device, configs, args, stream);
+          if (w4a16_routing_representative(problem, spread.active, spread.rows)) {
+            return time_configs(l.device, configs, args, stream);
+          }
+          const std::optional<W4A16SyntheticRouting> routing = w4a16_synthetic_routing(problem);
+          if (!routing) return std::vector<double>{};  // decide at a later call
+          const SyntheticCall synthetic(*routing, args);
+          return time_configs(l.device, configs, synthetic.args, stream);
         } catch (const Error& e) {
           // The rule's tile needs none of what failed here: nothing timed, so this process runs
           // the rule's tile for the shape (ops/w4a16_search.hpp), and says why.
@@ -307,6 +328,41 @@ RoutingSpread routing_spread(const W4A16Args& args, CUstream stream) {
     }
   }
   return r;
+}
+
+SyntheticCall::SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Args& call) : args(call) {
+  const DriverApi& d = driver();
+  try {
+    CUdeviceptr out = 0;
+    const size_t out_bytes = static_cast<size_t>(std::max<int64_t>(routing.out_rows, 1)) *
+                             static_cast<size_t>(call.ldc) * sizeof(uint16_t);  // BF16 / FP16 rows
+    CHORD_CU(d.cuMemAlloc(&out, out_bytes));
+    owned_.push_back(out);
+    args.out = reinterpret_cast<void*>(out);
+    if (call.mode == kW4A16Masked) args.masked_m = upload(routing.masked_m);
+    if (call.mode == kW4A16Offsets) args.offsets = upload(routing.offsets);
+    if (call.mode == kW4A16Indexed) {
+      args.sorted_ids = upload(routing.sorted_ids);
+      args.expert_ids = upload(routing.expert_ids);
+      args.num_tokens_padded = upload({routing.num_tokens_padded});
+    }
+  } catch (...) {
+    for (CUdeviceptr p : owned_) d.cuMemFree(p);
+    throw;
+  }
+}
+
+SyntheticCall::~SyntheticCall() {
+  for (CUdeviceptr p : owned_) driver().cuMemFree(p);
+}
+
+const void* SyntheticCall::upload(const std::vector<int32_t>& values) {
+  const DriverApi& d = driver();
+  CUdeviceptr p = 0;
+  CHORD_CU(d.cuMemAlloc(&p, std::max<size_t>(values.size(), 1) * sizeof(int32_t)));
+  owned_.push_back(p);
+  if (!values.empty()) CHORD_CU(d.cuMemcpyHtoD(p, values.data(), values.size() * sizeof(int32_t)));
+  return reinterpret_cast<const void*>(p);
 }
 
 // What one search allocates, released however it ends.

@@ -1,6 +1,7 @@
 #include "ops/w4a16_search.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <mutex>
@@ -100,6 +101,80 @@ bool w4a16_routing_representative(const W4A16Problem& p, int active_experts, int
     expected = w4a16_expected_active_experts(p.experts, double(routed_rows));
   }
   return active_experts >= 0.5 * expected;
+}
+
+namespace {
+
+// A fixed-seed generator (splitmix64): the same draw on every platform and run.
+struct SplitMix {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
+};
+
+}  // namespace
+
+std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem& p) {
+  SplitMix rng{0x5eed0c40d5ull};
+  W4A16SyntheticRouting r;
+  if (p.mode == kW4A16Masked) {
+    if (p.num_groups <= 0 || p.max_m <= 0) return std::nullopt;
+    const int64_t room = int64_t(p.num_groups) * p.max_m;
+    const int64_t rows = std::min(room, int64_t(p.num_groups) * std::max<int64_t>(p.rows_per_expert, 1));
+    r.masked_m.assign(static_cast<size_t>(p.num_groups), 0);
+    for (int64_t i = 0; i < rows; ++i) {
+      int g = rng.below(p.num_groups);
+      while (r.masked_m[g] >= p.max_m) g = (g + 1) % p.num_groups;  // a full group: the next one
+      ++r.masked_m[g];
+    }
+    r.out_rows = room;
+    return r;
+  }
+  if (p.experts <= 0 || p.a_rows <= 0) return std::nullopt;
+  if (p.mode == kW4A16Offsets) {
+    std::vector<int32_t> count(static_cast<size_t>(p.experts), 0);
+    for (int i = 0; i < p.a_rows; ++i) ++count[rng.below(p.experts)];
+    r.offsets.resize(count.size());
+    int32_t end = 0;
+    for (size_t e = 0; e < count.size(); ++e) r.offsets[e] = end += count[e];
+    r.out_rows = p.a_rows;
+    return r;
+  }
+  if (p.mode != kW4A16Indexed || p.top_k <= 0 || p.top_k > p.experts || p.block_size <= 0 || p.capacity <= 0 ||
+      int64_t(p.a_rows) * p.top_k >= INT32_MAX) {
+    return std::nullopt;
+  }
+  std::vector<std::vector<int32_t>> routes_of(static_cast<size_t>(p.experts));
+  // Each token's top-k distinct experts; a route's id is token * top_k + slot, as vLLM numbers them.
+  for (int t = 0; t < p.a_rows; ++t) {
+    std::vector<int> picked;
+    while (static_cast<int>(picked.size()) < p.top_k) {
+      const int e = rng.below(p.experts);
+      if (std::find(picked.begin(), picked.end(), e) == picked.end()) picked.push_back(e);
+    }
+    for (int slot = 0; slot < p.top_k; ++slot) routes_of[picked[slot]].push_back(t * p.top_k + slot);
+  }
+  const int32_t routes = p.a_rows * p.top_k;
+  r.sorted_ids.assign(static_cast<size_t>(p.capacity), routes);  // vLLM's padding value
+  r.expert_ids.assign(static_cast<size_t>((p.capacity + p.block_size - 1) / p.block_size), -1);
+  int64_t at = 0;
+  for (int e = 0; e < p.experts; ++e) {
+    const auto& ids = routes_of[e];
+    if (ids.empty()) continue;
+    const int64_t padded = (int64_t(ids.size()) + p.block_size - 1) / p.block_size * p.block_size;
+    if (at + padded > p.capacity) return std::nullopt;
+    std::copy(ids.begin(), ids.end(), r.sorted_ids.begin() + at);
+    for (int64_t b = at / p.block_size; b < (at + padded) / p.block_size; ++b) r.expert_ids[b] = e;
+    at += padded;
+  }
+  r.num_tokens_padded = static_cast<int32_t>(at);
+  r.out_rows = routes;
+  return r;
 }
 
 bool w4a16_search_applies(const W4A16Problem& p, const W4A16GemmConfig& rule, const Environment& e) {

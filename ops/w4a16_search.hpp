@@ -11,9 +11,13 @@
 //   weight kind, N, K, experts, routing block, top-k, groups and the routed rows' power of two.
 // - Under CUDA Graph capture nothing is timed: the call runs the rule's tile (or a choice
 //   already made) and the capture stays free of synchronization.
+// - A call whose routing is not representative (a warm-up on placeholder tokens) is timed on
+//   synthetic uniform routing of its shape, so that a server's warm-up before each capture
+//   decides the captured tile.
 // - A choice is kept in memory and in the kernel cache, as an entry of its own key whose
 //   payload names the tile; an entry that names no candidate of its plan is dropped as corrupt.
 #pragma once
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>
@@ -64,12 +68,31 @@ int w4a16_search_choice(const std::vector<double>& times_us);
 // Whether a call's routing is spread like real traffic, so that a tile timed on it suits the
 // shape: at least half the experts (masked: groups) that uniform routing of its `routed_rows`
 // (the rows its routing data holds for this GPU's experts) would reach hold rows. A warm-up
-// pass on placeholder inputs (every token routed to the same experts) is not; the search
-// leaves such a call on the rule's tile and decides at a later call.
+// pass on placeholder inputs (every token routed to the same experts) is not; the search times
+// such a call on w4a16_synthetic_routing instead.
 bool w4a16_routing_representative(const W4A16Problem& problem, int active_experts, int64_t routed_rows);
 
-// Times every candidate on the call's inputs; returns one median per candidate, or nothing
-// when the call's routing is not representative (no decision now).
+// Routing for timing a shape on uniform traffic where the call's own routing is not
+// representative (a warm-up on placeholder tokens, which in a server that captures CUDA Graphs
+// is the last eager call of each captured size): the rows the shape class expects, spread over
+// this GPU's experts as uniform routing spreads them, from a fixed seed. Only the field of the
+// call's mode is filled.
+struct W4A16SyntheticRouting {
+  std::vector<int32_t> masked_m;    // masked: rows of each group (at most max_m)
+  std::vector<int32_t> offsets;     // offsets: each expert's end row (the last is a_rows)
+  std::vector<int32_t> sorted_ids;  // indexed: `capacity` route ids, each expert's padded to the block
+  std::vector<int32_t> expert_ids;  // indexed: one per block of sorted_ids (-1 past the padded routes)
+  int32_t num_tokens_padded = 0;    // indexed: the valid prefix of sorted_ids
+  int64_t out_rows = 0;             // rows of the output the call's mode addresses
+};
+
+// nullopt where the rows cannot be laid out in the call's own buffers (indexed: top-k above
+// the experts, or padded routes past the capacity) or the mode has no routing (contiguous).
+std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem& problem);
+
+// Times every candidate on the call's inputs (on synthetic routing where the call's is not
+// representative); returns one median per candidate, or nothing when no decision can be made
+// now.
 using W4A16CandidateTimer = std::function<std::vector<double>(const std::vector<W4A16GemmConfig>&)>;
 
 // The config the call runs: a choice already made for the plan's key (memory, then `cache`,

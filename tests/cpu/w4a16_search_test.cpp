@@ -2,6 +2,7 @@
 // itself needs a GPU (tests/gpu).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -243,7 +244,8 @@ TEST_CASE("search: a plan of one tile times nothing and keeps that tile", "[sear
   CHECK(chord::w4a16_search_known(plan.key) != nullptr);
 }
 
-TEST_CASE("search: routing that leaves most experts empty is not timed on, and the shape is decided later",
+TEST_CASE("search: routing that leaves most experts empty is not representative, and a timer that declines "
+          "leaves the shape to a later call",
           "[search]") {
   // 64 tokens x top-8 over 32 experts reach about 32 experts when uniform; the placeholder
   // routing of a warm-up pass sends every token to the same 8.
@@ -288,4 +290,95 @@ TEST_CASE("search: when nothing could be timed the rule's tile runs, kept in mem
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, all_failed, cache)) == rule);
   CHECK(timed == 1);
   CHECK_FALSE(cache.load(chord::w4a16_search_cache_key(plan)).has_value());
+}
+
+TEST_CASE("search: synthetic routing spreads the shape's rows like uniform traffic, within the call's buffers",
+          "[search]") {
+  // Indexed: 64 tokens x top-8 over 32 experts, block 16, vLLM's capacity.
+  chord::W4A16Problem p = indexed_decode(64);
+  const auto r = chord::w4a16_synthetic_routing(p);
+  REQUIRE(r.has_value());
+  const int routes = 64 * 8;
+  CHECK(r->out_rows == routes);
+  REQUIRE(r->sorted_ids.size() == static_cast<size_t>(p.capacity));
+  REQUIRE(r->expert_ids.size() == static_cast<size_t>((p.capacity + 15) / 16));
+  CHECK(r->num_tokens_padded % 16 == 0);
+  CHECK(r->num_tokens_padded <= p.capacity);
+  std::vector<int> seen(routes, 0);
+  std::vector<int> expert_of(routes, -1);
+  std::vector<char> active(32, 0);
+  for (int i = 0; i < p.capacity; ++i) {
+    const int id = r->sorted_ids[i];
+    const int block = i / 16;
+    if (i >= r->num_tokens_padded) {
+      CHECK(id == routes);  // padding past the valid prefix
+      CHECK(r->expert_ids[block] == -1);
+      continue;
+    }
+    REQUIRE(r->expert_ids[block] >= 0);
+    REQUIRE(r->expert_ids[block] < 32);
+    if (id == routes) continue;  // a block's padding
+    REQUIRE(id >= 0);
+    REQUIRE(id < routes);
+    ++seen[id];
+    expert_of[id] = r->expert_ids[block];
+    active[r->expert_ids[block]] = 1;
+  }
+  for (int id = 0; id < routes; ++id) CHECK(seen[id] == 1);  // every route once
+  for (int t = 0; t < 64; ++t) {                              // a token's experts are distinct
+    std::vector<int> experts(expert_of.begin() + t * 8, expert_of.begin() + t * 8 + 8);
+    std::sort(experts.begin(), experts.end());
+    CHECK(std::adjacent_find(experts.begin(), experts.end()) == experts.end());
+  }
+  int active_count = 0;
+  for (char a : active) active_count += a;
+  CHECK(chord::w4a16_routing_representative(p, active_count, routes));
+  // The same draw every time.
+  CHECK(chord::w4a16_synthetic_routing(p)->sorted_ids == r->sorted_ids);
+  // No layout past the capacity, or with more routes per token than experts.
+  chord::W4A16Problem tight = p;
+  tight.capacity = routes;  // no room for the blocks' padding
+  CHECK_FALSE(chord::w4a16_synthetic_routing(tight).has_value());
+  chord::W4A16Problem wide = p;
+  wide.top_k = 33;
+  CHECK_FALSE(chord::w4a16_synthetic_routing(wide).has_value());
+
+  // Masked: the groups' expected rows, each group within max_m.
+  chord::W4A16Problem m = p;
+  m.mode = chord::kW4A16Masked;
+  m.num_groups = 32;
+  m.max_m = 12;
+  m.rows_per_expert = 8;
+  const auto masked = chord::w4a16_synthetic_routing(m);
+  REQUIRE(masked.has_value());
+  REQUIRE(masked->masked_m.size() == 32);
+  int total = 0, groups_with_rows = 0;
+  for (int rows : masked->masked_m) {
+    CHECK(rows >= 0);
+    CHECK(rows <= 12);
+    total += rows;
+    groups_with_rows += rows > 0;
+  }
+  CHECK(total == 32 * 8);
+  CHECK(masked->out_rows == 32 * 12);
+  CHECK(chord::w4a16_routing_representative(m, groups_with_rows, total));
+  m.rows_per_expert = 20;  // more than the groups hold: every group full
+  const auto full = chord::w4a16_synthetic_routing(m);
+  REQUIRE(full.has_value());
+  for (int rows : full->masked_m) CHECK(rows == 12);
+
+  // Offsets: ascending end rows, the last at the call's rows.
+  chord::W4A16Problem o = p;
+  o.mode = chord::kW4A16Offsets;
+  o.a_rows = 100;
+  const auto offsets = chord::w4a16_synthetic_routing(o);
+  REQUIRE(offsets.has_value());
+  REQUIRE(offsets->offsets.size() == 32);
+  CHECK(std::is_sorted(offsets->offsets.begin(), offsets->offsets.end()));
+  CHECK(offsets->offsets.back() == 100);
+  CHECK(offsets->out_rows == 100);
+
+  chord::W4A16Problem c = p;
+  c.mode = chord::kW4A16Contiguous;
+  CHECK_FALSE(chord::w4a16_synthetic_routing(c).has_value());
 }

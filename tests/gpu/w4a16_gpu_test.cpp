@@ -588,8 +588,8 @@ TEST_CASE("gpu w4a16: split-K decode (few rows, long K) equals the reference, ea
   CHECK(out.download<uint16_t>() == eager);  // rank 0 adds the partials in rank order
 }
 
-TEST_CASE("gpu w4a16: the decode tile search times a shape once and never under capture; its choice equals the "
-          "reference, eager and replayed",
+TEST_CASE("gpu w4a16: the decode tile search times a shape once and never under capture, on synthetic routing "
+          "where the call's is a warm-up's; its choice equals the reference, eager and replayed",
           "[gpu][w4a16][search][graph]") {
   if (!chord::env().w4a16_search || chord::env().w4a16_overridden()) {
     WARN("skipped: CHORD_W4A16_SEARCH=0 or another CHORD_W4A16_* variable is set");
@@ -610,6 +610,17 @@ TEST_CASE("gpu w4a16: the decode tile search times a shape once and never under 
   // the capturing stream, which fails the capture); then searched at the eager call.
   check_offsets(w, twenty, rng, stream, /*capture_first=*/true);
   CHECK(chord::w4a16_search_choices() == 2);
+  // A warm-up's placeholder routing (every row on one expert) is timed on synthetic uniform
+  // routing, into an output of the search's own: the rows the call leaves alone stay poison.
+  std::vector<int32_t> one_group(16, 0);
+  one_group[5] = 64;
+  check_masked(w, one_group, 64, 8, rng, stream);
+  CHECK(chord::w4a16_search_choices() == 3);
+  std::vector<bool> local(16, true);
+  // Down projection, 32 routes all on expert 3; vLLM's capacity (routes + E x (block - 1)).
+  Routing hot = align_routing(32, 1, 16, 16, local, 16 * 15, rng, /*hot=*/3);
+  check_indexed(w, hot, 32, 1, 16, rng, stream);
+  CHECK(chord::w4a16_search_choices() == 4);
   chord::w4a16_search_forget_choices();
 }
 
