@@ -307,7 +307,7 @@ TEST_CASE("tuning: candidates come best first, each rejected with its reason, th
 }
 
 TEST_CASE("tuning: masked and offsets INT4 calls of 11-64 rows per expert take the narrowest WGMMA tile "
-          "that holds 1.5x the hint, BN256 where the grid holds two CTAs per SM; indexed calls on blocks of 32",
+          "that holds 1.5x the hint, BN256 where the grid holds two CTAs per SM, and indexed calls on blocks of 32",
           "[tuning]") {
   auto tile = [](chord::W4A16Problem p) {
     const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
