@@ -339,7 +339,10 @@ SyntheticCall::SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Ar
     CHORD_CU(d.cuMemAlloc(&out, out_bytes));
     owned_.push_back(out);
     args.out = reinterpret_cast<void*>(out);
-    if (call.mode == kW4A16Masked) args.masked_m = upload(routing.masked_m);
+    if (call.mode == kW4A16Masked) {
+      args.masked_m = upload(routing.masked_m);
+      args.max_m = routing.max_m;
+    }
     if (call.mode == kW4A16Offsets) args.offsets = upload(routing.offsets);
     if (call.mode == kW4A16Indexed) {
       args.sorted_ids = upload(routing.sorted_ids);

@@ -132,7 +132,10 @@ std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem&
       while (r.masked_m[g] >= p.max_m) g = (g + 1) % p.num_groups;  // a full group: the next one
       ++r.masked_m[g];
     }
-    r.out_rows = room;
+    // A server's masked buffers hold every token a rank may receive (hundreds of rows per group);
+    // the search's output needs only the rows it lays out.
+    r.max_m = std::max(1, *std::max_element(r.masked_m.begin(), r.masked_m.end()));
+    r.out_rows = int64_t(p.num_groups) * r.max_m;
     return r;
   }
   if (p.experts <= 0 || p.a_rows <= 0) return std::nullopt;

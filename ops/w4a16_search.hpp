@@ -78,7 +78,9 @@ bool w4a16_routing_representative(const W4A16Problem& problem, int active_expert
 // this GPU's experts as uniform routing spreads them, from a fixed seed. Only the field of the
 // call's mode is filled.
 struct W4A16SyntheticRouting {
-  std::vector<int32_t> masked_m;    // masked: rows of each group (at most max_m)
+  std::vector<int32_t> masked_m;    // masked: rows of each group (at most the call's max_m)
+  int32_t max_m = 0;                // masked: the groups' row stride, the largest of masked_m (A's
+                                    // rows stay within the call's; the output is this size)
   std::vector<int32_t> offsets;     // offsets: each expert's end row (the last is a_rows)
   std::vector<int32_t> sorted_ids;  // indexed: `capacity` route ids, each expert's padded to the block
   std::vector<int32_t> expert_ids;  // indexed: one per block of sorted_ids (-1 past the padded routes)

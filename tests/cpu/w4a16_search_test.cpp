@@ -360,12 +360,17 @@ TEST_CASE("search: synthetic routing spreads the shape's rows like uniform traff
     groups_with_rows += rows > 0;
   }
   CHECK(total == 32 * 8);
-  CHECK(masked->out_rows == 32 * 12);
+  CHECK(masked->max_m == *std::max_element(masked->masked_m.begin(), masked->masked_m.end()));
+  CHECK(masked->out_rows == 32 * masked->max_m);
   CHECK(chord::w4a16_routing_representative(m, groups_with_rows, total));
   m.rows_per_expert = 20;  // more than the groups hold: every group full
   const auto full = chord::w4a16_synthetic_routing(m);
   REQUIRE(full.has_value());
   for (int rows : full->masked_m) CHECK(rows == 12);
+  CHECK(full->max_m == 12);
+  m.max_m = 4096;  // a server's dispatch buffer: the output stays the size of the rows laid out
+  m.rows_per_expert = 8;
+  CHECK(chord::w4a16_synthetic_routing(m)->out_rows < 32 * 32);
 
   // Offsets: ascending end rows, the last at the call's rows.
   chord::W4A16Problem o = p;
