@@ -73,8 +73,12 @@ print(k.nf4_grouped_mm is chord_kernels.nf4_grouped_mm)
 
 def test_get_local_kernel_loads_the_repository(layout):
     out, variant = layout
-    from kernels.backends import _backend
-    from kernels.variants import get_variants_local, resolve_variant
+    try:  # kernels >= 0.19 keeps its variant resolution under _internals
+        from kernels._internals.backends import _backend
+        from kernels._internals.variants import get_variants_local, resolve_variant
+    except ImportError:
+        from kernels.backends import _backend
+        from kernels.variants import get_variants_local, resolve_variant
 
     backend = _backend()
     if type(backend).__name__ != "CUDA":
