@@ -32,6 +32,7 @@ namespace chord {
   X(cuMemAlloc)                   \
   X(cuMemFree)                    \
   X(cuMemcpyHtoD)                 \
+  X(cuMemcpyHtoDAsync)            \
   X(cuMemcpyDtoH)                 \
   X(cuMemsetD8)                   \
   X(cuMemsetD8Async)              \

@@ -150,7 +150,7 @@ bool stream_capturing(CUstream stream);
 // output of its own on the device, so that no timed launch writes a row the call would not.
 class SyntheticCall {
  public:
-  SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Args& call);
+  SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Args& call, CUstream stream);
   ~SyntheticCall();
   SyntheticCall(const SyntheticCall&) = delete;
   SyntheticCall& operator=(const SyntheticCall&) = delete;
@@ -158,6 +158,8 @@ class SyntheticCall {
 
  private:
   const void* upload(const std::vector<int32_t>& values);
+  void release();
+  CUstream stream_;
   std::vector<CUdeviceptr> owned_;
 };
 
@@ -198,9 +200,10 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
           }
           const std::optional<W4A16SyntheticRouting> routing = w4a16_synthetic_routing(problem);
           if (!routing) return std::vector<double>{};  // decide at a later call
-          const SyntheticCall synthetic(*routing, args);
+          const SyntheticCall synthetic(*routing, args, stream);
+          w4a16_search_count_synthetic();
           return time_configs(l.device, configs, synthetic.args, stream);
-        } catch (const Error& e) {
+        } catch (const std::exception& e) {
           // The rule's tile needs none of what failed here: nothing timed, so this process runs
           // the rule's tile for the shape (ops/w4a16_search.hpp), and says why.
           warn(fmt::format("the decode tile search failed ({}); this shape runs the rule's tile", e.what()));
@@ -330,8 +333,10 @@ RoutingSpread routing_spread(const W4A16Args& args, CUstream stream) {
   return r;
 }
 
-SyntheticCall::SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Args& call) : args(call) {
+SyntheticCall::SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Args& call, CUstream stream)
+    : args(call), stream_(stream) {
   const DriverApi& d = driver();
+  owned_.reserve(5);  // so that recording an allocation never throws
   try {
     CUdeviceptr out = 0;
     const size_t out_bytes = static_cast<size_t>(std::max<int64_t>(routing.out_rows, 1)) *
@@ -350,21 +355,29 @@ SyntheticCall::SyntheticCall(const W4A16SyntheticRouting& routing, const W4A16Ar
       args.num_tokens_padded = upload({routing.num_tokens_padded});
     }
   } catch (...) {
-    for (CUdeviceptr p : owned_) d.cuMemFree(p);
+    release();
     throw;
   }
 }
 
-SyntheticCall::~SyntheticCall() {
-  for (CUdeviceptr p : owned_) driver().cuMemFree(p);
+SyntheticCall::~SyntheticCall() { release(); }
+
+// The stream's launches may still read the buffers (a search that failed part-way).
+void SyntheticCall::release() {
+  const DriverApi& d = driver();
+  if (!owned_.empty()) d.cuStreamSynchronize(stream_);
+  for (CUdeviceptr p : owned_) d.cuMemFree(p);
+  owned_.clear();
 }
 
+// On the call's stream: a copy on the legacy stream would not be ordered before the launches of
+// a non-blocking stream. A pageable source is staged before the call returns.
 const void* SyntheticCall::upload(const std::vector<int32_t>& values) {
   const DriverApi& d = driver();
   CUdeviceptr p = 0;
   CHORD_CU(d.cuMemAlloc(&p, std::max<size_t>(values.size(), 1) * sizeof(int32_t)));
   owned_.push_back(p);
-  if (!values.empty()) CHORD_CU(d.cuMemcpyHtoD(p, values.data(), values.size() * sizeof(int32_t)));
+  if (!values.empty()) CHORD_CU(d.cuMemcpyHtoDAsync(p, values.data(), values.size() * sizeof(int32_t), stream_));
   return reinterpret_cast<const void*>(p);
 }
 

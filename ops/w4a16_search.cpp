@@ -1,6 +1,7 @@
 #include "ops/w4a16_search.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -281,7 +282,7 @@ W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturin
   if (index < 0) {
     if (capturing) return plan.candidates.front();
     const std::vector<double> times = timer(plan.candidates);
-    if (times.empty()) return plan.candidates.front();  // not representative: decide on a later call
+    if (times.empty()) return plan.candidates.front();  // nothing to time on now: decide at a later call
     index = times.size() == plan.candidates.size() ? w4a16_search_choice(times) : 0;
     // Nothing timed (every candidate failed, or the timing itself): the rule's tile for this
     // process only, so that a later process searches again.
@@ -299,6 +300,14 @@ size_t w4a16_search_choices() {
   std::lock_guard<std::mutex> lock(choices().mutex);
   return choices().by_key.size();
 }
+
+namespace {
+std::atomic<size_t> g_synthetic_timings{0};
+}  // namespace
+
+void w4a16_search_count_synthetic() { ++g_synthetic_timings; }
+
+size_t w4a16_search_synthetic_timings() { return g_synthetic_timings.load(); }
 
 void w4a16_search_forget_choices() {
   std::lock_guard<std::mutex> lock(choices().mutex);

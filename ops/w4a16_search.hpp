@@ -112,4 +112,8 @@ KernelKey w4a16_search_cache_key(const W4A16SearchPlan& plan);
 size_t w4a16_search_choices();
 void w4a16_search_forget_choices();
 
+// Searches timed on synthetic routing in this process (tests: the warm-up path ran).
+void w4a16_search_count_synthetic();
+size_t w4a16_search_synthetic_timings();
+
 }  // namespace chord

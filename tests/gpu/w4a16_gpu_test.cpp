@@ -612,15 +612,21 @@ TEST_CASE("gpu w4a16: the decode tile search times a shape once and never under 
   CHECK(chord::w4a16_search_choices() == 2);
   // A warm-up's placeholder routing (every row on one expert) is timed on synthetic uniform
   // routing, into an output of the search's own: the rows the call leaves alone stay poison.
+  // N differs from process to process, so that no choice kept in the disk cache by an earlier
+  // run answers these shapes without a search.
+  PackedWeight fresh = make_weight(16, 512 + 128 * static_cast<int>(getpid() % 16), 2048, rng, stream);
+  const size_t synthetic = chord::w4a16_search_synthetic_timings();
   std::vector<int32_t> one_group(16, 0);
   one_group[5] = 64;
-  check_masked(w, one_group, 64, 8, rng, stream);
+  check_masked(fresh, one_group, 64, 8, rng, stream);
   CHECK(chord::w4a16_search_choices() == 3);
+  CHECK(chord::w4a16_search_synthetic_timings() == synthetic + 1);
   std::vector<bool> local(16, true);
   // Down projection, 32 routes all on expert 3; vLLM's capacity (routes + E x (block - 1)).
   Routing hot = align_routing(32, 1, 16, 16, local, 16 * 15, rng, /*hot=*/3);
-  check_indexed(w, hot, 32, 1, 16, rng, stream);
+  check_indexed(fresh, hot, 32, 1, 16, rng, stream);
   CHECK(chord::w4a16_search_choices() == 4);
+  CHECK(chord::w4a16_search_synthetic_timings() == synthetic + 2);
   chord::w4a16_search_forget_choices();
 }
 
