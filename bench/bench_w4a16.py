@@ -75,18 +75,30 @@ def l2_flush_buffer():
 WRITE_FLUSH = os.environ.get("CHORD_BENCH_FLUSH", "read") == "write"
 
 
+# Passes of the flush before each timed call. Beyond evicting the L2, the flush is GPU work
+# queued ahead of the call: the host's work to launch the call (a peer's Python wrapper, its
+# routing and checks) must be done before the GPU reaches the start event, or the events time
+# an idle GPU waiting for the host. Two passes give the host about 150 us, the state of a server
+# replaying CUDA Graphs (its host runs ahead); a spin kernel in the second pass's place idles the
+# GPU before the call instead, and every candidate's larger calls then ran 1-3% slower.
+# docs/benchmarking.md has the measurements. CHORD_BENCH_FLUSH_PASSES=1 times as results files
+# whose meta has no flush_passes were timed.
+FLUSH_PASSES = int(os.environ.get("CHORD_BENCH_FLUSH_PASSES", "2"))
+
+
 def flush_l2(flush):
-    if WRITE_FLUSH:
-        flush.zero_()
-    else:
-        flush.view(torch.int64).sum()
+    for _ in range(FLUSH_PASSES):
+        if WRITE_FLUSH:
+            flush.zero_()
+        else:
+            flush.view(torch.int64).sum()
 
 
 def time_interleaved_us(fns, flush, reps=100, warmup=10):
-    """Median us of each function over `reps` calls, each after an L2 flush, timed with events;
-    the functions' reps are interleaved (a, b, a, b, ...), so that all of them run at the same
-    clock: heavy rows run under the power cap, where each function timed alone settles at its own
-    clock (docs/benchmarking.md, --interleaved)."""
+    """Median us of each function over `reps` calls, each after an L2 flush (flush_l2), timed
+    with events; the functions' reps are interleaved (a, b, a, b, ...),
+    so that all of them run at the same clock: heavy rows run under the power cap, where each
+    function timed alone settles at its own clock (docs/benchmarking.md, --interleaved)."""
     for _ in range(warmup):
         for fn in fns:
             fn()
@@ -1316,7 +1328,7 @@ def main():
     stop_on_sigterm()
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command=command_line(args),
-                l2_flush="write" if WRITE_FLUSH else "read")
+                l2_flush="write" if WRITE_FLUSH else "read", flush_passes=FLUSH_PASSES)
     if loaded_peers:
         import peers as peer_adapters
         meta["peers"] = {name: peer_adapters.peer_version(p) for name, p in loaded_peers.items()}
