@@ -1,0 +1,112 @@
+"""Where bench results stand against the performance bars of the decode and checkpoint-format
+work (docs/performance.md, "Targets and where they stand"), from one or more results files of
+bench/bench_w4a16.py (the suite, the generalization set, with or without --peers):
+
+  decode floor   decode rows whose floor is 10 us or more reach >= 85% of it;
+  decode Marlin  every decode row Marlin ran takes <= 0.9x Marlin's time (rows under a 10 us
+                 floor are held to this bar alone);
+  prefill BF16   every prefill row of the suite takes <= 1.0x BF16 torch._grouped_mm's time;
+  checks         every row's output check passed.
+
+A decode row is a masked row, or an indexed or offsets row of at most 64 tokens per rank (a
+contiguous row: 64 rows per expert); the generalization set's calls are all decode rows. A
+row's floor is the bench's (the larger of its bytes and FLOP floors). Torch-free.
+
+    python3 bench/bars.py RESULTS.json [RESULTS.json ...] [--misses N] [--json OUT]
+"""
+import argparse
+import json
+import sys
+
+FLOOR_BAR = 0.85          # floor / chord on decode rows
+MARLIN_BAR = 0.9          # chord / Marlin on decode rows
+BF16_BAR = 1.0            # chord / BF16 grouped_mm on prefill rows
+SMALL_FLOOR_US = 10.0     # decode rows under this floor are held to the Marlin bar alone
+DECODE_X = 64
+
+
+def row_name(row):
+    return f"{row['scenario']} x={row['x']} {row['proj']}"
+
+
+def is_generalization(row):
+    return "pct_floor" in row  # the set's rows carry pct_floor, the suite's vs_floor
+
+
+def is_decode(row):
+    """The set's calls, the masked sweep, and the suite's other rows of x <= 64 (x: tokens per
+    rank on indexed and offsets rows, rows per expert on contiguous ones)."""
+    return is_generalization(row) or row["scenario"].startswith("masked") or row["x"] <= DECODE_X
+
+
+def floor_fraction(row):
+    """floor / chord (1.0 = at the floor)."""
+    return row["floor_us"] / row["chord_us"]
+
+
+def marlin_ratio(row):
+    """chord's time / Marlin's, or None where Marlin did not run or failed its check."""
+    if row.get("marlin_check") != "ok" or not row.get("marlin_us"):
+        return None
+    return row["chord_us"] / row["marlin_us"]
+
+
+def judge(rows):
+    """{bar: {"judged": n, "met": n, "misses": [(how far, row name), ...] worst first}}."""
+    bars = {name: {"judged": 0, "met": 0, "misses": []}
+            for name in ("decode floor", "decode Marlin", "prefill BF16", "checks")}
+
+    def count(name, met, miss):
+        bars[name]["judged"] += 1
+        if met:
+            bars[name]["met"] += 1
+        else:
+            bars[name]["misses"].append(miss)
+
+    for row in rows:
+        count("checks", row["check"] == "ok", (0.0, row_name(row) + ": " + row["check"]))
+        if is_decode(row):
+            if row["floor_us"] >= SMALL_FLOOR_US:
+                frac = floor_fraction(row)
+                count("decode floor", frac >= FLOOR_BAR, (frac, f"{row_name(row)}: {100 * frac:.1f}% of the floor"))
+            ratio = marlin_ratio(row)
+            if ratio is not None:
+                count("decode Marlin", ratio <= MARLIN_BAR, (-ratio, f"{row_name(row)}: {ratio:.3f}x Marlin"))
+        elif row.get("grouped_mm_bf16_us"):
+            ratio = row["chord_us"] / row["grouped_mm_bf16_us"]
+            count("prefill BF16", ratio <= BF16_BAR, (-ratio, f"{row_name(row)}: {ratio:.3f}x BF16"))
+    for bar in bars.values():
+        bar["misses"].sort()
+    return bars
+
+
+def load_rows(paths):
+    rows = []
+    for path in paths:
+        with open(path) as f:
+            rows.extend(json.load(f)["rows"])
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("results", nargs="+", help="bench.json / generalization.json files")
+    parser.add_argument("--misses", type=int, default=10, help="misses listed per bar, worst first")
+    parser.add_argument("--json", default=None, help="also write the verdicts here")
+    args = parser.parse_args(argv)
+    bars = judge(load_rows(args.results))
+    for name, bar in bars.items():
+        print(f"{name:14s} {bar['met']:4d} of {bar['judged']:4d} met")
+        for _, text in bar["misses"][:args.misses]:
+            print(f"    {text}")
+        if len(bar["misses"]) > args.misses:
+            print(f"    ... {len(bar['misses']) - args.misses} more")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({name: dict(judged=b["judged"], met=b["met"], misses=[t for _, t in b["misses"]])
+                       for name, b in bars.items()}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""bench/bars.py on made-up results (no GPU): which rows each bar judges and how it judges them."""
+import json
+import os
+import sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import bars  # noqa: E402
+
+
+def suite_row(scenario, x, chord_us, floor_us, bf16_us=1000.0, marlin_us=None, check="ok"):
+    row = dict(scenario=scenario, x=x, proj="gate_up", routed_rows=8 * x, active_experts=8, chord_us=chord_us,
+               floor_us=floor_us, grouped_mm_bf16_us=bf16_us, vs_floor=round(floor_us / chord_us, 3), check=check)
+    if marlin_us is not None:
+        row.update(marlin_us=marlin_us, marlin_check="ok")
+    return row
+
+
+def set_row(x, chord_us, floor_us, marlin_us=None, marlin_check="ok"):
+    row = dict(scenario="dsv3_ep8 indexed uniform", x=x, proj="down", routed_rows=8 * x, active_experts=8,
+               chord_us=chord_us, floor_us=floor_us, pct_floor=round(100 * floor_us / chord_us, 1), check="ok")
+    if marlin_us is not None:
+        row.update(marlin_us=marlin_us, marlin_check=marlin_check)
+    return row
+
+
+def test_decode_rows_are_the_masked_sweep_and_rows_of_at_most_64():
+    assert bars.is_decode(suite_row("masked EP8", 128, 10.0, 5.0))
+    assert bars.is_decode(suite_row("indexed EP8 decode", 64, 10.0, 5.0))
+    assert bars.is_decode(suite_row("offsets Qwen3 INT4", 8, 10.0, 5.0))
+    assert not bars.is_decode(suite_row("offsets Qwen3 INT4", 512, 10.0, 5.0))
+    assert not bars.is_decode(suite_row("indexed TP8", 1024, 10.0, 5.0))
+    assert not bars.is_decode(suite_row("contiguous EP8", 128, 10.0, 5.0))
+    assert bars.is_decode(set_row(64, 10.0, 5.0))
+
+
+def test_each_bar_judges_its_rows():
+    rows = [
+        suite_row("indexed EP8 decode", 20, 100.0, 90.0, marlin_us=120.0),   # 90% of the floor, 0.83x Marlin
+        suite_row("indexed EP8 decode", 30, 100.0, 80.0, marlin_us=105.0),   # 80%, 0.95x Marlin: two misses
+        suite_row("offsets Qwen3 INT4", 1, 8.0, 2.0, marlin_us=8.5),         # floor < 10 us: Marlin bar only
+        suite_row("indexed TP8", 1024, 200.0, 100.0, bf16_us=210.0),         # prefill, 0.95x BF16
+        suite_row("contiguous EP8", 512, 2100.0, 900.0, bf16_us=2000.0),     # prefill, 1.05x BF16: a miss
+        suite_row("masked EP8", 8, 230.0, 177.0, check="FAIL: NaN"),         # 77%, and a failed check
+        set_row(1, 40.0, 36.0, marlin_us=50.0, marlin_check="FAIL: rel error"),  # a failed peer: not judged
+    ]
+    verdict = bars.judge(rows)
+    assert (verdict["decode floor"]["judged"], verdict["decode floor"]["met"]) == (4, 2)
+    assert [text for _, text in verdict["decode floor"]["misses"]] == [
+        "masked EP8 x=8 gate_up: 77.0% of the floor", "indexed EP8 decode x=30 gate_up: 80.0% of the floor"]
+    assert (verdict["decode Marlin"]["judged"], verdict["decode Marlin"]["met"]) == (3, 1)
+    assert [text for _, text in verdict["decode Marlin"]["misses"]] == [
+        "offsets Qwen3 INT4 x=1 gate_up: 0.941x Marlin", "indexed EP8 decode x=30 gate_up: 0.952x Marlin"][::-1]
+    assert (verdict["prefill BF16"]["judged"], verdict["prefill BF16"]["met"]) == (2, 1)
+    assert verdict["prefill BF16"]["misses"][0][1] == "contiguous EP8 x=512 gate_up: 1.050x BF16"
+    assert (verdict["checks"]["judged"], verdict["checks"]["met"]) == (7, 6)
+
+
+def test_command_line_reads_several_files_and_writes_the_verdicts(tmp_path, capsys):
+    suite, gen = tmp_path / "bench.json", tmp_path / "generalization.json"
+    suite.write_text(json.dumps(dict(meta={}, rows=[suite_row("masked EP8", 8, 200.0, 177.0)])))
+    gen.write_text(json.dumps(dict(meta={}, rows=[set_row(1, 40.0, 20.0), set_row(2, 40.0, 39.0)])))
+    out = tmp_path / "bars.json"
+    assert bars.main([str(suite), str(gen), "--json", str(out), "--misses", "1"]) == 0
+    text = capsys.readouterr().out
+    assert "decode floor      2 of    3 met" in text
+    assert "dsv3_ep8 indexed uniform x=1 down: 50.0% of the floor" in text
+    verdict = json.loads(out.read_text())
+    assert verdict["decode floor"] == dict(judged=3, met=2, misses=["dsv3_ep8 indexed uniform x=1 down: 50.0% of the floor"])
