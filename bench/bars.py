@@ -16,6 +16,7 @@ row's floor is the bench's (the larger of its bytes and FLOP floors). Torch-free
 """
 import argparse
 import json
+import signal
 import sys
 
 FLOOR_BAR = 0.85          # floor / chord on decode rows
@@ -94,6 +95,8 @@ def main(argv=None):
     parser.add_argument("--misses", type=int, default=10, help="misses listed per bar, worst first")
     parser.add_argument("--json", default=None, help="also write the verdicts here")
     args = parser.parse_args(argv)
+    if argv is None:  # as a command: a closed pipe (`| head`) ends it quietly
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     bars = judge(load_rows(args.results))
     for name, bar in bars.items():
         print(f"{name:14s} {bar['met']:4d} of {bar['judged']:4d} met")
