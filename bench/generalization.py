@@ -79,7 +79,8 @@ def routing_block(routed_rows, experts):
     tuning table holds the shape: the rows our `humming` facade hands vLLM (humming.tune
     heuristic_rows), 16 / 32 / 64 by the routed rows per local expert with 1.5x headroom for
     skew. The block bounds the M tile, so a fixed 16 would make every expert's weights stream
-    once per 16 of its rows."""
+    once per 16 of its rows. Written out here so that the set needs no torch;
+    tests/python/test_humming_tuning.py keeps it equal to the facade's rows."""
     for block in (16, 32):
         if routed_rows <= int(block * experts / 1.5):
             return block

@@ -67,23 +67,30 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
 
 BLOCK_POLICIES = ("auto", "decode", "prefill")
 
+# The routing blocks, smallest first, and the headroom over the mean rows per expert that a
+# block is sized for: chord's resolver sizes its M tile for 1.5x the mean (routing is ragged)
+# and needs the tile to divide the block; blocks above 64 rows pad too many rows at MoE batch
+# sizes. The `humming` facade's rows (humming.tune.heuristic_rows) are this rule over routed
+# rows.
+ROUTING_BLOCKS = (16, 32, 64)
+ROWS_HEADROOM = 1.5
+
 
 def block_size_for_rows(rows_per_expert: float, block_policy: str = "auto") -> int:
     """The routing block (and so the largest GEMM M tile) for a mean of rows_per_expert
-    routed rows per local expert. chord's resolver sizes its M tile for 1.5x the mean and
-    needs the tile to divide the block; blocks above 64 rows pad too many rows at MoE
-    batch sizes, so 64 is the largest.
+    routed rows per local expert: the smallest of ROUTING_BLOCKS that holds ROWS_HEADROOM
+    times the mean, else the largest.
 
     block_policy: "auto" (from the rows), "decode" (16) or "prefill" (64).
     """
     if block_policy == "decode":
-        return 16
+        return ROUTING_BLOCKS[0]
     if block_policy == "prefill":
-        return 64
+        return ROUTING_BLOCKS[-1]
     if block_policy != "auto":
         raise ValueError(f"chord_kernels: unknown block_policy '{block_policy}'; use 'auto', 'decode' or 'prefill'")
-    rows = rows_per_expert * 1.5
-    for block in (16, 32):
+    rows = rows_per_expert * ROWS_HEADROOM
+    for block in ROUTING_BLOCKS[:-1]:
         if rows <= block:
             return block
-    return 64
+    return ROUTING_BLOCKS[-1]

@@ -13,6 +13,7 @@ from typing import Any, List, Optional
 import torch
 
 import chord_kernels
+from chord_kernels.routing import ROUTING_BLOCKS, ROWS_HEADROOM
 from humming.config import GemmType, LayerConfig
 from humming.schema.base import unsupported
 
@@ -20,14 +21,15 @@ _NO_ROWS_LIMIT = 1 << 62
 
 
 def heuristic_rows(num_experts: int) -> List[list]:
-    """Block 16 / 32 / 64 by the mean routed rows per expert (1.5x headroom for skew)."""
+    """chord_kernels.block_size_for_rows's rule over routed rows: block 16 / 32 / 64 by the
+    mean routed rows per expert, with its headroom for skew."""
     rows, lower = [], -1
-    for block in (16, 32):
-        upper = int(block * num_experts / 1.5)
+    for block in ROUTING_BLOCKS[:-1]:
+        upper = int(block * num_experts / ROWS_HEADROOM)
         if upper > lower:
             rows.append([lower, upper, {"block_shape": [block, 0, 0], "backend": "chord"}])
             lower = upper
-    rows.append([lower, _NO_ROWS_LIMIT, {"block_shape": [64, 0, 0], "backend": "chord"}])
+    rows.append([lower, _NO_ROWS_LIMIT, {"block_shape": [ROUTING_BLOCKS[-1], 0, 0], "backend": "chord"}])
     return rows
 
 
