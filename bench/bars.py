@@ -16,11 +16,15 @@ row's floor is the bench's (the larger of its bytes and FLOP floors). Torch-free
 """
 import argparse
 import json
+import os
 import signal
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import peers_chart  # noqa: E402  (torch-free: a row's state and ratio against a peer, the peers' bars)
+
 FLOOR_BAR = 0.85          # floor / chord on decode rows
-MARLIN_BAR = 0.9          # chord / Marlin on decode rows
+MARLIN_BAR = peers_chart.BARS["marlin"]  # chord / Marlin on decode rows
 BF16_BAR = 1.0            # chord / BF16 grouped_mm on prefill rows
 SMALL_FLOOR_US = 10.0     # decode rows under this floor are held to the Marlin bar alone
 DECODE_X = 64
@@ -47,9 +51,8 @@ def floor_fraction(row):
 
 def marlin_ratio(row):
     """chord's time / Marlin's, or None where Marlin did not run or failed its check."""
-    if row.get("marlin_check") != "ok" or not row.get("marlin_us"):
-        return None
-    return row["chord_us"] / row["marlin_us"]
+    state, ratio = peers_chart.status(row, "marlin")
+    return ratio if state == "ok" else None
 
 
 def judge(rows):

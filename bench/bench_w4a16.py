@@ -96,9 +96,9 @@ def flush_l2(flush):
 
 def time_interleaved_us(fns, flush, reps=100, warmup=10):
     """Median us of each function over `reps` calls, each after an L2 flush (flush_l2), timed
-    with events; the functions' reps are interleaved (a, b, a, b, ...),
-    so that all of them run at the same clock: heavy rows run under the power cap, where each
-    function timed alone settles at its own clock (docs/benchmarking.md, --interleaved)."""
+    with events; the functions' reps are interleaved (a, b, a, b, ...), so that all of them run
+    at the same clock: heavy rows run under the power cap, where each function timed alone
+    settles at its own clock (docs/benchmarking.md, --interleaved)."""
     for _ in range(warmup):
         for fn in fns:
             fn()
