@@ -1198,8 +1198,11 @@ def count_peer_failures(rows, peers):
     return sum(1 for r in rows for p in peers if r.get(f"{p}_check") not in (None, "ok", "not run"))
 
 
-class Stopped(Exception):
-    """SIGTERM (what `timeout` sends) during a run."""
+class Stopped(BaseException):
+    """SIGTERM (what `timeout` sends) during a run. A BaseException, like KeyboardInterrupt: the
+    handlers that record a failing peer as a result (`except Exception`) must not swallow it, or
+    a signal that lands inside a peer's call (Humming compiling a new shape) lets the run go on
+    past its time limit and lose every row."""
 
 
 def stop_on_sigterm():

@@ -9,10 +9,12 @@
 # CHORD_BENCH_COMMIT=<hash> where the tree's git metadata is stale. The two sets do not fit one
 # call of 600 s together: run `suite`, then `generalization` with SKIP_WHEEL=1 while the machine
 # is still warm (the wheel and Humming's cache are still there).
-#   [SKIP_WHEEL=1] lab/device_peers.sh suite|generalization [SECONDS]   (default budget 570 s)
+#   [SKIP_WHEEL=1] lab/device_peers.sh suite|generalization [SECONDS]   (default budget 550 s)
+# The bench gets what is left of SECONDS, then SIGTERM (it writes the rows done) and, 15 s later,
+# SIGKILL; bars and the tarball take a few seconds after that, within the device tool's 600 s.
 set -uo pipefail
 set_name=${1:?usage: lab/device_peers.sh suite|generalization [SECONDS]}
-budget=${2:-570}
+budget=${2:-550}
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
 left() { echo $(( budget - $(elapsed) )); }
@@ -27,13 +29,13 @@ if [[ -z ${SKIP_WHEEL:-} ]]; then
   echo "wheel at $(elapsed) s"
 fi
 if [[ ! -d ${HUMMING_CACHE_DIR:-$HOME/.humming/cache} ]]; then
-  CHORD_CACHE_DIR=$runs/warm-cache PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/bench_w4a16.py --quick \
+  CHORD_CACHE_DIR=$runs/warm-cache PYTHONUNBUFFERED=1 timeout -k 15 "$(left)" python3 bench/bench_w4a16.py --quick \
     --peers marlin,humming --out "$runs/warm" > "$runs/warm.txt" 2>&1
   echo "warm-up run (not kept) rc=$? at $(elapsed) s"
 fi
 args=(--peers marlin,humming --out "$runs/$set_name")
 [[ $set_name == generalization ]] && args+=(--set generalization)
-PYTHONUNBUFFERED=1 timeout "$(left)" python3 bench/bench_w4a16.py "${args[@]}" > "$runs/$set_name.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout -k 15 "$(left)" python3 bench/bench_w4a16.py "${args[@]}" > "$runs/$set_name.txt" 2>&1
 echo "$set_name rc=$? at $(elapsed) s"
 python3 bench/bars.py "$runs/$set_name"/*.json --misses 20 --json "$runs/bars_$set_name.json" \
   > "$runs/bars_$set_name.txt" 2>&1 && head -4 "$runs/bars_$set_name.txt"

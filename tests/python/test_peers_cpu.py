@@ -516,6 +516,21 @@ def test_sigterm_keeps_the_rows_done():
         meta, rows = {}, []
         assert bench.run_rows_until_stopped(meta, lambda out: out.append(dict(check="ok")) or 7, rows) == 7
         assert meta == {} and len(rows) == 1
+        # A signal inside a peer's call stops the run too: the bench records a raising peer as a
+        # result (`except Exception`), and that handler must not take the stop for a failure.
+        def run_rows_with_peer(rows):
+            rows.append(dict(scenario="a", check="ok"))
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)  # lands inside the peer's call
+            except Exception:  # noqa: BLE001 - as the bench's peer handlers do
+                rows.append(dict(scenario="peer failed", check="ok"))
+            rows.append(dict(scenario="never", check="ok"))
+            return 0
+
+        meta, rows = {}, []
+        assert bench.run_rows_until_stopped(meta, run_rows_with_peer, rows) == 0
+        assert [r["scenario"] for r in rows] == ["a"]
+        assert meta["partial"] == "stopped by SIGTERM after 1 rows"
     finally:
         signal.signal(signal.SIGTERM, previous)
 
