@@ -94,28 +94,37 @@ def flush_l2(flush):
             flush.view(torch.int64).sum()
 
 
-def time_interleaved_us(fns, flush, reps=100, warmup=10):
+def time_interleaved_us(fns, flush, reps=100, warmup=10, late=None):
     """Median us of each function over `reps` calls, each after an L2 flush (flush_l2), timed
     with events; the functions' reps are interleaved (a, b, a, b, ...), so that all of them run
     at the same clock: heavy rows run under the power cap, where each function timed alone
-    settles at its own clock (docs/benchmarking.md, --interleaved)."""
+    settles at its own clock (docs/benchmarking.md, --interleaved).
+    late (a list, filled in place): per function, the fraction of its reps in which the GPU had
+    already reached the start event when the host had queued the call and its end event. In
+    those reps the GPU waited for the host inside the timed span, so the time includes host work
+    (a call whose host path outlasts the flush); near 0, the times are the GPU's alone."""
     for _ in range(warmup):
         for fn in fns:
             fn()
     events = [[(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
               for _ in fns]
+    reached = [0] * len(fns)
     for i in range(reps):
-        for fn, side in zip(fns, events):
+        for j, (fn, side) in enumerate(zip(fns, events)):
             start, end = side[i]
             flush_l2(flush)
             start.record()
             fn()
             end.record()
+            if late is not None:  # after end.record(): the query's host time stays out of the span
+                reached[j] += bool(start.query())
     torch.cuda.synchronize()
     medians = []
     for side in events:
         times = sorted(s.elapsed_time(e) * 1000.0 for s, e in side)
         medians.append(times[len(times) // 2])
+    if late is not None:
+        late[:] = [n / reps for n in reached]
     return medians
 
 
@@ -363,11 +372,14 @@ def try_peers(names, peer_calls):
     return fields, timed, failed
 
 
-def peer_times(fields, timed, times, ours):
+def peer_times(fields, timed, times, ours, late=None):
     """Sets `<peer>_us` and `vs_<peer>` (peer time / ours) of try_peers' timed peers from their
-    times (in the order of `timed`)."""
-    for (name, _), us in zip(timed, times):
+    times (in the order of `timed`), and `<peer>_host_late` from late (time_interleaved_us's
+    fractions, same order) where given."""
+    for j, ((name, _), us) in enumerate(zip(timed, times)):
         fields.update({f"{name}_us": round(us, 2), f"vs_{name}": round(us / ours, 3)})
+        if late:
+            fields[f"{name}_host_late"] = round(late[j], 2)
 
 
 def peer_text(row, names):
@@ -464,14 +476,18 @@ class Suite:
         peer_rows, peer_timed, _ = try_peers(self.peers, peer_calls)
         first_peer = len(timed)
         timed += [fn for _, fn in peer_timed]
+        late = []  # with peers: how often each call was queued after the GPU reached its start
         if ref_fn is not None and (self.interleaved or len(timed) > 1):
-            times = time_interleaved_us(timed + [ref_fn], self.flush)
+            times = time_interleaved_us(timed + [ref_fn], self.flush, late=late if peer_timed else None)
             anchor = times[-1]
         else:
             times = [time_us(fn, self.flush) for fn in timed]
             anchor = time_us(ref_fn, self.flush) if ref_fn is not None else float("nan")
         ours = times[0]
-        peer_times(peer_rows, peer_timed, times[first_peer:first_peer + len(peer_timed)], ours)
+        peer_times(peer_rows, peer_timed, times[first_peer:first_peer + len(peer_timed)], ours,
+                   late[first_peer:first_peer + len(peer_timed)])
+        if late:
+            peer_rows["host_late"] = round(late[0], 2)
         if self.against is not None:
             against = dict(against_us=round(times[1], 2), vs_against=round(times[1] / ours, 3),
                            against_check="ok" if against_ok else "FAIL", against_rel_error=against_err)
@@ -783,18 +799,23 @@ def generalization_call(library, call, w, gen, with_peers=False, against=None):
 def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
     """One row of the set: the call run once (its first call timed: JIT compile included) and
     checked, the --peers peers on it (try_peers: each run once and checked), then all of them
-    timed rep by rep by timer(functions) -> us each (one clock); prints the row's line. Returns
-    (row, ok, peers failed); with peer_names the row ends with the peers' fields (<peer>_us,
-    vs_<peer>, <peer>_check, ...: 'not run' where peer_calls has no call for the peer)."""
+    timed rep by rep by timer(functions, late) -> us each (one clock; late: a list the timer may
+    fill, as time_interleaved_us does); prints the row's line. Returns (row, ok, peers failed);
+    with peer_names the row ends with the peers' fields (<peer>_us, vs_<peer>, <peer>_check,
+    <peer>_host_late, ...: 'not run' where peer_calls has no call for the peer) and, where a peer
+    was timed, chord's `host_late`."""
     t1 = time.perf_counter()
     fn()
     torch.cuda.synchronize()
     first_call_ms = (time.perf_counter() - t1) * 1000.0
     ok, err = check()
     fields, timed, peers_failed = try_peers(peer_names, peer_calls)
-    times = timer([fn] + [peer_fn for _, peer_fn in timed])
+    late = []
+    times = timer([fn] + [peer_fn for _, peer_fn in timed], late if timed else None)
     us = times[0]
-    peer_times(fields, timed, times[1:], us)
+    peer_times(fields, timed, times[1:], us, late[1:])
+    if late:
+        fields["host_late"] = round(late[0], 2)
     config = call["config"]
     row = dict(model=call["model"], split=call["split"], scenario=call["scenario"], mode=call["mode"],
                weight=call["weight"], draw=call["draw"], x=call["x"], proj=call["proj"], n=call["n"],
@@ -837,7 +858,7 @@ def run_generalization(args, loaded_peers=None, rows=None):
     flush = l2_flush_buffer()
     settle_clocks()
     rows, failures = [] if rows is None else rows, 0
-    timer = lambda fns: time_interleaved_us(fns, flush, reps=args.reps)  # noqa: E731 - one fn: time_us
+    timer = lambda fns, late=None: time_interleaved_us(fns, flush, reps=args.reps, late=late)  # noqa: E731
     for split, group in itertools.groupby(calls, key=lambda c: c["split"]):
         group = list(group)
         weights = {}

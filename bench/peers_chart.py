@@ -18,6 +18,9 @@ import sys
 
 PEER_ORDER = ("marlin", "humming")  # known peers first, in this order; others after, as found
 BARS = {"marlin": 0.9}  # chord / peer above this is a miss (issue 29: <= 0.9x Marlin on decode); 1.0 otherwise
+# A peer's row is host-bound where, in more than this fraction of its reps, the GPU reached the
+# timing's start event before the host had queued the call (bench_w4a16.time_interleaved_us).
+HOST_LATE = 0.5
 
 
 def peer_names(rows):
@@ -86,8 +89,10 @@ def table(rows):
 def summary(rows, worst=10):
     """Text, per peer: how many rows it ran ok / wrong / raised / did not run; chord / peer
     (min / median / max) over its ok rows; the rows where that ratio is above the peer's bar
-    (BARS: 0.9 for Marlin, 1.0 otherwise), the `worst` highest listed; the rows where it raised,
-    with the message. Empty where no row carries a peer."""
+    (BARS: 0.9 for Marlin, 1.0 otherwise), the `worst` highest listed; how many of its ok rows
+    were host-bound (`<peer>_host_late` above HOST_LATE: in most reps the GPU reached the timing's
+    start before the host had queued the call, so its time includes host work); the rows where
+    it raised, with the message. Empty where no row carries a peer."""
     lines = []
     for name in peer_names(rows):
         states = [(r, *status(r, name)) for r in rows]
@@ -96,6 +101,9 @@ def summary(rows, worst=10):
         bar = BARS.get(name, 1.0)
         spread = (f"; chord / {name} min / median / max {ok[0][0]:.3f} / {ok[len(ok) // 2][0]:.3f} / "
                   f"{ok[-1][0]:.3f}; {sum(1 for ratio, _ in ok if ratio > bar)} rows above {bar}") if ok else ""
+        host_bound = sum(1 for _, i in ok if (rows[i].get(f"{name}_host_late") or 0.0) > HOST_LATE)
+        if any(f"{name}_host_late" in rows[i] for _, i in ok):
+            spread += f"; {host_bound} host-bound"
         lines.append(f"{name}: {count['ok']} rows ok, {count['wrong']} wrong, {count['error']} raised, "
                      f"{count['not run']} not run{spread}")
         for ratio, i in sorted(((ratio, i) for ratio, i in ok if ratio > bar), reverse=True)[:worst]:

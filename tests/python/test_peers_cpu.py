@@ -357,8 +357,10 @@ def _generalization_rows(monkeypatch, names, make_peer):
     calls = generalization.calls(quick=True, only="minimax_ep8,gptoss_tp1 indexed uniform,phi35_tp2 offsets")
     timed = []
 
-    def timer(fns):
+    def timer(fns, late=None):
         timed.append(list(fns))
+        if late is not None:  # the peers' calls queued late in every rep, chord's never
+            late[:] = [0.0] + [1.0] * (len(fns) - 1)
         return [10.0 * (i + 1) for i in range(len(fns))]
 
     rows = []
@@ -390,7 +392,7 @@ def test_generalization_rows_with_against_time_both_builds_rep_by_rep(monkeypatc
     monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda *a: None)
     timed, rows = [], []
 
-    def timer(fns):
+    def timer(fns, late=None):
         timed.append(list(fns))
         return [10.0 * (i + 1) for i in range(len(fns))]
 
@@ -446,6 +448,10 @@ def test_generalization_rows_gain_the_peer_fields(monkeypatch):
             assert row["humming_us"] is None and row["vs_humming"] is None
         else:
             assert row["humming_check"] == "ok" and row["humming_us"] == 10.0 * len(fns)
+        # the timer's late fractions: each timed peer's, and ours where some peer was timed
+        for name in ("marlin", "humming"):
+            assert row.get(f"{name}_host_late") == (1.0 if name in served else None)
+        assert row.get("host_late") == (0.0 if served else None)
     # the chart, the table and the summary read these rows as they read the suite's
     assert peers_chart.peer_names(rows) == ["marlin", "humming"]
     ran = peers_chart.timed_rows(rows)
@@ -455,6 +461,61 @@ def test_generalization_rows_gain_the_peer_fields(monkeypatch):
     assert "| minimax_ep8 indexed uniform 64 gate_up | 10.0 | 20.0 (wrong) | 30.0 | 0.33 (humming) |" in text
     summary = peers_chart.summary(rows)
     assert "rows above 0.9" in summary and "error: gptoss_tp1 indexed uniform 8 down: ERROR" in summary
+    marlin_ok = sum(1 for r in rows if r.get("marlin_check") == "ok")
+    assert f"; {marlin_ok} host-bound" in summary.splitlines()[0]  # every ok row's calls were late
+
+
+def test_time_interleaved_reports_calls_queued_after_the_start():
+    """time_interleaved_us: medians per function from the events' spans, the functions' reps
+    interleaved, and `late`: the fraction of each function's reps in which its start event had
+    already completed (the GPU waiting for the host) once the call and its end were queued."""
+    bench = pytest.importorskip("bench_w4a16")
+    spans = [[5.0, 1.0, 3.0, 2.0], [40.0, 10.0, 20.0, 30.0]]  # us, per function and rep
+    reached = [[False] * 4, [True, False, True, True]]
+    recorded, queued = [], []
+
+    class Event:  # the k-th event recorded is the start (k even) or end of pair k // 2
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.k = None
+
+        def where(self):
+            pair = self.k // 2
+            return pair % 2, pair // 2  # function, rep (two functions)
+
+        def record(self):
+            self.k = len(recorded)
+            recorded.append(self)
+
+        def query(self):
+            assert self.k % 2 == 0 and len(recorded) == self.k + 2  # the start, after the end was queued
+            fn, rep = self.where()
+            return reached[fn][rep]
+
+        def elapsed_time(self, end):  # ms
+            assert end.k == self.k + 1
+            fn, rep = self.where()
+            return spans[fn][rep] / 1000.0
+
+    def make(j):
+        def fn():
+            queued.append((j, len(recorded)))
+        return fn
+
+    originals = (bench.torch.cuda.Event, bench.torch.cuda.synchronize, bench.flush_l2)
+    bench.torch.cuda.Event, bench.torch.cuda.synchronize = Event, lambda *a: None
+    bench.flush_l2 = lambda flush: None
+    try:
+        late = []
+        medians = bench.time_interleaved_us([make(0), make(1)], None, reps=4, warmup=2, late=late)
+        assert [j for j, _ in queued] == [0, 1] * 6  # two warm-up rounds, then rep by rep
+        assert all(n % 2 == 1 for _, n in queued[4:])  # each timed call between its start and end
+        assert medians == pytest.approx([3.0, 30.0])  # the upper median of four
+        assert late == [0.0, 0.75]
+        recorded.clear()
+        assert bench.time_interleaved_us([make(0), make(1)], None, reps=4, warmup=0) == pytest.approx([3.0, 30.0])
+    finally:
+        bench.torch.cuda.Event, bench.torch.cuda.synchronize, bench.flush_l2 = originals
 
 
 def test_peer_layout_errors_reach_the_rows():
