@@ -10,7 +10,10 @@ bench/bench_w4a16.py (the suite, the generalization set, with or without --peers
 
 A decode row is a masked row, or an indexed or offsets row of at most 64 tokens per rank (a
 contiguous row: 64 rows per expert); the generalization set's calls are all decode rows. A
-row's floor is the bench's (the larger of its bytes and FLOP floors). Torch-free.
+row's floor is the bench's (the larger of its bytes and FLOP floors). A Marlin verdict whose
+row was host-bound (ours or Marlin's `host_late` above peers_chart.HOST_LATE: the time includes
+host work) is counted and marked as such: it compares host paths as much as kernels.
+Torch-free.
 
     python3 bench/bars.py RESULTS.json [RESULTS.json ...] [--misses N] [--json OUT]
 """
@@ -55,17 +58,24 @@ def marlin_ratio(row):
     return ratio if state == "ok" else None
 
 
+def host_bound(row, peer):
+    """Whether ours or the peer's time on this row includes host work (bench_w4a16's host_late)."""
+    return max(row.get("host_late") or 0.0, row.get(f"{peer}_host_late") or 0.0) > peers_chart.HOST_LATE
+
+
 def judge(rows):
-    """{bar: {"judged": n, "met": n, "misses": [(how far, row name), ...] worst first}}."""
-    bars = {name: {"judged": 0, "met": 0, "misses": []}
+    """{bar: {"judged": n, "met": n, "host_bound": n, "misses": [(how far, row name), ...] worst
+    first}}; host_bound: the judged rows timed host-bound (the Marlin bar's)."""
+    bars = {name: {"judged": 0, "met": 0, "host_bound": 0, "misses": []}
             for name in ("decode floor", "decode Marlin", "prefill BF16", "checks")}
 
-    def count(name, met, miss):
+    def count(name, met, miss, bound=False):
         bars[name]["judged"] += 1
+        bars[name]["host_bound"] += bound
         if met:
             bars[name]["met"] += 1
         else:
-            bars[name]["misses"].append(miss)
+            bars[name]["misses"].append((miss[0], miss[1] + (" (host-bound)" if bound else "")))
 
     for row in rows:
         count("checks", row["check"] == "ok", (0.0, row_name(row) + ": " + row["check"]))
@@ -75,7 +85,8 @@ def judge(rows):
                 count("decode floor", frac >= FLOOR_BAR, (frac, f"{row_name(row)}: {100 * frac:.1f}% of the floor"))
             ratio = marlin_ratio(row)
             if ratio is not None:
-                count("decode Marlin", ratio <= MARLIN_BAR, (-ratio, f"{row_name(row)}: {ratio:.3f}x Marlin"))
+                count("decode Marlin", ratio <= MARLIN_BAR, (-ratio, f"{row_name(row)}: {ratio:.3f}x Marlin"),
+                      host_bound(row, "marlin"))
         elif row.get("grouped_mm_bf16_us"):
             ratio = row["chord_us"] / row["grouped_mm_bf16_us"]
             count("prefill BF16", ratio <= BF16_BAR, (-ratio, f"{row_name(row)}: {ratio:.3f}x BF16"))
@@ -102,14 +113,16 @@ def main(argv=None):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     bars = judge(load_rows(args.results))
     for name, bar in bars.items():
-        print(f"{name:14s} {bar['met']:4d} of {bar['judged']:4d} met")
+        bound = f" ({bar['host_bound']} of the {bar['judged']} host-bound)" if bar["host_bound"] else ""
+        print(f"{name:14s} {bar['met']:4d} of {bar['judged']:4d} met{bound}")
         for _, text in bar["misses"][:args.misses]:
             print(f"    {text}")
         if len(bar["misses"]) > args.misses:
             print(f"    ... {len(bar['misses']) - args.misses} more")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({name: dict(judged=b["judged"], met=b["met"], misses=[t for _, t in b["misses"]])
+            json.dump({name: dict(judged=b["judged"], met=b["met"], host_bound=b["host_bound"],
+                                  misses=[t for _, t in b["misses"]])
                        for name, b in bars.items()}, f, indent=1)
     return 0
 

@@ -66,4 +66,20 @@ def test_command_line_reads_several_files_and_writes_the_verdicts(tmp_path, caps
     assert "decode floor      2 of    3 met" in text
     assert "dsv3_ep8 indexed uniform x=1 down: 50.0% of the floor" in text
     verdict = json.loads(out.read_text())
-    assert verdict["decode floor"] == dict(judged=3, met=2, misses=["dsv3_ep8 indexed uniform x=1 down: 50.0% of the floor"])
+    assert verdict["decode floor"] == dict(judged=3, met=2, host_bound=0,
+                                           misses=["dsv3_ep8 indexed uniform x=1 down: 50.0% of the floor"])
+
+
+def test_marlin_verdicts_on_host_bound_rows_are_counted_and_marked(capsys):
+    """A row whose time includes host work (ours or Marlin's host_late above 0.5) is still judged,
+    and counted and marked host-bound; a late fraction at or under 0.5, or none, is not."""
+    rows = [set_row(1, 10.0, 5.0, marlin_us=20.0), set_row(2, 10.0, 5.0, marlin_us=10.0),
+            set_row(4, 10.0, 5.0, marlin_us=10.0), set_row(8, 10.0, 5.0, marlin_us=10.0)]
+    rows[0]["marlin_host_late"] = 0.9  # met, on Marlin's host path
+    rows[1]["host_late"] = 0.6         # missed, on ours
+    rows[2].update(host_late=0.5, marlin_host_late=0.0)
+    verdict = bars.judge(rows)["decode Marlin"]
+    assert (verdict["judged"], verdict["met"], verdict["host_bound"]) == (4, 1, 2)
+    assert sorted(text for _, text in verdict["misses"]) == [
+        "dsv3_ep8 indexed uniform x=2 down: 1.000x Marlin (host-bound)",
+        "dsv3_ep8 indexed uniform x=4 down: 1.000x Marlin", "dsv3_ep8 indexed uniform x=8 down: 1.000x Marlin"]
