@@ -60,7 +60,7 @@ def marlin_ratio(row):
 
 def host_bound(row, peer):
     """Whether ours or the peer's time on this row includes host work (bench_w4a16's host_late)."""
-    return max(row.get("host_late") or 0.0, row.get(f"{peer}_host_late") or 0.0) > peers_chart.HOST_LATE
+    return peers_chart.late(row) or peers_chart.late(row, peer)
 
 
 def judge(rows):

@@ -65,21 +65,29 @@ def best_peer(row, names):
     return name, us
 
 
+def late(row, name=None):
+    """Whether the row's time of that peer (None: ours) was host-bound: its `host_late` above
+    HOST_LATE."""
+    return (row.get("host_late" if name is None else f"{name}_host_late") or 0.0) > HOST_LATE
+
+
 def table(rows):
     """A Markdown table of the rows where a peer ran: row, chord us, each peer's us ('(wrong)'
     after a failed check, 'error' where it raised, 'not run' where it did not run) and chord / the
-    fastest peer that checked ok (below 1: chord is faster), naming that peer."""
+    fastest peer that checked ok (below 1: chord is faster), naming that peer. A host-bound time
+    (late) is marked '(host)'."""
     names = peer_names(rows)
     head = ["row", "chord us"] + [f"{n} us" for n in names] + ["chord/best peer"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
     for row in timed_rows(rows):
-        cells = [label(row), f"{row['chord_us']:.1f}"]
+        cells = [label(row), f"{row['chord_us']:.1f}" + (" (host)" if late(row) else "")]
         for n in names:
             state, _ = status(row, n)
             if state in ("not run", "error"):
                 cells.append(state)
             else:
-                cells.append(f"{row[f'{n}_us']:.1f}" + (" (wrong)" if state == "wrong" else ""))
+                cells.append(f"{row[f'{n}_us']:.1f}" + (" (wrong)" if state == "wrong" else "")
+                             + (" (host)" if late(row, n) else ""))
         best = best_peer(row, names)
         cells.append(f"{row['chord_us'] / best[1]:.2f} ({best[0]})" if best else "-")
         lines.append("| " + " | ".join(cells) + " |")
@@ -101,7 +109,7 @@ def summary(rows, worst=10):
         bar = BARS.get(name, 1.0)
         spread = (f"; chord / {name} min / median / max {ok[0][0]:.3f} / {ok[len(ok) // 2][0]:.3f} / "
                   f"{ok[-1][0]:.3f}; {sum(1 for ratio, _ in ok if ratio > bar)} rows above {bar}") if ok else ""
-        host_bound = sum(1 for _, i in ok if (rows[i].get(f"{name}_host_late") or 0.0) > HOST_LATE)
+        host_bound = sum(1 for _, i in ok if late(rows[i], name))
         if any(f"{name}_host_late" in rows[i] for _, i in ok):
             spread += f"; {host_bound} host-bound"
         lines.append(f"{name}: {count['ok']} rows ok, {count['wrong']} wrong, {count['error']} raised, "

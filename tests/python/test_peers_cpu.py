@@ -458,11 +458,18 @@ def test_generalization_rows_gain_the_peer_fields(monkeypatch):
     assert ran == [r for r in rows if r["mode"] == "indexed"]
     text = peers_chart.table(rows)
     assert "| gptoss_tp1 indexed uniform 8 down | 10.0 | not run | error | - |" in text
-    assert "| minimax_ep8 indexed uniform 64 gate_up | 10.0 | 20.0 (wrong) | 30.0 | 0.33 (humming) |" in text
+    # the timer had every peer's call queued late: their times are marked host-bound, ours not
+    assert "| minimax_ep8 indexed uniform 64 gate_up | 10.0 | 20.0 (wrong) (host) | 30.0 (host) | 0.33 (humming) |" in text
     summary = peers_chart.summary(rows)
     assert "rows above 0.9" in summary and "error: gptoss_tp1 indexed uniform 8 down: ERROR" in summary
     marlin_ok = sum(1 for r in rows if r.get("marlin_check") == "ok")
     assert f"; {marlin_ok} host-bound" in summary.splitlines()[0]  # every ok row's calls were late
+    # the table marks the peers' host-bound times, not ours (host_late 0.0)
+    rows[0].update(marlin_host_late=0.9, humming_host_late=0.5, host_late=0.0)
+    marked = peers_chart.table([rows[0]]).splitlines()[-1]
+    assert marked.count("(host)") == (1 if rows[0]["marlin_us"] is not None else 0)
+    rows[0]["host_late"] = 0.75
+    assert peers_chart.table([rows[0]]).splitlines()[-1].split(" | ")[1].endswith("(host)")
 
 
 def test_time_interleaved_reports_calls_queued_after_the_start():
