@@ -472,7 +472,7 @@ def test_generalization_rows_gain_the_peer_fields(monkeypatch):
     assert peers_chart.table([rows[0]]).splitlines()[-1].split(" | ")[1].endswith("(host)")
 
 
-def test_time_interleaved_reports_calls_queued_after_the_start():
+def test_time_interleaved_reports_calls_queued_after_the_start(monkeypatch):
     """time_interleaved_us: medians per function from the events' spans, the functions' reps
     interleaved, and `late`: the fraction of each function's reps in which its start event had
     already completed (the GPU waiting for the host) once the call and its end were queued."""
@@ -509,20 +509,17 @@ def test_time_interleaved_reports_calls_queued_after_the_start():
             queued.append((j, len(recorded)))
         return fn
 
-    originals = (bench.torch.cuda.Event, bench.torch.cuda.synchronize, bench.flush_l2)
-    bench.torch.cuda.Event, bench.torch.cuda.synchronize = Event, lambda *a: None
-    bench.flush_l2 = lambda flush: None
-    try:
-        late = []
-        medians = bench.time_interleaved_us([make(0), make(1)], None, reps=4, warmup=2, late=late)
-        assert [j for j, _ in queued] == [0, 1] * 6  # two warm-up rounds, then rep by rep
-        assert all(n % 2 == 1 for _, n in queued[4:])  # each timed call between its start and end
-        assert medians == pytest.approx([3.0, 30.0])  # the upper median of four
-        assert late == [0.0, 0.75]
-        recorded.clear()
-        assert bench.time_interleaved_us([make(0), make(1)], None, reps=4, warmup=0) == pytest.approx([3.0, 30.0])
-    finally:
-        bench.torch.cuda.Event, bench.torch.cuda.synchronize, bench.flush_l2 = originals
+    monkeypatch.setattr(bench.torch.cuda, "Event", Event)
+    monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(bench, "flush_l2", lambda flush: None)
+    late = []
+    medians = bench.time_interleaved_us([make(0), make(1)], None, reps=4, warmup=2, late=late)
+    assert [j for j, _ in queued] == [0, 1] * 6  # two warm-up rounds, then rep by rep
+    assert all(n % 2 == 1 for _, n in queued[4:])  # each timed call between its start and end
+    assert medians == pytest.approx([3.0, 30.0])  # the upper median of four
+    assert late == [0.0, 0.75]
+    recorded.clear()
+    assert bench.time_interleaved_us([make(0), make(1)], None, reps=4, warmup=0) == pytest.approx([3.0, 30.0])
 
 
 def test_peer_layout_errors_reach_the_rows():
