@@ -1,0 +1,35 @@
+"""lab/decode_grid.py without a GPU: kernel names to tiles, resident CTAs per SM from ptxas's
+resources, and a call's grid on its routing draw."""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "lab"))
+import decode_grid  # noqa: E402
+
+
+def test_parse_kernel_reads_both_engines():
+    k = decode_grid.parse_kernel("w4a16_indexed_m16n128k128s3w1x4_sk2")
+    assert (k["engine"], k["bm"], k["bn"], k["bk"], k["stages"], k["warps_n"], k["split_k"]) == \
+        ("mma_sync", 16, 128, 128, 3, 4, 2)
+    k = decode_grid.parse_kernel("w4a16_indexed_m8n64k256s3w1x4_g128")
+    assert (k["bm"], k["bn"], k["bk"], k["split_k"]) == (8, 64, 256, 1)
+    k = decode_grid.parse_kernel("w4a16_wgmma_indexed_m32n256wg2s5")
+    assert (k["engine"], k["bm"], k["bn"], k["bk"], k["stages"], k["split_k"]) == ("wgmma", 32, 256, 64, 5, 1)
+    assert decode_grid.parse_kernel("int4_dequantize") is None
+
+
+def test_ctas_per_sm_takes_the_tightest_limit():
+    # The masked EP8 decode tile: 68 KB of shared memory holds 3, 129 registers also 3.
+    assert decode_grid.ctas_per_sm(128, 67968, 129) == 3
+    # Registers bind: 80 per thread (2560 per warp) hold 6 CTAs of 4 warps, shared memory 9.
+    assert decode_grid.ctas_per_sm(128, 24000, 80) == 6
+    # 256 threads at 128 registers: two CTAs fill the register file.
+    assert decode_grid.ctas_per_sm(256, 100000, 128) == 2
+
+
+def test_grid_counts_tiles_per_expert():
+    call = {"topk_ids": [[0, 1], [0, 2], [0, 1]], "n": 512}  # expert 0: 3 rows, 1: 2, 2: 1
+    k = {"bm": 2, "bn": 128, "split_k": 2}
+    tiles, ctas, hottest = decode_grid.grid(call, k)
+    assert (tiles, hottest) == (2 + 1 + 1, 2)
+    assert ctas == tiles * (512 // 128) * 2
