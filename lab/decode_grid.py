@@ -1,6 +1,7 @@
 """Where a decode call's time goes, by its grid: for every indexed decode call of a
-generalization results file (bench/bench_w4a16.py --set generalization), the kernel that ran
-(the row's `kernel`), its tiles on the call's own routing draw (bench/generalization.py, the
+generalization results file (bench/bench_w4a16.py --set generalization), the rule's kernel
+(the row's `kernel`, what `chord config` picks: the decode tile search may run another tile on
+the GPU, which the results do not record), its tiles on the call's own routing draw (bench/generalization.py, the
 same draws), CTAs, resident CTAs per SM (shared memory and registers, from ptxas through
 `chord config --cubin`), waves and the busiest SM's share. No GPU.
 
