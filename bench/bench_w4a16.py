@@ -796,7 +796,16 @@ def generalization_call(library, call, w, gen, with_peers=False, against=None):
     return result(launch, out, check, peers)
 
 
-def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
+def last_kernel(library=None):
+    """The kernel that served this thread's last chord call (ck.last_w4a16_kernel): the decode
+    tile search's choice where it ran one; None from a build without the entry point."""
+    try:
+        return ck.last_w4a16_kernel(library=library)
+    except (RuntimeError, AttributeError):
+        return None
+
+
+def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None, library=None):
     """One row of the set: the call run once (its first call timed: JIT compile included) and
     checked, the --peers peers on it (try_peers: each run once and checked), then all of them
     timed rep by rep by timer(functions, late) -> us each (one clock; late: a list the timer may
@@ -808,6 +817,7 @@ def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
     fn()
     torch.cuda.synchronize()
     first_call_ms = (time.perf_counter() - t1) * 1000.0
+    ran_kernel = last_kernel(library)
     ok, err = check()
     fields, timed, peers_failed = try_peers(peer_names, peer_calls)
     late = []
@@ -821,7 +831,8 @@ def generalization_row(call, fn, check, timer, peer_names=(), peer_calls=None):
                weight=call["weight"], draw=call["draw"], x=call["x"], proj=call["proj"], n=call["n"],
                k=call["k"], experts=call["experts"], routed_rows=call["routed_rows"],
                active_experts=call["active_experts"], config=generalization.config_label(config),
-               config_source=config.get("source"), kernel=config.get("kernel"), chord_us=round(us, 2),
+               config_source=config.get("source"), kernel=config.get("kernel"), ran_kernel=ran_kernel,
+               chord_us=round(us, 2),
                floor_us=round(call["floor_us"], 2), floor_bytes=call["bytes"],
                pct_floor=round(100.0 * call["floor_us"] / us, 1), check="ok" if ok else "FAIL",
                rel_error=err, first_call_ms=round(first_call_ms, 1), **fields)
@@ -879,7 +890,7 @@ def run_generalization(args, loaded_peers=None, rows=None):
                 peer_calls = {name: made.get(name) if notes[name] is None else notes[name] for name in loaded_peers}
                 if against is not None:
                     peer_calls["against"] = made["against"]
-            row, ok, _ = generalization_row(call, fn, check, timer, names, peer_calls)
+            row, ok, _ = generalization_row(call, fn, check, timer, names, peer_calls, library=chord)
             failures += (not ok) + (against is not None and row["against_check"] != "ok")
             rows.append(row)
         del weights, fn, check

@@ -1,7 +1,8 @@
 """Where a decode call's time goes, by its grid: for every indexed decode call of a
-generalization results file (bench/bench_w4a16.py --set generalization), the rule's kernel
-(the row's `kernel`, what `chord config` picks: the decode tile search may run another tile on
-the GPU, which the results do not record), its tiles on the call's own routing draw (bench/generalization.py, the
+generalization results file (bench/bench_w4a16.py --set generalization), the kernel the call
+ran (the row's `ran_kernel`; files from before the bench recorded it have only `kernel`, the
+rule's pick, where the decode tile search may have run another tile), its tiles on the call's
+own routing draw (bench/generalization.py, the
 same draws), CTAs, resident CTAs per SM (shared memory and registers, from ptxas through
 `chord config --cubin`), waves and the busiest SM's share. No GPU.
 
@@ -105,18 +106,19 @@ def main():
         if args.over_marlin is not None and (ratio is None or ratio <= args.over_marlin):
             continue
         call = calls.get((r["scenario"], r["x"], r["proj"]))
-        k = parse_kernel(r.get("kernel", ""))
+        name = r.get("ran_kernel") or r.get("kernel", "")
+        k = parse_kernel(name)
         if call is None or k is None:
-            print(f"skipped {r['scenario']} x={r['x']} {r['proj']}: no draw or unknown kernel {r.get('kernel')}")
+            print(f"skipped {r['scenario']} x={r['x']} {r['proj']}: no draw or unknown kernel {name}")
             continue
-        key = (r["kernel"], call["n"], call["k"])
+        key = (name, call["n"], call["k"])
         if key not in cache:
             cache[key] = resources(args.chord, call, k)
         threads, smem, regs = cache[key]
         per_sm = ctas_per_sm(threads, smem, regs)
         tiles, ctas, hottest = grid(call, k)
         slots = per_sm * SMS
-        out.append(dict(row=f"{r['scenario']} x={r['x']} {r['proj']}", kernel=r["kernel"], chord_us=r["chord_us"],
+        out.append(dict(row=f"{r['scenario']} x={r['x']} {r['proj']}", kernel=name, ran=bool(r.get("ran_kernel")), chord_us=r["chord_us"],
                         marlin_us=r.get("marlin_us"), vs_marlin=ratio, pct_floor=r["pct_floor"],
                         floor_us=r["floor_us"], tiles=tiles, ctas=ctas, ctas_per_sm=per_sm, regs=regs, smem=smem,
                         waves=ctas / slots if slots else None,

@@ -4,6 +4,8 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
 #include <thread>
 
 #include <fmt/format.h>
@@ -259,7 +261,14 @@ void set_tma_maps(const Launch& l, W4A16Args* args) {
                                            kW4A16WgmmaWsBlockM, kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B));
 }
 
+// The config of the last W4A16 GEMM call this thread made (w4a16_last_kernel): the decode tile
+// search may run another tile than the rule's, and only the call knows which. Every call's
+// launch passes here last (a search's timed candidates before it), so the call's own config
+// is the one kept.
+thread_local std::optional<W4A16GemmConfig> t_last_config;
+
 void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
+  t_last_config = l.config;
   W4A16Args args = in_args;
   set_tma_maps(l, &args);
   // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
@@ -671,5 +680,7 @@ void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight,
   args.capacity = static_cast<int>(capacity);
   launch(prepare(problem, args, weight, stream, kind), args, stream);
 }
+
+std::string w4a16_last_kernel() { return t_last_config ? t_last_config->source().name : std::string(); }
 
 }  // namespace chord

@@ -1,6 +1,8 @@
 // Operators of the W4A16 grouped GEMM family (chord.h: chord_w4a16_*).
 #pragma once
+
 #include <cstdint>
+#include <string>
 
 #include <cuda.h>
 
@@ -40,5 +42,9 @@ void w4a16_offsets_kind(const void* a, int64_t s_rows, const chord_w4a16_weight_
 void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* sorted_ids,
                    int64_t capacity, const int32_t* expert_ids, const int32_t* num_tokens_padded, int64_t top_k,
                    int64_t block_size, void* out, CUstream stream);
+
+// The kernel name (as `chord config` prints it) of the config the calling thread's last W4A16
+// GEMM call chose, on any mode and weight kind; empty before the thread's first call.
+std::string w4a16_last_kernel();
 
 }  // namespace chord

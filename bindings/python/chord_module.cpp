@@ -47,7 +47,7 @@ namespace {
   X(chord_moe_activation) X(chord_nf4_layout_version) X(chord_nf4_weight_bytes) X(chord_nf4_absmax_bytes) \
   X(chord_nf4_pack) X(chord_nf4_dequantize) X(chord_nf4_offsets) X(chord_w4a16_tuning_json)               \
   X(chord_get_jit_stats) X(chord_w4a16_zp_scale_bytes) X(chord_w4a16_pack_zp)                            \
-  X(chord_w4a16_format_scale_bytes)
+  X(chord_w4a16_format_scale_bytes) X(chord_w4a16_last_kernel)
 #define CHORD_API_ALL(X) CHORD_API_REQUIRED(X) CHORD_API_OPTIONAL(X)
 
 struct Api {
@@ -355,6 +355,19 @@ std::optional<std::string> tuning_json(const Api& api, std::optional<std::string
   return text;
 }
 
+// The kernel that served this thread's last W4A16 GEMM call (chord_w4a16_last_kernel); None
+// before the thread's first call.
+std::optional<std::string> last_kernel(const Api& api) {
+  auto fn = CHORD_ENTRY(api, chord_w4a16_last_kernel);
+  const int64_t length = fn(nullptr, 0);
+  if (length < 0) raise(PyExc_ValueError, std::string("chord: ") + api.chord_last_error());
+  if (length == 0) return std::nullopt;
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  fn(text.data(), length + 1);
+  text.resize(static_cast<size_t>(length));
+  return text;
+}
+
 }  // namespace
 
 NB_MODULE(_chord, m) {
@@ -431,6 +444,7 @@ NB_MODULE(_chord, m) {
           nb::arg("dtype"), nb::arg("out"), nb::arg("stream"));
   def_api(m, library, "nf4_offsets", &nf4_offsets, nb::arg("x"), nb::arg("dtype"), nb::arg("S"), nb::arg("tag"),
           nb::arg("weight"), nb::arg("absmax"), nb::arg("offsets"), nb::arg("out"), nb::arg("stream"));
+  def_api(m, library, "last_kernel", &last_kernel);
   def_api(m, library, "tuning_json", &tuning_json, nb::arg("arch").none(), nb::arg("E"), nb::arg("N"), nb::arg("K"),
           nb::arg("top_k"));
 }

@@ -279,6 +279,14 @@ CHORD_EXPORT chord_status_t chord_moe_activation(int kind, const char* expressio
 CHORD_EXPORT int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k,
                                              char* buffer, int64_t capacity);
 
+/* The kernel that served the calling thread's last W4A16 GEMM call (any mode, INT4 or NF4),
+ * named as `chord config` names it: the tile the call ran, which the decode tile search may
+ * have chosen over the rule's (docs/tuning.md); the call launched it unless it had no rows.
+ * Per thread, no GPU work. Writes at most `capacity` bytes including the NUL; returns the full
+ * length (excluding the NUL); 0 (and an empty string) before the thread's first such call;
+ * -1 with chord_last_error() set when buffer is NULL with capacity > 0 or capacity < 0. */
+CHORD_EXPORT int64_t chord_w4a16_last_kernel(char* buffer, int64_t capacity);
+
 /* Routing validation. With CHORD_VALIDATE_ROUTING=1 every W4A16 call first enqueues a small
  * check of its device routing tensors (no host sync) that records the first violation in
  * the current context. chord_routing_check_report() synchronizes the context, returns and

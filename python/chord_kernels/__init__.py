@@ -40,6 +40,7 @@ from ._ops import (
     grouped_mm,
     indexed,
     jit_stats,
+    last_w4a16_kernel,
     masked,
     offsets,
     pack_w4a16,
@@ -67,7 +68,7 @@ __all__ = [
     "FORMAT_INT4_G128_ZP", "FORMAT_INT4_G128_ZP_FP16", "GROUP_128", "GROUP_SIZE", "LAYOUT_VERSION", "MAGIC", "MODES", "PACK_K", "PACK_N", "W4A16Weight", "IndexedW4A16Layer",
     "from_awq", "from_compressed_tensors", "from_gptq",
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
-    "indexed", "jit_stats", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
+    "indexed", "jit_stats", "last_w4a16_kernel", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
     "routing_capacity", "tuning_table_json", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",
     "nf4_grouped_mm", "quantize_nf4",
 ]

@@ -757,6 +757,13 @@ def tuning_table_json(arch: Optional[str], experts: int, n: int, k: int, top_k: 
     return _native(library).tuning_json(arch, experts, n, k, top_k)
 
 
+def last_w4a16_kernel(*, library=None) -> Optional[str]:
+    """The kernel that served this thread's last W4A16 GEMM call (any mode, INT4 or NF4), named
+    as `chord config` names it: the tile the call ran, which the decode tile search may have
+    chosen over the rule's. None before the thread's first call."""
+    return _native(library).last_kernel()
+
+
 def jit_stats(*, library=None) -> dict:
     return dict(_native(library).jit_stats())
 

@@ -81,6 +81,30 @@ TEST_CASE("c api: jit stats are readable", "[capi]") {
   CHECK(stats.disk_rebuilds <= stats.nvrtc_compiles + stats.disk_hits + 1);
 }
 
+TEST_CASE("c api: the last W4A16 kernel is per thread, empty before a call, and checks its buffer", "[capi]") {
+  // A thread that made no W4A16 GEMM call (this process's CPU tests launch none) has none.
+  std::string seen = "unset";
+  int64_t length = -2;
+  std::thread([&] {
+    char buffer[64] = "x";
+    length = chord_w4a16_last_kernel(buffer, sizeof buffer);
+    seen = buffer;
+  }).join();
+  CHECK(length == 0);
+  CHECK(seen.empty());
+  CHECK(chord_w4a16_last_kernel(nullptr, 0) >= 0);  // the length alone
+  CHECK(chord_w4a16_last_kernel(nullptr, 8) == -1);
+  CHECK(std::string(chord_last_error()).find("buffer") != std::string::npos);
+  char one[1] = {'x'};
+  CHECK(chord_w4a16_last_kernel(one, -1) == -1);
+  CHECK(one[0] == 'x');  // nothing written on an error
+  // A call rejected before it chooses a kernel leaves the answer as it was.
+  const int64_t before = chord_w4a16_last_kernel(nullptr, 0);
+  chord_w4a16_weight_t weight{};
+  expect_invalid(chord_w4a16_offsets(fake(), 8, &weight, static_cast<const int32_t*>(fake()), fake(), nullptr), "weight");
+  CHECK(chord_w4a16_last_kernel(nullptr, 0) == before);
+}
+
 TEST_CASE("c api: size helpers answer -1 for negative, invalid or overflowing shapes, never a wrapped size",
           "[capi]") {
   using Helper = int64_t (*)(int64_t, int64_t, int64_t);

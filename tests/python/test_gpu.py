@@ -322,6 +322,22 @@ def test_offsets_grouped_mm(weights):
     assert rel_err(out[:used], torch_ref) < REL_TOL
 
 
+def test_last_kernel_names_the_call(weights):
+    # chord_w4a16_last_kernel: the kernel of this thread's last call, of its mode and weight kind.
+    packed, _, _, _ = weights
+    dt = packed.dtype
+    x = torch.randn(40, 512, device="cuda").to(dt)
+    ck.grouped_mm(x, torch.tensor([10, 10, 25, 40, 40, 40, 40, 40], dtype=torch.int32, device="cuda"), packed)
+    name = ck.last_w4a16_kernel()
+    assert name.startswith("w4a16_") and "_offsets_" in name, name
+    assert ("zp" in name) == (weights.zero_point is not None), name
+    assert ("g128" in name) == (weights.group == 128), name
+    assert ("f16" in name) == (dt == torch.float16), name
+    a = torch.randn(4, 8, 512, device="cuda").to(dt)
+    ck.masked(a, packed, torch.tensor([8, 0, 3, 5], dtype=torch.int32, device="cuda"), expected_m=4)
+    assert "_masked_" in ck.last_w4a16_kernel()
+
+
 @pytest.mark.parametrize("tokens,top_k,ep", [(5, 2, False), (77, 4, True), (600, 8, False)])
 def test_indexed(weights, tokens, top_k, ep):
     packed, _, _, ref = weights

@@ -54,6 +54,13 @@ def second_copy(tmp_path_factory):
     return ck.load_library(str(path))
 
 
+def test_last_kernel_is_none_before_a_call(second_copy):
+    # chord_w4a16_last_kernel is per thread and per copy: the second copy has served no W4A16
+    # GEMM on any thread.
+    assert second_copy.last_kernel() is None
+    assert ck.last_w4a16_kernel(library=second_copy) is None
+
+
 def test_second_copy_answers_as_the_linked_library(second_copy):
     assert second_copy.missing == []
     assert answers(second_copy) == answers(_native.lib)

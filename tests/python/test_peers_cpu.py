@@ -342,7 +342,7 @@ def test_parse_args_peers_with_the_sets():
 
 
 ROW_KEYS = ["model", "split", "scenario", "mode", "weight", "draw", "x", "proj", "n", "k", "experts", "routed_rows",
-            "active_experts", "config", "config_source", "kernel", "chord_us", "floor_us", "floor_bytes",
+            "active_experts", "config", "config_source", "kernel", "ran_kernel", "chord_us", "floor_us", "floor_bytes",
             "pct_floor", "check", "rel_error", "first_call_ms"]
 
 
@@ -354,6 +354,7 @@ def _generalization_rows(monkeypatch, names, make_peer):
     bench = pytest.importorskip("bench_w4a16")
     import generalization
     monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(bench.ck, "last_w4a16_kernel", lambda library=None: "w4a16_ran")
     calls = generalization.calls(quick=True, only="minimax_ep8,gptoss_tp1 indexed uniform,phi35_tp2 offsets")
     timed = []
 
@@ -380,6 +381,8 @@ def _generalization_rows(monkeypatch, names, make_peer):
 def test_generalization_rows_without_peers_are_unchanged(monkeypatch, capsys):
     rows, timed = _generalization_rows(monkeypatch, [], None)
     assert rows and all(list(r) == ROW_KEYS for r in rows)
+    # The kernel the library says served the call's first run (patched in _generalization_rows).
+    assert all(r["ran_kernel"] == "w4a16_ran" for r in rows)
     assert all(len(fns) == 1 for fns in timed)  # chord alone: time_us's call
     assert "not run" not in capsys.readouterr().out
 
