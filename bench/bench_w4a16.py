@@ -798,10 +798,11 @@ def generalization_call(library, call, w, gen, with_peers=False, against=None):
 
 def last_kernel(library=None):
     """The kernel that served this thread's last chord call (ck.last_w4a16_kernel): the decode
-    tile search's choice where it ran one; None from a build without the entry point."""
+    tile search's choice where it ran one; None from a build without the entry point (the
+    binding raises NotImplementedError) or a chord_kernels without the function."""
     try:
         return ck.last_w4a16_kernel(library=library)
-    except (RuntimeError, AttributeError):
+    except (NotImplementedError, AttributeError):
         return None
 
 

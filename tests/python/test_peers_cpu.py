@@ -378,6 +378,20 @@ def _generalization_rows(monkeypatch, names, make_peer):
     return rows, timed
 
 
+def test_last_kernel_of_a_build_without_the_entry_point_is_none(monkeypatch):
+    # An older --library build lacks chord_w4a16_last_kernel: the binding raises
+    # NotImplementedError when it is called; the row records None and the run goes on.
+    bench = pytest.importorskip("bench_w4a16")
+
+    def missing(library=None):
+        raise NotImplementedError("chord: libchord.so has no chord_w4a16_last_kernel")
+
+    monkeypatch.setattr(bench.ck, "last_w4a16_kernel", missing)
+    assert bench.last_kernel() is None
+    monkeypatch.setattr(bench.ck, "last_w4a16_kernel", lambda library=None: "w4a16_x")
+    assert bench.last_kernel() == "w4a16_x"
+
+
 def test_generalization_rows_without_peers_are_unchanged(monkeypatch, capsys):
     rows, timed = _generalization_rows(monkeypatch, [], None)
     assert rows and all(list(r) == ROW_KEYS for r in rows)
