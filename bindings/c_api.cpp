@@ -40,6 +40,17 @@ chord_status_t guarded(Body&& body) {
   }
 }
 
+// A text answer in the C API's convention: at most `capacity` bytes including the NUL (none
+// when capacity is 0), the full length returned.
+int64_t copy_text(const std::string& text, char* buffer, int64_t capacity) {
+  if (capacity > 0) {
+    const size_t copied = std::min(text.size(), static_cast<size_t>(capacity - 1));
+    text.copy(buffer, copied);
+    buffer[copied] = '\0';
+  }
+  return static_cast<int64_t>(text.size());
+}
+
 }  // namespace
 
 extern "C" {
@@ -187,23 +198,6 @@ chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int64_t S, const 
   return guarded(
       [&] { chord::nf4_offsets(x_dev, dtype, S, weight, offsets_dev, out_dev, static_cast<CUstream>(stream)); });
 }
-
-}  // extern "C"
-
-namespace {
-// A text answer in the C API's convention: at most `capacity` bytes including the NUL (none
-// when capacity is 0), the full length returned.
-int64_t copy_text(const std::string& text, char* buffer, int64_t capacity) {
-  if (capacity > 0) {
-    const size_t copied = std::min(text.size(), static_cast<size_t>(capacity - 1));
-    text.copy(buffer, copied);
-    buffer[copied] = '\0';
-  }
-  return static_cast<int64_t>(text.size());
-}
-}  // namespace
-
-extern "C" {
 
 int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k, char* buffer,
                                 int64_t capacity) {

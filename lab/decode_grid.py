@@ -2,9 +2,9 @@
 generalization results file (bench/bench_w4a16.py --set generalization), the kernel the call
 ran (the row's `ran_kernel`; files from before the bench recorded it have only `kernel`, the
 rule's pick, where the decode tile search may have run another tile), its tiles on the call's
-own routing draw (bench/generalization.py, the
-same draws), CTAs, resident CTAs per SM (shared memory and registers, from ptxas through
-`chord config --cubin`), waves and the busiest SM's share. No GPU.
+own routing draw (bench/generalization.py, the same draws), CTAs, resident CTAs per SM (shared
+memory and registers, from ptxas through `chord config --cubin`), waves and the busiest SM's
+share. No GPU.
 
     python3 lab/decode_grid.py RESULTS.json [--chord build/chord] [--over-marlin 0.9] [--json FILE]
 
@@ -32,7 +32,10 @@ SMEM_PER_SM = 228 * 1024   # H100 / H200: shared memory per SM, 1 KiB of it rese
 REGS_PER_SM = 65536
 MAX_WARPS_PER_SM = 64
 
-MMA_NAME = re.compile(r"w4a16_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)k(\d+)s(\d+)w(\d+)x(\d+)(?:_[a-z0-9]+)*?(?:_sk(\d+))?$")
+# Kernel names: the tile, the weight kind's suffix (_f16, _zpg128, _nf4, ...), then _sk<split>
+# and _gs<form> where they are not the defaults (jit/families/w4a16.cpp).
+MMA_NAME = re.compile(r"w4a16_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)k(\d+)s(\d+)w(\d+)x(\d+)"
+                      r"(?:_(?!sk\d|gs\d)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?$")
 WGMMA_NAME = re.compile(r"w4a16_wgmma(?:_ws)?_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)wg(\d+)s(\d+)")
 
 
@@ -118,8 +121,8 @@ def main():
         per_sm = ctas_per_sm(threads, smem, regs)
         tiles, ctas, hottest = grid(call, k)
         slots = per_sm * SMS
-        out.append(dict(row=f"{r['scenario']} x={r['x']} {r['proj']}", kernel=name, ran=bool(r.get("ran_kernel")), chord_us=r["chord_us"],
-                        marlin_us=r.get("marlin_us"), vs_marlin=ratio, pct_floor=r["pct_floor"],
+        out.append(dict(row=f"{r['scenario']} x={r['x']} {r['proj']}", kernel=name, ran=bool(r.get("ran_kernel")),
+                        chord_us=r["chord_us"], marlin_us=r.get("marlin_us"), vs_marlin=ratio, pct_floor=r["pct_floor"],
                         floor_us=r["floor_us"], tiles=tiles, ctas=ctas, ctas_per_sm=per_sm, regs=regs, smem=smem,
                         waves=ctas / slots if slots else None,
                         busiest_sm=math.ceil(ctas / SMS) / (ctas / SMS), hottest_expert_tiles=hottest))

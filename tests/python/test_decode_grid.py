@@ -13,6 +13,9 @@ def test_parse_kernel_reads_both_engines():
         ("mma_sync", 16, 128, 128, 3, 4, 2)
     k = decode_grid.parse_kernel("w4a16_indexed_m8n64k256s3w1x4_g128")
     assert (k["bm"], k["bn"], k["bk"], k["split_k"]) == (8, 64, 256, 1)
+    k = decode_grid.parse_kernel("w4a16_indexed_m16n128k128s3w1x4_zpg128_sk4_gs1")  # a forced group-sums form
+    assert (k["bm"], k["split_k"]) == (16, 4)
+    assert decode_grid.parse_kernel("w4a16_indexed_m8n128k128s3w1x4_sk2")["split_k"] == 2
     k = decode_grid.parse_kernel("w4a16_wgmma_indexed_m32n256wg2s5")
     assert (k["engine"], k["bm"], k["bn"], k["bk"], k["stages"], k["split_k"]) == ("wgmma", 32, 256, 64, 5, 1)
     assert decode_grid.parse_kernel("int4_dequantize") is None
