@@ -340,32 +340,32 @@ void nf4_offsets(const Api& api, uintptr_t x, int dtype, int64_t s, const Tag& t
   });
 }
 
+// A C API text answer (its length with no buffer, then the text into one that fits); None
+// when it is empty, ValueError with the library's message when the call refuses.
+template <typename Call>
+std::optional<std::string> read_text(const Api& api, Call call) {
+  const int64_t length = call(nullptr, 0);
+  if (length < 0) raise(PyExc_ValueError, std::string("chord: ") + api.chord_last_error());
+  if (length == 0) return std::nullopt;
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  call(text.data(), length + 1);
+  text.resize(static_cast<size_t>(length));
+  return text;
+}
+
 // The W4A16 tuning table of a shape as JSON rows (chord_w4a16_tuning_json); None when no
 // table holds the shape, so callers fall back to their own rule. arch None = "sm_90a".
 std::optional<std::string> tuning_json(const Api& api, std::optional<std::string> arch, int64_t E, int64_t N,
                                        int64_t K, int64_t top_k) {
   auto fn = CHORD_ENTRY(api, chord_w4a16_tuning_json);
   const char* name = arch ? arch->c_str() : nullptr;
-  const int64_t length = fn(name, E, N, K, top_k, nullptr, 0);
-  if (length < 0) raise(PyExc_ValueError, std::string("chord: ") + api.chord_last_error());
-  if (length == 0) return std::nullopt;
-  std::string text(static_cast<size_t>(length) + 1, '\0');
-  fn(name, E, N, K, top_k, text.data(), length + 1);
-  text.resize(static_cast<size_t>(length));
-  return text;
+  return read_text(api, [&](char* buffer, int64_t capacity) { return fn(name, E, N, K, top_k, buffer, capacity); });
 }
 
 // The kernel that served this thread's last W4A16 GEMM call (chord_w4a16_last_kernel); None
 // before the thread's first call.
 std::optional<std::string> last_kernel(const Api& api) {
-  auto fn = CHORD_ENTRY(api, chord_w4a16_last_kernel);
-  const int64_t length = fn(nullptr, 0);
-  if (length < 0) raise(PyExc_ValueError, std::string("chord: ") + api.chord_last_error());
-  if (length == 0) return std::nullopt;
-  std::string text(static_cast<size_t>(length) + 1, '\0');
-  fn(text.data(), length + 1);
-  text.resize(static_cast<size_t>(length));
-  return text;
+  return read_text(api, CHORD_ENTRY(api, chord_w4a16_last_kernel));
 }
 
 }  // namespace
