@@ -456,7 +456,7 @@ class Suite:
         checked too, all three rep by rep); appends a row. peer_calls: the --peers peers' calls
         on this row (try_peers): each is run once, checked, and timed rep by rep with the others
         (a failed check, or a peer that raised, is counted apart: count_peer_failures)."""
-        if self.only and self.only not in scenario:
+        if not generalization.selected(scenario, self.only):
             return
         ours_fn = call(self.library)
         t0 = time.perf_counter()
@@ -1144,7 +1144,7 @@ def run(args, loaded_peers=None, rows=None):
     quick = args.quick
 
     def section(*names):  # --only: skip building the weights of sections it excludes
-        return not args.only or any(args.only in name for name in names)
+        return any(generalization.selected(name, args.only) for name in names)
 
     if section(*(name for name, row in shapes.ROWS.items() if row["split"] in ("ep8", "ep16", "ep32"))):
         run_kimi(suite, chord, quick, gen)
@@ -1300,7 +1300,7 @@ def parse_args(argv=None):
     parser.add_argument("--library", default=None,
                         help="run ours through this libchord.so (chord_kernels.load_library) instead of the "
                              "installed chord_kernels' own")
-    parser.add_argument("--only", default=None, help="run only the scenarios whose name contains this")
+    parser.add_argument("--only", default=None, help="run only the scenarios whose name contains this, or any of these comma-separated texts")
     parser.add_argument("--fixed-blocks", action="store_true",
                         help="indexed rows: the row's routing block (16 for decode, 64 for prefill) instead of "
                              "the block our exported tuning table gives vLLM (the generalization set: instead of "
@@ -1380,6 +1380,9 @@ def main():
     failures = run_rows_until_stopped(meta, lambda out: run(args, loaded_peers, out).failures, rows)
     with open(os.path.join(args.out, "bench.json"), "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)
+    if not rows:
+        print(f"no suite row matches --only {args.only!r} (scenario names: docs/shapes.md)", file=sys.stderr)
+        return 1
     draw(rows, os.path.join(args.out, "bench.png"))
     peer_note = f" (peers: {count_peer_failures(rows, loaded_peers)} failed checks)" if loaded_peers else ""
     if loaded_peers:

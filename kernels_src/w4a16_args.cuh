@@ -72,6 +72,10 @@ struct W4A16Args {
   int block_size;            // INDEXED: vLLM alignment block; must be a multiple of BLOCK_M
   int capacity;              // INDEXED: length of sorted_ids (allocated, >= valid prefix)
   int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
+  // Stream-K mma.sync kernels (w4a16_stream_k_body): fp32 partial tiles, 2 x grid x BLOCK_M x
+  // BLOCK_N floats, and one uint32 counter per CTA of the grid, zero between launches.
+  void* stream_k_workspace;
+  void* stream_k_flags;
   // The warp-specialized kernel in contiguous / masked / offsets mode (w4a16_tma_activations):
   // A as rows of K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
   W4A16TmaMap a_map;
@@ -210,6 +214,31 @@ CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n
             block_m * block_n * 4 > stages * w4a16_smem_stage_bytes(block_m, block_n, block_k, zp, g128))
              ? "split-K needs the fp32 partial tile (BLOCK_M x BLOCK_N x 4 bytes) to fit the pipeline stages"
              : nullptr;
+}
+
+// Tile positions one thread of a stream-K kernel judges: the launcher runs stream-K only where
+// the routing's tile positions (indexed: capacity / BLOCK_M, masked: groups x tiles per group)
+// fit threads x this (ops/w4a16_stream_k.hpp).
+constexpr int kW4A16StreamKPositionsPerThread = 8;
+// K elements a stream-K CTA's share holds at least (fewer CTAs run when the call has less work).
+constexpr int kW4A16StreamKMinK = 1024;
+// Tiles of one stream-K CTA's share that it records (the share is capped to fit).
+constexpr int kW4A16StreamKMaxTiles = 32;
+
+// The CTAs per SM a stream-K kernel's __launch_bounds__ asks for: as many as its shared memory
+// allows (at most 8), so that its registers do not hold fewer. Its segment loop would otherwise
+// take about twice the registers of the whole-tile kernel.
+CHORD_W4A16_HD constexpr int w4a16_stream_k_min_blocks(int threads, int smem_bytes) {
+  return (228 * 1024 / (smem_bytes + 1024)) < 8 ? (228 * 1024 / (smem_bytes + 1024)) : 8;
+}
+
+// Why the stream-K schedule cannot serve this tile (nullptr when it can): the decode tiles of
+// the masked and indexed modes, whose tile positions the kernel scans (w4a16_stream_k_body).
+CHORD_W4A16_HD constexpr const char* w4a16_stream_k_error(int mode, int block_m, int split_k) {
+  return (mode != kW4A16Masked && mode != kW4A16Indexed) ? "stream-K serves the masked and indexed modes"
+         : block_m > 16                                   ? "stream-K serves decode tiles (BLOCK_M <= 16)"
+         : split_k != 1 ? "stream-K and cluster split-K are two schedules of one call"
+                        : nullptr;
 }
 
 // Why a shape is unsupported by a config, or nullptr.

@@ -27,6 +27,7 @@ namespace chord {
   X(cuModuleGetFunction)          \
   X(cuModuleGetGlobal)            \
   X(cuFuncSetAttribute)           \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
   X(cuLaunchKernelEx)             \
   X(cuTensorMapEncodeTiled)       \
   X(cuMemAlloc)                   \

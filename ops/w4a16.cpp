@@ -23,6 +23,7 @@
 #include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
 #include "ops/w4a16_search.hpp"
+#include "ops/w4a16_stream_k.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
 namespace chord {
@@ -215,7 +216,14 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
       l.config = w4a16_searched_config(*plan, stream_capturing(stream), timer, JitRuntime::global().disk_cache());
     }
   }
+  // Stream-K needs the routing within its scan and a workspace on this stream, which a call
+  // during capture cannot allocate: without either the call runs whole tiles.
+  if (l.config.stream_k && !w4a16_stream_k_fits(l.config, args)) l.config.stream_k = false;
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
+  if (l.config.stream_k && !w4a16_stream_k_launch(l.device, *l.kernel, l.config, stream, !stream_capturing(stream))) {
+    l.config.stream_k = false;
+    l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
+  }
   return l;
 }
 
@@ -279,6 +287,15 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
+  if (l.config.stream_k) {  // the CTAs the GPU holds, whatever the routing
+    CHORD_REQUIRE(w4a16_stream_k_fits(l.config, args), "the routing has more tile positions than stream-K scans");
+    const std::optional<W4A16StreamKLaunch> sk =
+        w4a16_stream_k_launch(l.device, *l.kernel, l.config, stream, !stream_capturing(stream));
+    CHORD_REQUIRE(sk.has_value(), "no stream-K workspace on this stream while it is being captured");
+    grid.x = sk->grid;
+    args.stream_k_workspace = sk->workspace;
+    args.stream_k_flags = sk->flags;
+  }
   // The warp-specialized kernel loops over tiles (CTA b: b, b + grid, ...): one CTA per SM.
   if (l.config.warp_specialized() && grid.x > static_cast<unsigned int>(l.device.sm_count)) {
     grid.x = static_cast<unsigned int>(l.device.sm_count);

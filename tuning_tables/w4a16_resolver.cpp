@@ -416,6 +416,14 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // WGMMA, NF4, FP16 with form 1), which keep their kernel: one setting measures a whole suite's
   // decode calls.
   if (e.w4a16_group_sums && c.takes_group_sums(*e.w4a16_group_sums)) c.group_sums = *e.w4a16_group_sums;
+  // CHORD_W4A16_STREAM_K likewise reaches the calls whose tile can take the stream-K schedule
+  // (masked and indexed mma.sync tiles of <= 16 rows), which then run no cluster split.
+  if (e.w4a16_stream_k && !c.wgmma()) {
+    W4A16GemmConfig with = c;
+    with.stream_k = *e.w4a16_stream_k;
+    if (with.stream_k) with.split_k = 1;
+    if (with.error() == nullptr) c = with;
+  }
   return c;
 }
 

@@ -51,10 +51,12 @@ KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
   d.family = KernelFamily::kW4A16Gemm;
   d.arch = arch;
-  // params[10] stays 0 without split-K and params[11] 0 with the default group sums, so those
-  // descriptors (and cache keys) are unchanged.
+  // params[10] is the k schedule: 0 whole tiles, 2 / 4 / 8 cluster split-K, -1 stream-K; it
+  // stays 0 without either and params[11] 0 with the default group sums, so those descriptors
+  // (and cache keys) are unchanged.
+  const int k_schedule = stream_k ? -1 : split_k > 1 ? split_k : 0;
   d.params = {mode,       block_m, block_n, block_k, stages, warps_m, warps_n, static_cast<int>(engine),
-              warpgroups, weight,  split_k > 1 ? split_k : 0, group_sums};
+              warpgroups, weight,  k_schedule, group_sums};
   return d;
 }
 
@@ -71,6 +73,7 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
   c.warpgroups = d.params[8];
   c.weight = static_cast<W4A16WeightKind>(d.params[9]);
   c.split_k = d.params[10] > 1 ? d.params[10] : 1;
+  c.stream_k = d.params[10] == -1;
   c.group_sums = d.params[11];
   return c;
 }
@@ -119,7 +122,7 @@ KernelSource W4A16GemmConfig::source() const {
   // kinds name the weight kind after the defaulted main-loop path. Likewise split-K and a group-sums
   // variant other than the default: each spells out the defaulted arguments before its own.
   std::string weight_args;
-  if (weight != kW4A16WeightInt4 || split_k > 1 || group_sums != 0) {
+  if (weight != kW4A16WeightInt4 || split_k > 1 || group_sums != 0 || stream_k) {
     s.name += w4a16_weight_suffix(weight);
     weight_args = fmt::format(", chord::w4a16_default_path({}, {}, {}), {}", block_m, warps_m, stages,
                               static_cast<int>(weight));
@@ -127,10 +130,14 @@ KernelSource W4A16GemmConfig::source() const {
   if (split_k > 1) {  // launched as clusters of split_k CTAs (KernelMeta.cluster_size)
     s.name += fmt::format("_sk{}", split_k);
   }
-  if (split_k > 1 || group_sums != 0) weight_args += fmt::format(", {}", split_k);
-  if (group_sums != 0) {  // W4A16GroupSums other than the offset form
-    s.name += fmt::format("_gs{}", group_sums);
+  if (split_k > 1 || group_sums != 0 || stream_k) weight_args += fmt::format(", {}", split_k);
+  if (group_sums != 0 || stream_k) {  // W4A16GroupSums other than the offset form
+    if (group_sums != 0) s.name += fmt::format("_gs{}", group_sums);
     weight_args += fmt::format(", {}", group_sums);
+  }
+  if (stream_k) {  // launched on a grid of resident CTAs with a workspace (ops/w4a16.cpp)
+    s.name += "_stk";
+    weight_args += ", true";
   }
   // 256-thread (prefill) tiles: cap registers at 128 for 2 CTAs per SM (H200, kernel_check:
   // contiguous EP8 512 rows/expert BM128 3718 us vs 4603 us at 1 CTA/SM); smaller CTAs

@@ -688,6 +688,66 @@ TEST_CASE("compile: the decode tile's two group-sum forms (GROUP_SUMS 0 and 1) b
   CHECK(bad.error() != nullptr);
 }
 
+TEST_CASE("compile: the stream-K decode schedule builds the masked and indexed decode tiles on every arch, runs the "
+          "same MMAs as the whole tile, and is refused where it cannot serve",
+          "[compile]") {
+  // Each case: the 8- and 16-token staged tiles and the direct path, INT4 BF16, INT4 with zero
+  // points and group 128 in FP16, NF4.
+  struct Case {
+    chord::W4A16WeightKind weight;
+    int bm, bn, bk, stages;
+  };
+  const Case cases[] = {{chord::kW4A16WeightInt4, 8, 128, 128, 3},
+                        {chord::kW4A16WeightInt4ZpG128Fp16, 16, 128, 128, 3},
+                        {chord::kW4A16WeightInt4, 8, 64, 128, 2},
+                        {chord::kW4A16WeightNF4, 8, 128, 128, 3}};
+  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    for (chord::W4A16Mode mode : {chord::kW4A16Masked, chord::kW4A16Indexed}) {
+      for (const Case& k : cases) {
+        chord::W4A16GemmConfig whole = mma_sync_config(k.weight, mode, k.bm, k.bn, k.bk, k.stages, 1, 4, 1);
+        chord::W4A16GemmConfig c = whole;
+        c.stream_k = true;
+        REQUIRE(c.error() == nullptr);
+        const chord::KernelDescriptor d = c.descriptor(arch);
+        CHECK(d.params[10] == -1);
+        CHECK(chord::W4A16GemmConfig::from(d).stream_k);
+        CHECK_FALSE(chord::W4A16GemmConfig::from(whole.descriptor(arch)).stream_k);
+        const chord::KernelSource source = c.source();
+        INFO(arch_name << " " << source.name);
+        CHECK(source.name == whole.source().name + "_stk");
+        CHECK(source.text.find(", true>(args);") != std::string::npos);
+        // The launcher's grid assumes the CTAs per SM its shared memory allows.
+        CHECK(c.launch_min_blocks() == chord::w4a16_stream_k_min_blocks(c.threads(), c.smem_bytes()));
+        const std::vector<char> cubin =
+            chord::compile_to_cubin(chord::CompileRequest{source.name, source.text, arch, source.options}, "/tmp");
+        CHECK(chord::read_cubin_info(cubin).arch == arch_name);
+        const std::vector<char> whole_cubin = chord::compile_to_cubin(
+            chord::CompileRequest{whole.source().name, whole.source().text, arch, whole.source().options}, "/tmp");
+        // One copy of the tile's main loop in each, so the same tensor instructions.
+        CHECK(sass_opcodes(cubin)[kSassHmma] == sass_opcodes(whole_cubin)[kSassHmma]);
+        CHECK(sass_opcodes(cubin)[kSassHmma] > 0);
+      }
+    }
+  }
+  chord::W4A16GemmConfig c = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Offsets, 8, 128, 128, 3, 1, 4, 1);
+  c.stream_k = true;
+  CHECK(std::string(c.error()) == "stream-K serves the masked and indexed modes");
+  c.mode = chord::kW4A16Contiguous;
+  CHECK(c.error() != nullptr);
+  c.mode = chord::kW4A16Indexed;
+  c.block_m = 32;
+  CHECK(std::string(c.error()) == "stream-K serves decode tiles (BLOCK_M <= 16)");
+  c.block_m = 8;
+  c.split_k = 2;
+  CHECK(std::string(c.error()) == "stream-K and cluster split-K are two schedules of one call");
+  c.split_k = 1;
+  c.engine = chord::W4A16Engine::kWgmma;
+  c.block_m = 64;
+  c.block_k = chord::kW4A16WgmmaBlockK;
+  CHECK(std::string(c.error()) == "split-K and stream-K are mma.sync schedules");
+}
+
 TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form on every arch (8-token tiles, and "
           "the 16-token tile's narrow path)",
           "[compile]") {

@@ -1,0 +1,95 @@
+#include "ops/w4a16_stream_k.hpp"
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "launcher/driver_api.hpp"
+
+namespace chord {
+namespace {
+
+// At most this many CTAs per SM on any GPU chord runs on: the flags region holds one per CTA of
+// the largest grid.
+constexpr size_t kMaxCtasPerSm = 32;
+constexpr size_t kAlign = 256;
+
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+struct Workspace {
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+};
+
+struct StreamKState {
+  std::mutex mutex;
+  std::map<CUfunction, int> ctas_per_sm;
+  std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
+  std::vector<CUdeviceptr> retired;  // outgrown, but a captured graph may still use them
+};
+
+StreamKState& state() {
+  static StreamKState* s = new StreamKState;  // never destroyed: launches may run at exit
+  return *s;
+}
+
+}  // namespace
+
+bool w4a16_stream_k_fits(const W4A16GemmConfig& config, const W4A16Args& args) {
+  const long long most = static_cast<long long>(config.threads()) * kW4A16StreamKPositionsPerThread;
+  const long long bm = config.block_m;
+  long long positions = 0;
+  if (args.mode == kW4A16Indexed) {
+    positions = (static_cast<long long>(args.capacity) + bm - 1) / bm;
+  } else if (args.mode == kW4A16Masked) {
+    positions = static_cast<long long>(std::min(args.num_groups, args.num_experts)) * ((args.max_m + bm - 1) / bm);
+  } else {
+    return false;
+  }
+  return positions <= most;
+}
+
+std::optional<W4A16StreamKLaunch> w4a16_stream_k_launch(const DeviceContext& device, const LoadedKernel& kernel,
+                                                        const W4A16GemmConfig& config, CUstream stream,
+                                                        bool may_allocate) {
+  const DriverApi& d = driver();
+  StreamKState& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  int per_sm = 0;
+  if (auto it = s.ctas_per_sm.find(kernel.function()); it != s.ctas_per_sm.end()) {
+    per_sm = it->second;
+  } else {
+    CHORD_CU(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel.function(),
+                                                           static_cast<int>(kernel.meta().threads),
+                                                           kernel.meta().shared_bytes));
+    per_sm = std::clamp(per_sm, 1, static_cast<int>(kMaxCtasPerSm));
+    s.ctas_per_sm.emplace(kernel.function(), per_sm);
+  }
+  W4A16StreamKLaunch out;
+  out.grid = static_cast<unsigned int>(device.sm_count * per_sm);
+  // Flags first, at a fixed place and size, so that a later call with another tile reads zeros.
+  const size_t flag_bytes = align_up(static_cast<size_t>(device.sm_count) * kMaxCtasPerSm * sizeof(uint32_t));
+  const size_t need = flag_bytes + 2ull * out.grid * static_cast<size_t>(config.block_m) *
+                                       static_cast<size_t>(config.block_n) * sizeof(float);
+  Workspace& w = s.workspaces[{device.context, stream}];
+  if (w.bytes < need) {
+    if (!may_allocate) return std::nullopt;
+    CUdeviceptr base = 0;
+    CHORD_CU(d.cuMemAlloc(&base, need));
+    const CUresult cleared = d.cuMemsetD8Async(base, 0, flag_bytes, stream);
+    if (cleared != CUDA_SUCCESS) {
+      d.cuMemFree(base);
+      check_cuda(cleared, "cuMemsetD8Async(stream-K flags)");
+    }
+    if (w.base != 0) s.retired.push_back(w.base);
+    w = Workspace{base, need};
+  }
+  out.flags = reinterpret_cast<void*>(w.base);
+  out.workspace = reinterpret_cast<void*>(w.base + flag_bytes);
+  return out;
+}
+
+}  // namespace chord
