@@ -225,11 +225,15 @@ constexpr int kW4A16StreamKMinK = 1024;
 // Tiles of one stream-K CTA's share that it records (the share is capped to fit).
 constexpr int kW4A16StreamKMaxTiles = 32;
 
-// The CTAs per SM a stream-K kernel's __launch_bounds__ asks for: as many as its shared memory
-// allows (at most 8), so that its registers do not hold fewer. Its segment loop would otherwise
-// take about twice the registers of the whole-tile kernel.
+// The CTAs per SM a stream-K kernel's __launch_bounds__ asks for: as many as an sm_90 SM's
+// shared memory (228 KiB) and thread slots (2048) hold, at most 6 (80 registers at 128
+// threads, what the whole-tile decode kernels use or less), so that its registers do not hold
+// fewer. Its segment loop would otherwise take more registers than the whole-tile kernel.
 CHORD_W4A16_HD constexpr int w4a16_stream_k_min_blocks(int threads, int smem_bytes) {
-  return (228 * 1024 / (smem_bytes + 1024)) < 8 ? (228 * 1024 / (smem_bytes + 1024)) : 8;
+  const int by_smem = 228 * 1024 / (smem_bytes + 1024);
+  const int by_threads = 2048 / threads;
+  const int most = by_smem < by_threads ? by_smem : by_threads;
+  return most < 6 ? (most > 1 ? most : 1) : 6;
 }
 
 // Why the stream-K schedule cannot serve this tile (nullptr when it can): the decode tiles of

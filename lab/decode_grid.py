@@ -32,20 +32,21 @@ SMEM_PER_SM = 228 * 1024   # H100 / H200: shared memory per SM, 1 KiB of it rese
 REGS_PER_SM = 65536
 MAX_WARPS_PER_SM = 64
 
-# Kernel names: the tile, the weight kind's suffix (_f16, _zpg128, _nf4, ...), then _sk<split>
-# and _gs<form> where they are not the defaults (jit/families/w4a16.cpp).
+# Kernel names: the tile, the weight kind's suffix (_f16, _zpg128, _nf4, ...), then _sk<split>,
+# _gs<form> and _stk (the stream-K schedule) where they are not the defaults
+# (jit/families/w4a16.cpp).
 MMA_NAME = re.compile(r"w4a16_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)k(\d+)s(\d+)w(\d+)x(\d+)"
-                      r"(?:_(?!sk\d|gs\d)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?$")
+                      r"(?:_(?!sk\d|gs\d|stk$)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?(_stk)?$")
 WGMMA_NAME = re.compile(r"w4a16_wgmma(?:_ws)?_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)wg(\d+)s(\d+)")
 
 
 def parse_kernel(name):
-    """{engine, bm, bn, bk, stages, warps_m, warps_n, split_k} of a kernel name, or None."""
+    """{engine, bm, bn, bk, stages, warps_m, warps_n, split_k, stream_k} of a kernel name, or None."""
     m = MMA_NAME.match(name)
     if m:
-        bm, bn, bk, st, wm, wn, sk = m.groups()
+        bm, bn, bk, st, wm, wn, sk, stk = m.groups()
         return dict(engine="mma_sync", bm=int(bm), bn=int(bn), bk=int(bk), stages=int(st), warps_m=int(wm),
-                    warps_n=int(wn), split_k=int(sk or 1))
+                    warps_n=int(wn), split_k=int(sk or 1), stream_k=bool(stk))
     m = WGMMA_NAME.match(name)
     if m:
         bm, bn, wg, st = m.groups()
@@ -113,6 +114,9 @@ def main():
         k = parse_kernel(name)
         if call is None or k is None:
             print(f"skipped {r['scenario']} x={r['x']} {r['proj']}: no draw or unknown kernel {name}")
+            continue
+        if k.get("stream_k"):  # its grid is the resident CTAs whatever the tiles: nothing to classify
+            print(f"skipped {r['scenario']} x={r['x']} {r['proj']}: stream-K kernel {name}")
             continue
         key = (name, call["n"], call["k"])
         if key not in cache:

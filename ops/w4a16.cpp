@@ -218,9 +218,9 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
   }
   // Stream-K needs the routing within its scan and a workspace on this stream, which a call
   // during capture cannot allocate: without either the call runs whole tiles.
-  if (l.config.stream_k && !w4a16_stream_k_fits(l.config, args)) l.config.stream_k = false;
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
-  if (l.config.stream_k && !w4a16_stream_k_launch(l.device, *l.kernel, l.config, stream, !stream_capturing(stream))) {
+  if (l.config.stream_k &&
+      !w4a16_stream_k_launch(l.device, *l.kernel, l.config, args, stream, !stream_capturing(stream))) {
     l.config.stream_k = false;
     l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   }
@@ -288,10 +288,10 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
   if (l.config.stream_k) {  // the CTAs the GPU holds, whatever the routing
-    CHORD_REQUIRE(w4a16_stream_k_fits(l.config, args), "the routing has more tile positions than stream-K scans");
+    // prepare() ran the same checks on the same call, and reserved the workspace.
     const std::optional<W4A16StreamKLaunch> sk =
-        w4a16_stream_k_launch(l.device, *l.kernel, l.config, stream, !stream_capturing(stream));
-    CHORD_REQUIRE(sk.has_value(), "no stream-K workspace on this stream while it is being captured");
+        w4a16_stream_k_launch(l.device, *l.kernel, l.config, args, stream, !stream_capturing(stream));
+    CHORD_REQUIRE(sk.has_value(), "the stream-K launch lost its workspace or its routing bound");
     grid.x = sk->grid;
     args.stream_k_workspace = sk->workspace;
     args.stream_k_flags = sk->flags;

@@ -1,8 +1,11 @@
 #include "ops/w4a16_stream_k.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <mutex>
+#include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -24,10 +27,12 @@ struct Workspace {
   size_t bytes = 0;
 };
 
+using WorkspaceKey = std::tuple<CUcontext, CUstream, uint64_t>;  // uint64_t: the thread, on CU_STREAM_PER_THREAD
+
 struct StreamKState {
   std::mutex mutex;
   std::map<CUfunction, int> ctas_per_sm;
-  std::map<std::pair<CUcontext, CUstream>, Workspace> workspaces;
+  std::map<WorkspaceKey, Workspace> workspaces;
   std::vector<CUdeviceptr> retired;  // outgrown, but a captured graph may still use them
 };
 
@@ -36,25 +41,25 @@ StreamKState& state() {
   return *s;
 }
 
-}  // namespace
-
-bool w4a16_stream_k_fits(const W4A16GemmConfig& config, const W4A16Args& args) {
-  const long long most = static_cast<long long>(config.threads()) * kW4A16StreamKPositionsPerThread;
+// Tile positions the kernel scans for this call's allocated routing (0: not a stream-K mode).
+long long tile_positions(const W4A16GemmConfig& config, const W4A16Args& args) {
   const long long bm = config.block_m;
-  long long positions = 0;
-  if (args.mode == kW4A16Indexed) {
-    positions = (static_cast<long long>(args.capacity) + bm - 1) / bm;
-  } else if (args.mode == kW4A16Masked) {
-    positions = static_cast<long long>(std::min(args.num_groups, args.num_experts)) * ((args.max_m + bm - 1) / bm);
-  } else {
-    return false;
+  if (args.mode == kW4A16Indexed) return (static_cast<long long>(args.capacity) + bm - 1) / bm;
+  if (args.mode == kW4A16Masked) {
+    return static_cast<long long>(std::min(args.num_groups, args.num_experts)) * ((args.max_m + bm - 1) / bm);
   }
-  return positions <= most;
+  return 0;
 }
 
+}  // namespace
+
 std::optional<W4A16StreamKLaunch> w4a16_stream_k_launch(const DeviceContext& device, const LoadedKernel& kernel,
-                                                        const W4A16GemmConfig& config, CUstream stream,
-                                                        bool may_allocate) {
+                                                        const W4A16GemmConfig& config, const W4A16Args& args,
+                                                        CUstream stream, bool may_allocate) {
+  const long long positions = tile_positions(config, args);
+  if (positions <= 0 || positions > static_cast<long long>(config.threads()) * kW4A16StreamKPositionsPerThread) {
+    return std::nullopt;
+  }
   const DriverApi& d = driver();
   StreamKState& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -70,19 +75,22 @@ std::optional<W4A16StreamKLaunch> w4a16_stream_k_launch(const DeviceContext& dev
   }
   W4A16StreamKLaunch out;
   out.grid = static_cast<unsigned int>(device.sm_count * per_sm);
+  // Every CTA's share must span at most kW4A16StreamKMaxTiles - 1 tiles (the kernel's g_min).
+  if (positions > static_cast<long long>(out.grid) * (kW4A16StreamKMaxTiles - 1)) return std::nullopt;
   // Flags first, at a fixed place and size, so that a later call with another tile reads zeros.
   const size_t flag_bytes = align_up(static_cast<size_t>(device.sm_count) * kMaxCtasPerSm * sizeof(uint32_t));
   const size_t need = flag_bytes + 2ull * out.grid * static_cast<size_t>(config.block_m) *
                                        static_cast<size_t>(config.block_n) * sizeof(float);
-  Workspace& w = s.workspaces[{device.context, stream}];
+  // CU_STREAM_PER_THREAD names a different stream on every thread.
+  const uint64_t thread = stream == CU_STREAM_PER_THREAD ? std::hash<std::thread::id>{}(std::this_thread::get_id()) : 0;
+  Workspace& w = s.workspaces[WorkspaceKey{device.context, stream, thread}];
   if (w.bytes < need) {
     if (!may_allocate) return std::nullopt;
     CUdeviceptr base = 0;
-    CHORD_CU(d.cuMemAlloc(&base, need));
-    const CUresult cleared = d.cuMemsetD8Async(base, 0, flag_bytes, stream);
-    if (cleared != CUDA_SUCCESS) {
+    if (d.cuMemAlloc(&base, need) != CUDA_SUCCESS) return std::nullopt;  // whole tiles need none
+    if (d.cuMemsetD8Async(base, 0, flag_bytes, stream) != CUDA_SUCCESS) {
       d.cuMemFree(base);
-      check_cuda(cleared, "cuMemsetD8Async(stream-K flags)");
+      return std::nullopt;
     }
     if (w.base != 0) s.retired.push_back(w.base);
     w = Workspace{base, need};

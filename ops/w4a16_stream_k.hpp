@@ -18,18 +18,20 @@ struct W4A16StreamKLaunch {
   void* flags = nullptr;      // one uint32 per CTA, zero between launches
 };
 
-// Whether the call's routing fits the kernel's scan of tile positions (at most
-// kW4A16StreamKPositionsPerThread per thread), judged from the allocated routing (capacity,
-// groups x max_m), so that no launch can hold more.
-bool w4a16_stream_k_fits(const W4A16GemmConfig& config, const W4A16Args& args);
-
-// The grid and the stream's workspace for a stream-K launch of `kernel`. The workspace grows
-// (a new allocation, its flags cleared on the stream) only where may_allocate: a call during
-// CUDA Graph capture gets nullopt when it would have to grow, and runs whole tiles instead.
-// Workspaces live as long as the process: a captured graph keeps their addresses. Two streams
-// never share one; launches on one stream run in order, so they do not race on it.
+// The grid and the stream's workspace for a stream-K launch of `kernel` on `args`, or nullopt
+// where the call must run whole tiles instead:
+//  - its allocated routing (capacity, groups x max_m) has more tile positions than the kernel
+//    scans (kW4A16StreamKPositionsPerThread per thread) or than the grid's CTAs can record
+//    (kW4A16StreamKMaxTiles - 1 each);
+//  - the workspace would have to grow and may_allocate is false (a call during CUDA Graph
+//    capture), or the allocation fails.
+// A new workspace has its flags cleared on the stream. Workspaces live as long as the process:
+// a captured graph keeps their addresses. Each (context, stream) has its own, and so does each
+// thread on CU_STREAM_PER_THREAD; launches on one stream run in order, so they do not race on
+// it. Two streams that use one workspace at once (a graph replayed on another stream than its
+// capture stream while that one runs calls) would corrupt its flags.
 std::optional<W4A16StreamKLaunch> w4a16_stream_k_launch(const DeviceContext& device, const LoadedKernel& kernel,
-                                                        const W4A16GemmConfig& config, CUstream stream,
-                                                        bool may_allocate);
+                                                        const W4A16GemmConfig& config, const W4A16Args& args,
+                                                        CUstream stream, bool may_allocate);
 
 }  // namespace chord

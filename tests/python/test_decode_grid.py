@@ -19,6 +19,11 @@ def test_parse_kernel_reads_both_engines():
     k = decode_grid.parse_kernel("w4a16_wgmma_indexed_m32n256wg2s5")
     assert (k["engine"], k["bm"], k["bn"], k["bk"], k["stages"], k["split_k"]) == ("wgmma", 32, 256, 64, 5, 1)
     assert decode_grid.parse_kernel("int4_dequantize") is None
+    # The stream-K schedule's suffix is not a weight kind, after one or alone.
+    k = decode_grid.parse_kernel("w4a16_indexed_m8n128k128s3w1x4_nf4_stk")
+    assert (k["bn"], k["split_k"], k["stream_k"]) == (128, 1, True)
+    assert decode_grid.parse_kernel("w4a16_masked_m8n64k128s3w1x4_stk")["stream_k"]
+    assert not decode_grid.parse_kernel("w4a16_indexed_m8n128k128s3w1x4_sk2")["stream_k"]
 
 
 def test_ctas_per_sm_takes_the_tightest_limit():
