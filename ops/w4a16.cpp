@@ -145,6 +145,7 @@ struct Launch {
   DeviceContext device;
   W4A16GemmConfig config;
   const LoadedKernel* kernel;
+  std::optional<W4A16StreamKLaunch> stream_k;  // set where config.stream_k (prepare)
 };
 
 bool stream_capturing(CUstream stream);
@@ -219,10 +220,12 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
   // Stream-K needs the routing within its scan and a workspace on this stream, which a call
   // during capture cannot allocate: without either the call runs whole tiles.
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
-  if (l.config.stream_k &&
-      !w4a16_stream_k_launch(l.device, *l.kernel, l.config, args, stream, !stream_capturing(stream))) {
-    l.config.stream_k = false;
-    l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
+  if (l.config.stream_k) {
+    l.stream_k = w4a16_stream_k_launch(l.device, *l.kernel, l.config, args, stream, !stream_capturing(stream));
+    if (!l.stream_k) {
+      l.config.stream_k = false;
+      l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
+    }
   }
   return l;
 }
@@ -287,14 +290,11 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
-  if (l.config.stream_k) {  // the CTAs the GPU holds, whatever the routing
-    // prepare() ran the same checks on the same call, and reserved the workspace.
-    const std::optional<W4A16StreamKLaunch> sk =
-        w4a16_stream_k_launch(l.device, *l.kernel, l.config, args, stream, !stream_capturing(stream));
-    CHORD_REQUIRE(sk.has_value(), "the stream-K launch lost its workspace or its routing bound");
-    grid.x = sk->grid;
-    args.stream_k_workspace = sk->workspace;
-    args.stream_k_flags = sk->flags;
+  if (l.config.stream_k) {  // the CTAs the GPU holds, whatever the routing (prepare's grid)
+    CHORD_REQUIRE(l.stream_k.has_value(), "a stream-K launch without the grid and workspace prepare() gives it");
+    grid.x = l.stream_k->grid;
+    args.stream_k_workspace = l.stream_k->workspace;
+    args.stream_k_flags = l.stream_k->flags;
   }
   // The warp-specialized kernel loops over tiles (CTA b: b, b + grid, ...): one CTA per SM.
   if (l.config.warp_specialized() && grid.x > static_cast<unsigned int>(l.device.sm_count)) {

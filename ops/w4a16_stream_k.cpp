@@ -41,22 +41,17 @@ StreamKState& state() {
   return *s;
 }
 
-// Tile positions the kernel scans for this call's allocated routing (0: not a stream-K mode).
-long long tile_positions(const W4A16GemmConfig& config, const W4A16Args& args) {
-  const long long bm = config.block_m;
-  if (args.mode == kW4A16Indexed) return (static_cast<long long>(args.capacity) + bm - 1) / bm;
-  if (args.mode == kW4A16Masked) {
-    return static_cast<long long>(std::min(args.num_groups, args.num_experts)) * ((args.max_m + bm - 1) / bm);
-  }
-  return 0;
-}
-
 }  // namespace
 
 std::optional<W4A16StreamKLaunch> w4a16_stream_k_launch(const DeviceContext& device, const LoadedKernel& kernel,
                                                         const W4A16GemmConfig& config, const W4A16Args& args,
                                                         CUstream stream, bool may_allocate) {
-  const long long positions = tile_positions(config, args);
+  // The tile positions the kernel scans: the grid's m tiles of whole-tile launches.
+  const long long positions =
+      args.mode == kW4A16Masked || args.mode == kW4A16Indexed
+          ? w4a16_m_tiles(args.mode, config.block_m, args.a_rows, args.num_experts, args.num_groups, args.max_m,
+                          args.capacity)
+          : 0;
   if (positions <= 0 || positions > static_cast<long long>(config.threads()) * kW4A16StreamKPositionsPerThread) {
     return std::nullopt;
   }
