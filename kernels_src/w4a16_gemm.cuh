@@ -760,33 +760,6 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
 // added by the last of them (w4a16_gemm_tile). So the SMs stay evenly loaded however few
 // experts a decode call touches, and no host estimate of the routing decides the split.
 // ---------------------------------------------------------------------------------------
-// Whether tile position p of the routing holds a row: the tile schedulers' test (resolve).
-template <int MODE, int BLOCK_M>
-__device__ __forceinline__ bool w4a16_tile_has_rows(const W4A16Args& args, int p, int valid_len) {
-  if constexpr (MODE == kW4A16Masked) {
-    const int tiles_per_group = (args.max_m + BLOCK_M - 1) / BLOCK_M;
-    const int g = p / tiles_per_group;
-    if (g >= args.num_groups || g >= args.num_experts) return false;
-    int count = static_cast<const int*>(args.masked_m)[g];
-    count = count < args.max_m ? count : args.max_m;
-    return (p - g * tiles_per_group) * BLOCK_M < count;
-  } else {
-    // The expert id and the route ids are loaded together and judged after (one latency).
-    const int p0 = p * BLOCK_M;
-    if (p0 >= valid_len) return false;
-    const int e = static_cast<int>(ptx::ldg_nc_b32(static_cast<const int*>(args.expert_ids) + p0 / args.block_size));
-    const int num_routes = args.a_rows * args.top_k;
-    bool any = false;
-#pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r) {
-      const int q = p0 + r;
-      const int id = q < valid_len ? static_cast<int>(ptx::ldg_nc_b32(static_cast<const int*>(args.sorted_ids) + q)) : -1;
-      any = any || (id >= 0 && id < num_routes);
-    }
-    return any && e >= 0 && e < args.num_experts;
-  }
-}
-
 // One stream-K segment, called rather than inlined: inlined in the segment loop, ptxas keeps the
 // tile's loop-invariant addresses live across the loop (135 registers against 82 for one
 // segment on the 8-token BN128 tile), which would halve the CTAs an SM holds.
@@ -833,7 +806,7 @@ __device__ __forceinline__ void w4a16_stream_k_body(const W4A16Args& args) {
 #pragma unroll 1
   for (int j = 0; j < rounds; ++j) {
     const int p = j * kThreads + tid;
-    const bool has = p < positions && w4a16_tile_has_rows<MODE, BLOCK_M>(args, p, valid_len);
+    const bool has = p < positions && W4A16Tiles<MODE>::template has_rows<BLOCK_M>(args, p, valid_len);
     const unsigned int ballot = __ballot_sync(0xffffffffu, has);
     mask |= has ? 1u << j : 0u;
     if (lane == 0) s_ballot[j * kWarps + warp] = ballot;
