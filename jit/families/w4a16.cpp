@@ -119,8 +119,9 @@ KernelSource W4A16GemmConfig::source() const {
   s.name = fmt::format("w4a16_{}_m{}n{}k{}s{}w{}x{}", w4a16_mode_name(mode), block_m, block_n, block_k, stages, warps_m,
                        warps_n);
   // INT4 (BF16) instantiations keep their original text (and so their cache entries); the other
-  // kinds name the weight kind after the defaulted main-loop path. Likewise split-K and a group-sums
-  // variant other than the default: each spells out the defaulted arguments before its own.
+  // kinds name the weight kind after the defaulted main-loop path. Likewise split-K, a group-sums
+  // variant other than the default and stream-K: each spells out the defaulted arguments before
+  // its own (stream-K the group-sums form too, whose name suffix shows only when not 0).
   std::string weight_args;
   if (weight != kW4A16WeightInt4 || split_k > 1 || group_sums != 0 || stream_k) {
     s.name += w4a16_weight_suffix(weight);
@@ -131,7 +132,7 @@ KernelSource W4A16GemmConfig::source() const {
     s.name += fmt::format("_sk{}", split_k);
   }
   if (split_k > 1 || group_sums != 0 || stream_k) weight_args += fmt::format(", {}", split_k);
-  if (group_sums != 0 || stream_k) {  // W4A16GroupSums other than the offset form
+  if (group_sums != 0 || stream_k) {
     if (group_sums != 0) s.name += fmt::format("_gs{}", group_sums);
     weight_args += fmt::format(", {}", group_sums);
   }
