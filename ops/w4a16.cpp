@@ -476,7 +476,8 @@ std::vector<double> time_configs(const DeviceContext& device, const std::vector<
       const size_t at = 2 * (static_cast<size_t>(r < 0 ? 0 : r) * n + i);
       if (r >= 0) CHORD_CU(d.cuEventRecord(res.events[at], stream));
       try {
-        launch(Launch{device, configs[i], kernels[i]}, args, stream);
+        // Never a stream-K config: setting CHORD_W4A16_STREAM_K turns the search off.
+        launch(Launch{device, configs[i], kernels[i], std::nullopt}, args, stream);
       } catch (const Error&) {
         ok[i] = false;
       }
