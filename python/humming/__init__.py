@@ -1,6 +1,6 @@
 """`humming` import root backed by chord.
 
-vLLM's Humming backend (vLLM 0.29 to 0.33: vllm/utils/humming.py) imports humming.forward,
+vLLM's Humming backend (vLLM 0.29 to 0.34: vllm/utils/humming.py) imports humming.forward,
 humming.ops, humming.transform, humming.tune, humming.config, humming.dtypes,
 humming.schema and humming.utils.weight. This package serves those names with chord's
 kernels behind them: bfloat16 or float16 activations (the model dtype) x INT4 weights,

@@ -19,7 +19,7 @@ fi
 py="$work/venv/bin/python"
 "$py" -m pip install -q --upgrade pip
 # kernels: the Hugging Face loader the build-layout test drives (pure Python, ~10 s).
-# torch 2.14: the version vLLM 0.33 pins (30-vllm.sh runs vLLM in this environment).
+# torch 2.14: the version vLLM 0.33 and 0.34 pin (30-vllm.sh runs vLLM in this environment).
 "$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch==2.14.0" kernels
 
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"

@@ -1,4 +1,4 @@
-"""CPU: the installed vLLM (0.33) against this package as its `humming`. Every name of
+"""CPU: the installed vLLM (0.33 or 0.34) against this package as its `humming`. Every name of
 vllm.utils.humming's lazy facade resolves; vLLM's own modules that read humming at import
 time load; every call that vLLM's source makes into the facade binds to our signature
 (calls parsed with ast, checked with inspect.signature); vLLM's compressed-tensors schema
@@ -19,7 +19,8 @@ import torch
 if os.environ.get("CHORD_REQUIRE_VLLM") == "1":
     import vllm  # noqa: F401 - must be importable
 else:
-    pytest.importorskip("vllm", reason="vLLM is not installed (CI's vLLM step installs vllm==0.33.0)")
+    pytest.importorskip("vllm", reason="vLLM is not installed (CI's vLLM step installs each "
+                        "supported version in turn)")
 
 import vllm.utils.humming as facade  # noqa: E402
 
@@ -34,9 +35,24 @@ FUNCTIONS = ["humming_forward", "may_process_input", "may_quant_input", "get_heu
              "prepare_and_transform_humming_tensors", "process_input", "quantize_weight"]
 
 
+# The vLLM releases whose humming calls this package serves (docs/vllm.md).
+SUPPORTED_VLLM = ("0.33.", "0.34.")
+
+
 def test_vllm_version():
     import vllm
-    assert vllm.__version__.startswith("0.33"), vllm.__version__
+    assert vllm.__version__.startswith(SUPPORTED_VLLM), vllm.__version__
+
+
+def _kernel_params(layer):
+    """The parameters vLLM's kernels read after a conversion. vLLM 0.34 keeps a checkpoint
+    parameter registered (retired, or under a second name) so that weights can be loaded
+    again, and lists the live ones with kernel_parameters; 0.33 deletes them."""
+    try:
+        from vllm.model_executor.utils import kernel_parameters
+    except ImportError:
+        return dict(layer.named_parameters())
+    return kernel_parameters(layer)
 
 
 def test_every_facade_name_resolves_to_this_package():
@@ -263,10 +279,24 @@ def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, d
     if method != "compressed-tensors":
         assert dtype in quant_config.get_supported_act_dtypes()
     layer = torch.nn.Module()
+    # Clones: vLLM 0.34 writes the packed tensors into the checkpoint's storage where they fit.
     for name, tensor in tensors.items():
-        layer.register_parameter(f"w13_{name}", torch.nn.Parameter(tensor, requires_grad=False))
+        layer.register_parameter(f"w13_{name}", torch.nn.Parameter(tensor.clone(), requires_grad=False))
     layer.moe_config = SimpleNamespace(activation=SimpleNamespace(is_gated=True))
     weight_schema = facade.BaseWeightSchema.from_config(_humming_wna16_weight_schema(quant_config))
+    transformed = {}
+    transform = facade.prepare_and_transform_humming_tensors
+
+    def recording_transform(**kwargs):
+        layer_config, out = transform(**kwargs)
+        # Fresh tensors only: vLLM 0.34 copies each output into a checkpoint parameter's
+        # storage, which would corrupt an output that is a view of an input.
+        inputs = {t.untyped_storage().data_ptr() for t in kwargs["tensors"].values()}
+        assert not inputs & {t.untyped_storage().data_ptr() for t in out.values()}
+        transformed.update({name: tensor.clone() for name, tensor in out.items()})
+        return layer_config, out
+
+    monkeypatch.setattr(facade, "prepare_and_transform_humming_tensors", recording_transform)
     final_weight, final_input, config = _process_single_sublayer(
         layer=layer, sublayer_name="w13", shape_n=n, shape_k=k, weight_schema=weight_schema,
         input_schema=facade.HummingInputSchema(), has_bias=False, num_experts=e, param_dtype=dtype)
@@ -274,7 +304,14 @@ def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, d
     assert config.a_dtype == model and config.c_dtype == model and config.bs_dtype == model
     assert final_input.a_dtype in (None, model)
     assert config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point=zeros is not None, group_size=group)
-    assert {name for name, _ in layer.named_parameters()} == {"w13_weight", "w13_weight_scale"}
+    # What vLLM's kernels read is chord's packed tensors, byte for byte, whether vLLM kept
+    # them or copied them into the checkpoint's storage (0.34 does where they fit).
+    live = _kernel_params(layer)
+    assert set(live) == {"w13_weight", "w13_weight_scale"}
+    for name in ("weight", "weight_scale"):
+        got, want = live[f"w13_{name}"], transformed[name]
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        assert torch.equal(got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)), name
     (launch,) = cpu_pack
     assert launch["scales"].dtype == dtype
     assert torch.equal(launch["scales"].view(torch.int16), scales.view(torch.int16))

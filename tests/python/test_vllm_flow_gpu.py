@@ -1,4 +1,4 @@
-"""GPU: the humming contract driven exactly as vLLM 0.33's fused Humming MoE experts drive it
+"""GPU: the humming contract driven exactly as vLLM 0.33 / 0.34's fused Humming MoE experts drive it
 (HummingIndexedExperts, HummingGroupedExperts, BatchedHummingGroupedExperts): layer config
 from prepare_and_transform_humming_tensors on a compressed-tensors INT4 layer (and GPTQ / AWQ
 layers in bfloat16 and float16 models), tuning rows,
