@@ -4,7 +4,10 @@
 moe_align_block_size builds the routing the indexed GEMM reads, in the layout of vLLM's
 op of the same name: routes sorted by local expert, each expert's segment padded to
 block_size with the sentinel M * top_k, one expert id per block (-1 past the used blocks).
-Routes to experts that are not local (expert_map[e] < 0) are left out.
+Routes to experts that are not local (expert_map[e] < 0) are left out, and so are invalid
+ids: -1 (the padding rows of an all-to-all that pads its receive buffer) and any id outside
+the expert range, as vLLM's op does with ignore_invalid_experts. Checking them on the host
+would synchronize, and an out-of-range gather on the device would abort the process.
 """
 from typing import Optional, Tuple
 
@@ -22,6 +25,16 @@ def routing_capacity(num_routes: int, num_experts: int, block_size: int) -> int:
     return min(capacity, num_routes * block_size)
 
 
+def local_expert_ids(flat_ids: torch.Tensor, expert_map: Optional[torch.Tensor]) -> torch.Tensor:
+    """Global expert ids (int64) -> local ids, -1 for an id that is negative or past the
+    map (the gather would wrap a negative index or run out of bounds) or not on this rank."""
+    if expert_map is None:
+        return flat_ids
+    inside = (flat_ids >= 0) & (flat_ids < expert_map.numel())
+    mapped = expert_map.long()[torch.where(inside, flat_ids, torch.zeros_like(flat_ids))]
+    return torch.where(inside, mapped, torch.full_like(mapped, -1))
+
+
 def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,
                          expert_map: Optional[torch.Tensor] = None
                          ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -29,14 +42,15 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
     expert_ids int32 [capacity / block_size], num_tokens_padded int32 [1]).
 
     num_experts: local experts (rows of the packed weight); expert_map: global -> local
-    expert id (-1 = not on this rank), or None when global ids are local ids.
+    expert id (-1 = not on this rank), or None when global ids are local ids. Routes whose
+    id is -1 or out of range are dropped, like non-local ones.
     """
     device = topk_ids.device
     flat = topk_ids.reshape(-1).long()
     num_routes = flat.numel()
-    local = expert_map.long()[flat] if expert_map is not None else flat
-    # Non-local routes go to a bucket past the last expert and are dropped below.
-    bucket = torch.where(local >= 0, local, torch.full_like(local, num_experts))
+    local = local_expert_ids(flat, expert_map)
+    # Dropped routes go to a bucket past the last expert and are cut off below.
+    bucket = torch.where((local >= 0) & (local < num_experts), local, torch.full_like(local, num_experts))
     counts = torch.zeros(num_experts + 1, dtype=torch.long, device=device)
     counts.scatter_add_(0, bucket, torch.ones_like(bucket))
     counts = counts[:num_experts]

@@ -399,6 +399,42 @@ def test_moe_align_block_size(use_map, tokens):
     assert all(x == -1 for x in expert_ids[pos // block:].tolist())
 
 
+@pytest.mark.parametrize("use_map", [False, True])
+def test_moe_align_block_size_drops_invalid_ids(use_map):
+    """Padding rows (every id -1) and ids past the experts are dropped, as vLLM's op does
+    with ignore_invalid_experts: the alignment equals that of the valid routes alone, with
+    the route indices of the full tensor. A wrapped -1 would land on the last expert."""
+    top_k, global_experts, block, tokens = 4, 12, 16, 9
+    gen = torch.Generator().manual_seed(5)
+    topk_ids = torch.stack([torch.randperm(global_experts, generator=gen)[:top_k] for _ in range(tokens)]).int()
+    topk_ids[2] = -1                   # a padding row
+    topk_ids[5, 1] = global_experts + 3  # past the global experts
+    topk_ids[6, 3] = -7
+    local, expert_map = global_experts, None
+    if use_map:
+        local = 6
+        expert_map = torch.full((global_experts,), -1, dtype=torch.int32)
+        expert_map[6:12] = torch.arange(6, dtype=torch.int32)  # the last expert is local
+    sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk_ids, block, local, expert_map)
+    clean = topk_ids.clone()
+    invalid = (clean < 0) | (clean >= global_experts)
+    clean[invalid] = 0  # expert 0: off this rank under the map, else counted below
+    segments = reference_alignment(clean, block, local, expert_map)
+    dropped = set(torch.nonzero(invalid.flatten()).flatten().tolist())
+    assert dropped
+    pos = 0
+    for e, routes in enumerate(segments):
+        routes = [r for r in routes if r not in dropped]
+        padded = -(-len(routes) // block) * block
+        seg = sorted_ids[pos:pos + padded].tolist()
+        assert seg[:len(routes)] == routes, e
+        assert all(x == tokens * top_k for x in seg[len(routes):])
+        assert all(x == e for x in expert_ids[pos // block:(pos + padded) // block].tolist())
+        pos += padded
+    assert int(ntp[0]) == pos
+    assert not dropped & set(sorted_ids.tolist())
+
+
 def test_routing_capacity_bounds_every_alignment():
     # Fewer routes than experts: each route's block at most (vLLM's cap); else the slack bound.
     assert ck.routing_capacity(8, 48, 16) == 128

@@ -21,6 +21,7 @@ from humming.schema import BaseWeightSchema, HummingInputSchema
 from humming.transform import prepare_and_transform_humming_tensors
 from humming.tune import get_heuristics_config
 from humming.utils.weight import pack_int4, pack_zero_point
+from chord_kernels.routing import local_expert_ids
 
 pytestmark = pytest.mark.gpu  # skipped without a GPU, with the reason (conftest.py)
 
@@ -305,7 +306,7 @@ def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
     scatter_idx = None
     if expert_map is not None:  # vLLM's masked identity: the route's own row, -1 off this rank
         flat = torch.arange(topk_ids.numel(), dtype=torch.int32, device="cuda")
-        local = expert_map[topk_ids.reshape(-1).long()] >= 0
+        local = local_expert_ids(topk_ids.reshape(-1).long(), expert_map) >= 0
         scatter_idx = torch.where(local, flat, torch.full_like(flat, -1)).view(-1, 1)
     common = dict(sorted_ids=sorted_ids, expert_ids=expert_ids, num_tokens_padded=ntp, valid_shape_m=valid_shape_m)
     gate_up = torch.empty(m * top_k, 2 * model.inter, dtype=model.dtype, device="cuda")
@@ -323,9 +324,8 @@ def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
                                      hadamard_block_size=0, layout="scatter" if scatter_idx is not None else "normal",
                                      expert_tokens=None, scatter_idx=scatter_idx, num_valid_tokens=None, **model.act)
     model.forward("w2", inputs, down_out, top_k=1, **common)
-    weights = topk_weights.float()
-    if expert_map is not None:
-        weights = weights * (expert_map[topk_ids.long()] >= 0)
+    # moe_fused_mul_sum's mask: routes off this rank or with an invalid id (-1) add nothing.
+    weights = topk_weights.float() * (local_expert_ids(topk_ids.long(), expert_map) >= 0)
     rows = down_out.view(m, top_k, model.hidden).float()
     rows = torch.where(weights.unsqueeze(-1) != 0, rows, torch.zeros_like(rows))  # rows never written
     return (rows * weights.unsqueeze(-1)).sum(1).to(model.dtype)
@@ -334,8 +334,7 @@ def indexed_apply(model, hidden_states, topk_weights, topk_ids, expert_map):
 def prepare_scatter(topk_ids, expert_map, local_experts):
     """moe_prepare_scatter: routes sorted by local expert; (expert_first_token_offset int64
     [E + 1], destination row of each route [M, top_k], off-rank routes past the end)."""
-    flat = topk_ids.reshape(-1).long()
-    local = expert_map.long()[flat] if expert_map is not None else flat
+    local = local_expert_ids(topk_ids.reshape(-1).long(), expert_map)
     bucket = torch.where(local >= 0, local, torch.full_like(local, local_experts))
     order = torch.sort(bucket, stable=True).indices
     inverse = torch.empty_like(order)
@@ -403,7 +402,7 @@ def expert_ffn(model, e, x):
 
 def reference_moe(model, x, topk_weights, topk_ids, expert_map):
     out = torch.zeros(x.shape[0], model.hidden, device="cuda")
-    local = expert_map.long()[topk_ids.long()] if expert_map is not None else topk_ids.long()
+    local = local_expert_ids(topk_ids.long(), expert_map)
     for e in range(model.local):
         tok, slot = torch.nonzero(local == e, as_tuple=True)
         if tok.numel():
@@ -509,6 +508,22 @@ def test_vllm_flow_gptq_awq_model_dtypes(dtype, method, gemm_type, tokens):
         other = torch.bfloat16 if dtype == torch.float16 else torch.float16
         model.forward("w2", torch.zeros(4, model.inter, dtype=other, device="cuda"), None,
                       expert_layout=torch.zeros(model.local + 1, dtype=torch.int64, device="cuda"))
+
+
+@pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])
+def test_vllm_flow_padded_rows(gemm_type):
+    """vLLM 0.34's padded activation format (an all-to-all that pads its receive buffer):
+    a padding row has every top-k id -1 and data that may be garbage (NaN here). The real
+    rows match the MoE of the real rows alone; nothing of a padding row reaches them."""
+    model = model_for("kimi_k2_ep8", gemm_type)
+    x, w, ids, emap = routing("kimi_k2_ep8", 24, seed=13)
+    pad = torch.arange(24, device="cuda") % 3 == 0
+    ids[pad] = -1
+    x[pad] = float("nan")
+    out = APPLY[gemm_type](model, x, w, ids, emap)
+    real = ~pad
+    assert out[real].isfinite().all()
+    assert rel_err(out[real], reference_moe(model, x[real], w[real], ids[real], emap)) < 2e-2
 
 
 @pytest.mark.parametrize("gemm_type", [GemmType.INDEXED, GemmType.GROUPED_CONTIGUOUS])
