@@ -14,6 +14,8 @@ if [ -d .wheels ]; then
   python3 -m pip install --no-index --find-links .wheels kernels > "$out/pip_wheels.log" 2>&1 \
     || { echo "offline install of .wheels failed (its tests will skip):"; tail -5 "$out/pip_wheels.log"; }
 fi
+# bitsandbytes for the NF4 comparisons with its CUDA kernels (scripts/reference-bnb.sh).
+if [ -d .bnb-site ]; then export PYTHONPATH="$PWD/.bnb-site${PYTHONPATH:+:$PYTHONPATH}"; fi
 export CHORD_PYTEST_OUT="$out"
 # One worker process when pytest-xdist is there: a test that crashes the process is
 # reported as failed and the rest still run.

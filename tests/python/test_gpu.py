@@ -539,6 +539,26 @@ def test_nf4_dequantize_equals_bitsandbytes():
         assert torch.equal(w.dequantize(torch.float16).view(torch.int16), theirs.view(torch.int16)), compress
 
 
+def test_nf4_quantize_equals_bitsandbytes_cuda():
+    """chord's quantizer against bitsandbytes' CUDA kernel, which it follows: the same codes
+    and statistics, byte for byte, including an all-zero block (1 / 0 scaling: code 0) and
+    double-quantized absmax at near-ties, where bitsandbytes' CPU backend differs
+    (test_bnb_contract.py). scripts/reference-bnb.sh prepares bitsandbytes for the GPU machine."""
+    bnb = pytest.importorskip("bitsandbytes", reason="bitsandbytes is not installed: scripts/reference-bnb.sh")
+    for dtype in (torch.bfloat16, torch.float16, torch.float32):
+        experts = nf4_experts(4, 128, 512, seed=31, dtype=dtype)
+        experts[0, 0, :64] = 0
+        for compress in (True, False):
+            packed, qs = bnb.functional.quantize_4bit(experts, blocksize=64, compress_statistics=compress,
+                                                      quant_type="nf4")
+            mine = ck.quantize_nf4(experts, double_quant=compress)
+            assert torch.equal(mine.packed, packed.reshape(-1)), (dtype, compress)
+            assert torch.equal(mine.absmax, qs.absmax), (dtype, compress)
+            if compress:
+                assert torch.equal(mine.nested_absmax, qs.state2.absmax)
+                assert float(mine.offset) == float(qs.offset)
+
+
 def nf4_reference_mm(x, offs, w_dense):
     counts = torch.diff(offs, prepend=offs.new_zeros(1)).long()
     expert = torch.repeat_interleave(torch.arange(offs.numel(), device=x.device), counts)
