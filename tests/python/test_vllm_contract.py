@@ -256,9 +256,40 @@ def _vllm_moe_checkpoint(method, e, n, k, group, dtype, gen):
     return quant_config, tensors, codes, scales, None
 
 
+@pytest.fixture
+def transformed(monkeypatch):
+    """What chord's prepare_and_transform_humming_tensors returns when vLLM calls it, cloned
+    (vLLM may write other data over the originals). The outputs must be fresh tensors: vLLM
+    0.34 copies each one into a checkpoint parameter's storage, which would corrupt an output
+    that is a view of an input."""
+    recorded = {}
+    transform = facade.prepare_and_transform_humming_tensors
+
+    def recording_transform(**kwargs):
+        layer_config, out = transform(**kwargs)
+        inputs = {t.untyped_storage().data_ptr() for t in kwargs["tensors"].values()}
+        assert not inputs & {t.untyped_storage().data_ptr() for t in out.values()}
+        recorded.update({name: tensor.clone() for name, tensor in out.items()})
+        return layer_config, out
+
+    monkeypatch.setattr(facade, "prepare_and_transform_humming_tensors", recording_transform)
+    return recorded
+
+
+def _assert_live_params_are(layer, transformed, names):
+    """What vLLM's kernels read is chord's packed tensors, byte for byte, whether vLLM kept
+    them or copied them into the checkpoint's storage (0.34 does where they fit)."""
+    live = _kernel_params(layer)
+    assert set(live) == set(names.values())
+    for name, param_name in names.items():
+        got, want = live[param_name], transformed[name]
+        assert got.dtype == want.dtype and got.shape == want.shape, name
+        assert torch.equal(got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)), name
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("method", ["gptq", "awq", "compressed-tensors"])
-def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, dtype):
+def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, transformed, monkeypatch, method, dtype):
     """vLLM's own _process_single_sublayer (convert_humming, check_and_fallback_input_schema,
     prepare_and_transform_humming_tensors, the layer's parameters replaced) on a group-128 w13
     sublayer of a model in `dtype`, from the schema dict vLLM's WNA16 oracle builds; chord's
@@ -284,19 +315,6 @@ def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, d
         layer.register_parameter(f"w13_{name}", torch.nn.Parameter(tensor.clone(), requires_grad=False))
     layer.moe_config = SimpleNamespace(activation=SimpleNamespace(is_gated=True))
     weight_schema = facade.BaseWeightSchema.from_config(_humming_wna16_weight_schema(quant_config))
-    transformed = {}
-    transform = facade.prepare_and_transform_humming_tensors
-
-    def recording_transform(**kwargs):
-        layer_config, out = transform(**kwargs)
-        # Fresh tensors only: vLLM 0.34 copies each output into a checkpoint parameter's
-        # storage, which would corrupt an output that is a view of an input.
-        inputs = {t.untyped_storage().data_ptr() for t in kwargs["tensors"].values()}
-        assert not inputs & {t.untyped_storage().data_ptr() for t in out.values()}
-        transformed.update({name: tensor.clone() for name, tensor in out.items()})
-        return layer_config, out
-
-    monkeypatch.setattr(facade, "prepare_and_transform_humming_tensors", recording_transform)
     final_weight, final_input, config = _process_single_sublayer(
         layer=layer, sublayer_name="w13", shape_n=n, shape_k=k, weight_schema=weight_schema,
         input_schema=facade.HummingInputSchema(), has_bias=False, num_experts=e, param_dtype=dtype)
@@ -304,14 +322,7 @@ def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, d
     assert config.a_dtype == model and config.c_dtype == model and config.bs_dtype == model
     assert final_input.a_dtype in (None, model)
     assert config.packed_tag == ck.expected_tag(e, n, k, dtype, zero_point=zeros is not None, group_size=group)
-    # What vLLM's kernels read is chord's packed tensors, byte for byte, whether vLLM kept
-    # them or copied them into the checkpoint's storage (0.34 does where they fit).
-    live = _kernel_params(layer)
-    assert set(live) == {"w13_weight", "w13_weight_scale"}
-    for name in ("weight", "weight_scale"):
-        got, want = live[f"w13_{name}"], transformed[name]
-        assert got.dtype == want.dtype and got.shape == want.shape, name
-        assert torch.equal(got.contiguous().view(torch.uint8), want.contiguous().view(torch.uint8)), name
+    _assert_live_params_are(layer, transformed, {"weight": "w13_weight", "weight_scale": "w13_weight_scale"})
     (launch,) = cpu_pack
     assert launch["scales"].dtype == dtype
     assert torch.equal(launch["scales"].view(torch.int16), scales.view(torch.int16))
@@ -327,6 +338,55 @@ def test_vllm_sublayer_flow_in_each_model_dtype(cpu_pack, monkeypatch, method, d
     assert weight_key.symmetric == (zeros is None)
     assert HummingExpertsBase._supports_quant_scheme(weight_key, vllm_schema.input_schema_to_quant_key(final_input,
                                                                                                         dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("layout", ["compressed-tensors", "gptq"])
+def test_vllm_dense_linear_flow(cpu_pack, transformed, monkeypatch, layout, dtype):
+    """A dense W4A16 layer as vLLM's HummingLinearKernel (--linear-backend humming) converts
+    it: vLLM's convert_linear_layer_to_humming_standard on the MPLinear layout (a
+    compressed-tensors weight_packed [N, K/8], or GPTQ's qweight [K/8, N] with scales
+    [K/G, N]), then its prepare_humming_linear_layer_config with the quant config that
+    kernel builds; chord's pack on the CPU. The layer's live parameters are chord's packed
+    tensors, and the pack got the checkpoint's scales."""
+    import vllm.model_executor.layers.quantization.utils.humming.schema as vllm_schema
+    from vllm.model_executor.layers.quantization.utils.humming import (
+        convert_linear_layer_to_humming_standard, prepare_humming_linear_layer_config)
+    import chord_kernels as ck
+    from humming.utils.weight import pack_int4
+
+    monkeypatch.setattr(vllm_schema, "current_platform", _Hopper())
+    n, k, group = 256, 512, 128
+    gen = torch.Generator().manual_seed(31)
+    codes = torch.randint(0, 16, (n, k), generator=gen, dtype=torch.int32)
+    scales = (torch.rand(n, k // group, generator=gen) * 0.01 + 1e-3).to(dtype)  # [N, K/G]
+    words = pack_int4(codes.unsqueeze(0))[0]  # [N, K/8], 8 codes along K per word
+
+    def param(tensor, input_dim, output_dim):
+        p = torch.nn.Parameter(tensor.clone(), requires_grad=False)
+        p.input_dim, p.output_dim = input_dim, output_dim
+        return p
+
+    layer = torch.nn.Module()
+    if layout == "gptq":
+        layer.register_parameter("qweight", param(words.T.contiguous(), 0, 1))
+        layer.register_parameter("scales", param(scales.T.contiguous(), 0, 1))
+        name_map = {"weight": "qweight", "weight_scale": "scales"}
+    else:
+        layer.register_parameter("weight_packed", param(words, 1, 0))
+        layer.register_parameter("weight_scale", param(scales, 1, 0))
+        name_map = {"weight": "weight_packed", "weight_scale": "weight_scale"}
+    layer.input_size_per_partition, layer.output_partition_sizes = k, [n // 2, n // 2]
+    layer.params_dtype, layer.has_bias = dtype, False
+
+    convert_linear_layer_to_humming_standard(layer=layer, name_map=name_map)
+    # The quant config vLLM's HummingLinearKernel builds for a uint4b8 (symmetric) weight.
+    config = prepare_humming_linear_layer_config(
+        layer, {"quant_method": "humming", "dtype": "int4", "group_size": group, "has_zero_point": False})
+    assert config.packed_tag == ck.expected_tag(1, n, k, dtype, zero_point=False, group_size=group)
+    _assert_live_params_are(layer, transformed, {"weight": "weight", "weight_scale": "weight_scale"})
+    (launch,) = cpu_pack
+    assert torch.equal(launch["scales"].reshape(n, -1).view(torch.int16), scales.view(torch.int16))
 
 
 def test_tuning_rows_are_what_vllm_looks_up():
