@@ -58,6 +58,7 @@ from .nf4 import (
     nf4_grouped_mm,
     quantize_nf4,
 )
+from .nf4_checkpoint import from_bitsandbytes, read_bitsandbytes
 from .routing import block_size_for_rows, moe_align_block_size, routing_capacity
 
 __version__ = _lib.version()
@@ -70,5 +71,5 @@ __all__ = [
     "block_size_for_rows", "contiguous", "contiguous_alignment", "dequantize", "expected_tag", "grouped_mm",
     "indexed", "jit_stats", "last_w4a16_kernel", "masked", "moe_activation", "moe_align_block_size", "offsets", "pack_w4a16", "pack_w4a16_grouped",
     "routing_capacity", "tuning_table_json", "FORMAT_NF4", "NF4QuantState", "NF4Weights", "dequantize_quant_state", "expected_nf4_tag",
-    "nf4_grouped_mm", "quantize_nf4",
+    "nf4_grouped_mm", "quantize_nf4", "from_bitsandbytes", "read_bitsandbytes",
 ]

@@ -8,6 +8,7 @@ CUDA operators with this reference.
 
 Skips when bitsandbytes is not installed, unless CHORD_REQUIRE_BNB=1 (CI's step that
 installs it sets it)."""
+import json
 import os
 
 import pytest
@@ -108,3 +109,112 @@ def test_quantize_nf4_equals_bitsandbytes(compress, dtype):
         assert abs(a - b) == 1
         ours, other = abs(float(code[a] - exact[i])), abs(float(code[b] - exact[i]))
         assert ours <= other and other - ours < 0.02 * abs(float(code[a] - code[b]))
+
+
+# -- checkpoints: the state dict a bitsandbytes 4-bit Linear saves ----------------------------
+
+def linear4bit_state(weight, compress):
+    """The state dict bitsandbytes' Linear4bit saves (what transformers writes for a
+    load_in_4bit model), quantized on the CPU, and the weight it dequantizes to."""
+    n, k = weight.shape
+    layer = bnb.nn.Linear4bit(k, n, bias=False, compute_dtype=weight.dtype, compress_statistics=compress,
+                              quant_type="nf4")
+    layer.weight = bnb.nn.Params4bit(weight, requires_grad=False, quant_type="nf4", compress_statistics=compress)
+    layer = layer.to("cpu")
+    assert layer.weight.bnb_quantized
+    state = layer.state_dict()
+    return state, bnb.functional.dequantize_4bit(layer.weight.data, layer.weight.quant_state)
+
+
+def moe_checkpoint(e, inter, hidden, dtype, compress, seed):
+    """An MoE layer's experts as separate Linear4bit gate / up / down projections under
+    transformers' names: the state dict and each expert's dequantized gate_up and down."""
+    state, gate_up, down = {}, [], []
+    for i in range(e):
+        parts = {}
+        for j, (proj, n, k) in enumerate((("gate_proj", inter, hidden), ("up_proj", inter, hidden),
+                                          ("down_proj", hidden, inter))):
+            sd, dense = linear4bit_state(experts(1, n, k, dtype, seed=seed + 3 * i + j)[0], compress)
+            state.update({f"mlp.experts.{i}.{proj}.{key}": v for key, v in sd.items()})
+            parts[proj] = dense
+        gate_up.append(torch.cat([parts["gate_proj"], parts["up_proj"]]))
+        down.append(parts["down_proj"])
+    return state, torch.stack(gate_up), torch.stack(down)
+
+
+def names(e, *projs):
+    return [tuple(f"mlp.experts.{i}.{p}.weight" for p in projs) for i in range(e)]
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("compress", [True, False])
+def test_moe_checkpoint_reads_bit_exact(compress, dtype):
+    """Per-expert Linear4bit weights, each with its own statistics, read into one [E, N, K]
+    state (gate and up stacked along N) that dequantizes to bitsandbytes' weights bit for bit."""
+    e, inter, hidden = 3, 64, 128
+    state, gate_up, down = moe_checkpoint(e, inter, hidden, dtype, compress, seed=10)
+    assert (".weight.nested_absmax" in " ".join(state)) == compress
+    st = ck.read_bitsandbytes(state, names(e, "gate_proj", "up_proj"))
+    assert st.shape == (e, 2 * inter, hidden) and st.dtype == dtype and not st.nested
+    assert torch.equal(ck.dequantize_quant_state(st).view(torch.int16), gate_up.view(torch.int16))
+    st = ck.read_bitsandbytes(state, [f"mlp.experts.{i}.down_proj.weight" for i in range(e)])
+    assert st.shape == (e, hidden, inter)
+    assert torch.equal(ck.dequantize_quant_state(st).view(torch.int16), down.view(torch.int16))
+
+
+def test_moe_checkpoint_through_safetensors(tmp_path):
+    """The same after a safetensors round trip, as a checkpoint on disk is read."""
+    safetensors = pytest.importorskip("safetensors.torch", reason="safetensors is not installed")
+    state, gate_up, _ = moe_checkpoint(2, 64, 128, torch.bfloat16, True, seed=20)
+    path = tmp_path / "experts.safetensors"
+    safetensors.save_file({k: v.contiguous() for k, v in state.items()}, str(path))
+    st = ck.read_bitsandbytes(safetensors.load_file(str(path)), names(2, "gate_proj", "up_proj"))
+    assert torch.equal(ck.dequantize_quant_state(st).view(torch.int16), gate_up.view(torch.int16))
+
+
+def test_moe_checkpoint_refusals():
+    """Each problem is named, before anything is packed."""
+    state, _, _ = moe_checkpoint(2, 64, 128, torch.bfloat16, True, seed=30)
+    gate = "mlp.experts.0.gate_proj.weight"
+
+    def read(sd, n=None):
+        return ck.read_bitsandbytes(sd, n or names(2, "gate_proj", "up_proj"))
+
+    with pytest.raises(ValueError, match="'mlp.experts.0.gate_proj.weight.absmax' is missing"):
+        read({k: v for k, v in state.items() if k != gate + ".absmax"})
+    with pytest.raises(ValueError, match="is missing .is '.*' a bitsandbytes 4-bit weight"):
+        read({k: v for k, v in state.items() if "quant_state" not in k or not k.startswith(gate)})
+    fp4 = {(k.replace("__nf4", "__fp4") if k.startswith(gate) else k): v for k, v in state.items()}
+    with pytest.raises(NotImplementedError, match="only quant_type nf4"):
+        read(fp4)
+    table = dict(state)
+    table[gate + ".quant_map"] = state[gate + ".quant_map"].flip(0)
+    with pytest.raises(ValueError, match="not the NF4 code table"):
+        read(table)
+    short = dict(state)
+    short[gate] = state[gate][:-1]
+    with pytest.raises(ValueError, match="must hold 4096 contiguous bytes"):
+        read(short)
+    with pytest.raises(ValueError, match="expert 1 is \\[64, 128\\], expert 0 is \\[128, 128\\]"):
+        read(state, [names(2, "gate_proj", "up_proj")[0], ("mlp.experts.1.gate_proj.weight",)])
+    with pytest.raises(ValueError, match="different K"):
+        read(state, [("mlp.experts.0.gate_proj.weight", "mlp.experts.0.down_proj.weight")])
+    with pytest.raises(TypeError, match="one entry per expert"):
+        read(state, "mlp.experts.0.gate_proj.weight")
+
+    def with_meta(**changes):
+        sd = dict(state)
+        key = gate + ".quant_state.bitsandbytes__nf4"
+        meta = json.loads(bytes(sd[key].tolist()).decode())
+        meta.update(changes)
+        sd[key] = torch.tensor(list(json.dumps(meta).encode()), dtype=torch.uint8)
+        return sd
+
+    with pytest.raises(NotImplementedError, match="blocksize 128"):
+        read(with_meta(blocksize=128))
+    with pytest.raises(NotImplementedError, match="dtype 'int8'"):
+        read(with_meta(dtype="int8"))
+    with pytest.raises(ValueError, match="2-D weight"):
+        read(with_meta(shape=[2, 64, 128]))
+    with pytest.raises(ValueError, match="nested_offset must be a number"):
+        read(with_meta(nested_offset="0.1"))

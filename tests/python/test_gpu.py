@@ -559,6 +559,37 @@ def test_nf4_quantize_equals_bitsandbytes_cuda():
                 assert float(mine.offset) == float(qs.offset)
 
 
+def test_nf4_from_bitsandbytes_checkpoint():
+    """Per-expert Linear4bit gate / up weights quantized by bitsandbytes on the GPU, read from
+    their state dicts (from_bitsandbytes): the packed weight dequantizes to bitsandbytes'
+    weights bit for bit and the grouped GEMM runs on it."""
+    bnb = pytest.importorskip("bitsandbytes", reason="bitsandbytes is not installed: scripts/reference-bnb.sh")
+    e, inter, hidden = 4, 128, 256
+    state, dense = {}, []
+    for i in range(e):
+        rows = []
+        for j, proj in enumerate(("gate_proj", "up_proj")):
+            layer = bnb.nn.Linear4bit(hidden, inter, bias=False, compute_dtype=torch.bfloat16, quant_type="nf4")
+            layer.weight = bnb.nn.Params4bit(nf4_experts(1, inter, hidden, seed=40 + 2 * i + j)[0], requires_grad=False,
+                                             quant_type="nf4")
+            layer = layer.cuda()
+            state.update({f"experts.{i}.{proj}.{k}": v for k, v in layer.state_dict().items()})
+            rows.append(bnb.functional.dequantize_4bit(layer.weight.data, layer.weight.quant_state))
+        dense.append(torch.cat(rows))
+    dense = torch.stack(dense)
+    w = ck.from_bitsandbytes(state, [(f"experts.{i}.gate_proj.weight", f"experts.{i}.up_proj.weight")
+                                     for i in range(e)])
+    assert w.tag == ck.expected_nf4_tag(e, 2 * inter, hidden) and w.dtype == torch.bfloat16
+    assert torch.equal(w.dequantize().view(torch.int16), dense.view(torch.int16))
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    counts = torch.tensor([3, 0, 5, 1], device="cuda")
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    x = torch.randn(int(counts.sum()), hidden, device="cuda", generator=gen).to(torch.bfloat16)
+    ref, used = nf4_reference_mm(x, offs, dense)
+    out = ck.nf4_grouped_mm(x, offs, w)
+    assert rel_err(out[:used], ref) < REL_TOL
+
+
 def nf4_reference_mm(x, offs, w_dense):
     counts = torch.diff(offs, prepend=offs.new_zeros(1)).long()
     expert = torch.repeat_interleave(torch.arange(offs.numel(), device=x.device), counts)
