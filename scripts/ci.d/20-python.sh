@@ -20,8 +20,9 @@ py="$work/venv/bin/python"
 "$py" -m pip install -q --upgrade pip
 # kernels: the Hugging Face loader the build-layout test drives (pure Python, ~10 s).
 # torch 2.14: the version vLLM 0.33 and 0.34 pin (30-vllm.sh runs vLLM in this environment).
-# bitsandbytes: the NF4 format's owner, whose CPU backend test_bnb_contract.py reads against.
-"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch==2.14.0" kernels "bitsandbytes==0.50.2"
+# bitsandbytes: the NF4 format's owner, whose CPU backend test_bnb_contract.py reads against
+# (safetensors: its checkpoint round trip).
+"$py" -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.0" pytest "torch==2.14.0" kernels "bitsandbytes==0.50.2" safetensors
 
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 if [ -d .deps/usr ]; then export CMAKE_PREFIX_PATH="$PWD/.deps/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"; fi
