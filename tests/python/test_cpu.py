@@ -593,6 +593,12 @@ def test_gptq_converts_to_chords_form():
     assert torch.equal(out["weight"], codes) and torch.equal(out["weight_scale"], scale)
     with pytest.raises(ValueError, match="qweight must be int32"):
         schema.convert_humming({**tensors, "qweight": codes}, [n], [k], torch.bfloat16, num_experts=e)
+    with pytest.raises(ValueError, match=r"needs qweight, scales; missing scales, got \['g_idx', 'qweight', 'qzeros'\]$"):
+        schema.convert_humming({k_: v for k_, v in tensors.items() if k_ != "scales"}, [n], [k], torch.bfloat16,
+                               num_experts=e)
+    # A transformed layer's tensors (what vLLM's direct weight reload hands back) get the way out.
+    with pytest.raises(ValueError, match="missing qweight, scales.*VLLM_RELOAD_MODE=layerwise"):
+        schema.convert_humming({"weight": codes, "weight_scale": scale}, [n], [k], torch.bfloat16, num_experts=e)
 
 
 def test_transform_refuses_at_load_and_tuning_rows():

@@ -389,6 +389,45 @@ def test_vllm_dense_linear_flow(cpu_pack, transformed, monkeypatch, layout, dtyp
     assert torch.equal(launch["scales"].reshape(n, -1).view(torch.int16), scales.view(torch.int16))
 
 
+@pytest.mark.parametrize("method", ["gptq", "awq", "compressed-tensors"])
+def test_vllm_direct_reload_is_refused_with_the_way_out(cpu_pack, monkeypatch, method):
+    """vLLM 0.34's direct weight reload (VLLM_RELOAD_MODE=direct) views the parameters back to
+    the checkpoint's layout, lets the loaders write them, and converts the layer again; but it
+    lists the parameters under the kernel's names ('weight', 'weight_scale'), without the
+    checkpoint's scales, so no backend can convert them again. The second conversion is
+    refused with a ValueError that says so and names the reload mode that works."""
+    direct = pytest.importorskip("vllm.model_executor.model_loader.reload.direct",
+                                 reason="this vLLM has no direct weight reload (0.34 added it)")
+    import vllm.model_executor.layers.quantization.utils.humming.schema as vllm_schema
+    from vllm.model_executor.layers.fused_moe.oracle.int_wna16 import _humming_wna16_weight_schema
+    from vllm.model_executor.layers.quantization.utils.humming.moe import _process_single_sublayer
+
+    monkeypatch.setenv("VLLM_RELOAD_MODE", "direct")
+    monkeypatch.setattr(vllm_schema, "current_platform", _Hopper())
+    e, n, k, group, dtype = 2, 128, 256, 128, torch.bfloat16
+    quant_config, tensors, _, _, _ = _vllm_moe_checkpoint(method, e, n, k, group, dtype,
+                                                          torch.Generator().manual_seed(3))
+    model, layer = torch.nn.Module(), torch.nn.Module()
+    model.add_module("experts", layer)
+    for name, tensor in tensors.items():
+        layer.register_parameter(f"w13_{name}", torch.nn.Parameter(tensor.clone(), requires_grad=False))
+    layer.moe_config = SimpleNamespace(activation=SimpleNamespace(is_gated=True))
+
+    def convert():
+        _process_single_sublayer(
+            layer=layer, sublayer_name="w13", shape_n=n, shape_k=k,
+            weight_schema=facade.BaseWeightSchema.from_config(_humming_wna16_weight_schema(quant_config)),
+            input_schema=facade.HummingInputSchema(), has_bias=False, num_experts=e, param_dtype=dtype)
+
+    direct.record_checkpoint_layout(model)
+    convert()
+    direct.begin_direct_reload(model)
+    for name, tensor in tensors.items():  # the loaders write the checkpoint again
+        getattr(layer, f"w13_{name}").data.copy_(tensor)
+    with pytest.raises(ValueError, match="VLLM_RELOAD_MODE=layerwise"):
+        convert()
+
+
 def test_tuning_rows_are_what_vllm_looks_up():
     from humming import dtypes
     for n, k, e in ((1536, 2048, 128), (2048, 768, 128), (4096, 7168, 48), (512, 256, 8)):

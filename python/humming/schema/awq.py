@@ -16,6 +16,7 @@ from humming.schema.base import (
     add_expert_dim,
     check_param_dtype,
     int4_bits_and_group_problems,
+    require_tensors,
     unsupported,
 )
 from humming.schema.humming import HummingWeightSchema
@@ -58,9 +59,7 @@ class AWQWeightSchema(BaseWeightSchema):
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
         check_param_dtype(param_dtype)
-        for name in ("qweight", "qzeros", "scales"):
-            if name not in tensors:
-                raise ValueError(f"humming: an AWQ layer needs qweight, qzeros and scales, got {sorted(tensors)}")
+        require_tensors(tensors, ("qweight", "qzeros", "scales"), "an AWQ")
         qweight, qzeros, scales = tensors["qweight"], tensors["qzeros"], tensors["scales"]
         n, k = sum(shape_n_stacks), sum(shape_k_stacks)
         lead = (num_experts,) if num_experts else ()

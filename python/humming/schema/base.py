@@ -162,6 +162,23 @@ def int4_bits_and_group_problems(bits: int, group_size: int) -> List[str]:
 MODEL_DTYPES = (torch.bfloat16, torch.float16)
 
 
+def require_tensors(tensors: Dict[str, Any], names: Tuple[str, ...], layer: str) -> None:
+    """The checkpoint tensors a conversion reads, each present, or a ValueError naming the
+    missing ones. Given only the names chord's transform writes ('weight', 'weight_scale'),
+    the caller is converting a layer that was already transformed: vLLM 0.34's direct weight
+    reload (VLLM_RELOAD_MODE=direct) does that, listing its parameters under the kernel's
+    names, and the checkpoint's scales are no longer among them."""
+    missing = [name for name in names if name not in tensors]
+    if not missing:
+        return
+    message = f"humming: {layer} layer needs {', '.join(names)}; missing {', '.join(missing)}, got {sorted(tensors)}"
+    if tensors and set(tensors) <= {"weight", "weight_scale", "zero_point", "weight_shape"}:
+        message += (". These are a transformed layer's tensors, not the checkpoint's: vLLM's direct weight "
+                    "reload (VLLM_RELOAD_MODE=direct) converts the layer again from them, which cannot work; "
+                    "reload with VLLM_RELOAD_MODE=layerwise (vLLM's default)")
+    raise ValueError(message)
+
+
 def check_param_dtype(param_dtype: torch.dtype) -> torch.dtype:
     """The model dtype, if chord serves it: bfloat16 or float16 (activations, outputs and the
     packed scales all take it)."""

@@ -13,7 +13,8 @@ from typing import Any, Optional
 import torch
 
 from humming import dtypes
-from humming.schema.base import BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, unsupported
+from humming.schema.base import (BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, require_tensors,
+                                  unsupported)
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema, int4_tensor_attrs
 from humming.utils.weight import GROUP_SIZE, scale_group
 
@@ -69,9 +70,7 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
         check_param_dtype(param_dtype)
-        if "weight_packed" not in tensors or "weight_scale" not in tensors:
-            raise ValueError(f"humming: compressed-tensors layer needs weight_packed and weight_scale, got "
-                             f"{sorted(tensors)}")
+        require_tensors(tensors, ("weight_packed", "weight_scale"), "a compressed-tensors")
         weight = tensors["weight_packed"]
         if weight.dtype != torch.int32:
             raise ValueError(f"humming: weight_packed must be int32, got {weight.dtype}")

@@ -11,7 +11,8 @@ from typing import Any, Optional
 import torch
 
 from humming import dtypes
-from humming.schema.base import BaseWeightSchema, check_param_dtype, int4_bits_and_group_problems, unsupported
+from humming.schema.base import (BaseWeightSchema, check_param_dtype, int4_bits_and_group_problems, require_tensors,
+                                  unsupported)
 from humming.schema.humming import HummingWeightSchema
 from humming.utils.weight import pack_zero_point, scale_group
 from chord_kernels.checkpoint import unpack_gptq_zeros
@@ -50,9 +51,7 @@ class GPTQWeightSchema(BaseWeightSchema):
 
     def convert_humming(self, tensors, shape_n_stacks, shape_k_stacks, param_dtype, num_experts=None, device=None):
         check_param_dtype(param_dtype)
-        for name in ("qweight", "scales"):
-            if name not in tensors:
-                raise ValueError(f"humming: a GPTQ layer needs qweight and scales, got {sorted(tensors)}")
+        require_tensors(tensors, ("qweight", "scales"), "a GPTQ")
         qweight, scales = tensors["qweight"], tensors["scales"]
         n, k = sum(shape_n_stacks), sum(shape_k_stacks)
         lead = (num_experts,) if num_experts else ()
