@@ -44,12 +44,12 @@ bool runs_nf4(const ShapeSplit& split) {
 // CHORD_FORMAT_INT4_G128*) in every mode, and
 // NF4 with BF16 and FP16 activations (chord_nf4_offsets: the offsets mode) where the suite
 // runs NF4 on the split.
-std::vector<W4A16WeightKind> split_weight_kinds(const ShapeSplit& split) {
+std::vector<W4A16WeightKind> split_weight_kinds(bool nf4) {
   std::vector<W4A16WeightKind> kinds = {kW4A16WeightInt4,         kW4A16WeightInt4Fp16,
                                         kW4A16WeightInt4Zp,       kW4A16WeightInt4ZpFp16,
                                         kW4A16WeightInt4G128,     kW4A16WeightInt4G128Fp16,
                                         kW4A16WeightInt4ZpG128,   kW4A16WeightInt4ZpG128Fp16};
-  if (runs_nf4(split)) {
+  if (nf4) {
     kinds.push_back(kW4A16WeightNF4);
     kinds.push_back(kW4A16WeightNF4Fp16);
   }
@@ -66,19 +66,18 @@ int auto_routing_block(double rows) {
 }
 
 // The configs the resolver picks for a split's GEMMs, for each weight kind of the split
-// (split_weight_kinds): every mode at the row counts of the suite (docs/shapes.md), without
+// (split_weight_kinds; NF4 where `nf4`): every mode at the row counts of the suite (docs/shapes.md), without
 // routing geometry (no split-K; masked also with one group per local expert, whose count sets
 // the narrow WGMMA tile's BN); the offsets mode at 1..4096 tokens routed top-8 on a 132-SM GPU,
 // and the indexed mode the same way (top_k 8, chord_kernels' routing block), which add the
 // split-K kernels of the smallest grids. Other geometries (a few rows in other modes, other SM
 // counts) can still compile a kernel at their first call.
-std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, const Arch& arch) {
+std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, const Arch& arch) {
   std::vector<KernelDescriptor> out;
   auto add = [&out](const KernelDescriptor& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
   };
-  const bool nf4 = runs_nf4(split);
-  const std::vector<W4A16WeightKind> weights = split_weight_kinds(split);
+  const std::vector<W4A16WeightKind> weights = split_weight_kinds(nf4);
   for (const GemmShape& shape : {split.gate_up, split.down}) {
     for (W4A16Mode mode : {kW4A16Contiguous, kW4A16Masked, kW4A16Offsets, kW4A16Indexed}) {
       for (W4A16WeightKind weight : weights) {
@@ -188,13 +187,36 @@ std::string kernel_set_summary(const std::string& name) {
                        : "INT4 BF16 and FP16, with and without zero points, group 32 and 128");
 }
 
+std::vector<KernelDescriptor> moe_kernel_descriptors(const MoeLayerShape& shape, const Arch& arch) {
+  // Bounds that keep every size the resolver derives from them (N x K, the routed rows) far
+  // inside int; real models are well within them.
+  constexpr int kMaxExperts = 1 << 16, kMaxDim = 1 << 17;
+  CHORD_REQUIRE(shape.experts >= 1 && shape.experts <= kMaxExperts, "experts must be in [1, {}], got {}",
+                kMaxExperts, shape.experts);
+  CHORD_REQUIRE(shape.hidden >= 1 && shape.hidden <= kMaxDim && shape.intermediate >= 1 &&
+                    shape.intermediate <= kMaxDim,
+                "hidden and intermediate sizes must be in [1, {}], got {} and {}", kMaxDim, shape.hidden,
+                shape.intermediate);
+  ShapeSplit split;
+  split.name = "moe";
+  split.experts_local = shape.experts;
+  split.gate_up = {2 * shape.intermediate, shape.hidden};
+  split.down = {shape.hidden, shape.intermediate};
+  // The operators' packed layout (include/chord/chord.h): N % 16 == 0, K % 64 == 0.
+  CHORD_REQUIRE(shape.hidden % 64 == 0 && shape.intermediate % 64 == 0,
+                "the GEMMs gate_up {} x {} and down {} x {} (N x K) need N % 16 == 0 and K % 64 == 0: hidden and "
+                "intermediate sizes must be multiples of 64, got {} and {}",
+                split.gate_up.n, split.gate_up.k, split.down.n, split.down.k, shape.hidden, shape.intermediate);
+  return gemm_kernels(split, shape.nf4, arch);
+}
+
 std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch) {
   if (name == "dequant") return dequant_kernels(arch);
-  if (const ShapeSplit* split = kernel_set_split(name)) return gemm_kernels(*split, arch);
+  if (const ShapeSplit* split = kernel_set_split(name)) return gemm_kernels(*split, runs_nf4(*split), arch);
   if (name == "all") {
     std::vector<KernelDescriptor> out = dequant_kernels(arch);
     for (const ShapeSplit* split : model_shapes().kernel_sets()) {
-      for (const auto& d : gemm_kernels(*split, arch)) {
+      for (const auto& d : gemm_kernels(*split, runs_nf4(*split), arch)) {
         if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
       }
     }

@@ -18,4 +18,17 @@ std::string kernel_set_summary(const std::string& name);
 // Throws Error(CHORD_ERROR_INVALID_ARGUMENT) listing the known names for an unknown one.
 std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch);
 
+// One MoE layer as one GPU holds it, for a model outside the suite: its local experts, hidden
+// size and expert intermediate size on this GPU (after expert and tensor parallel splits). Its
+// GEMMs are gate_up [N = 2 x intermediate, K = hidden] and down [N = hidden, K = intermediate].
+struct MoeLayerShape {
+  int experts = 0, hidden = 0, intermediate = 0;
+  bool nf4 = false;  // also the NF4 kernels (bitsandbytes checkpoints)
+};
+
+// What a kernel set compiles (every INT4 kind in every mode, pack and routing-check kernels,
+// NF4 when asked), for `shape` (`chord precompile --moe E,HIDDEN,INTERMEDIATE`). Throws
+// Error(CHORD_ERROR_INVALID_ARGUMENT) naming a shape the operators cannot run.
+std::vector<KernelDescriptor> moe_kernel_descriptors(const MoeLayerShape& shape, const Arch& arch);
+
 }  // namespace chord

@@ -51,6 +51,7 @@ struct Command {
   std::vector<Option> options;
   std::string notes;    // the end of `chord <name> --help`
   int (*run)(const Args&);
+  std::string choice = "";  // options of which exactly one is given, for the synopsis: "(--a X | --b Y)"
 };
 
 std::string join(const std::vector<std::string>& items) {
@@ -92,6 +93,7 @@ std::string synopsis(const Command& c) {
     if (o.required) out += std::string(" ") + o.name + " " + o.value;
     else optional = true;
   }
+  if (!c.choice.empty()) out += " " + c.choice;
   return optional ? out + " [options]" : out;
 }
 
@@ -118,7 +120,7 @@ void print_main_help() {
   for (const auto& c : commands()) std::printf("  %-12s%s\n", c.name, c.summary);
   std::printf("\n  chord <command> --help  a command's options\n"
               "  chord --version         the version\n\n"
-              "arches:      %s\nkernel sets: %s (chord precompile --profile NAME)\n",
+              "arches:      %s\nkernel sets: %s (chord precompile --profile NAME; any model's MoE layer: --moe E,H,I)\n",
               join(arch_names()).c_str(), join(chord::kernel_set_names()).c_str());
 }
 
@@ -171,11 +173,40 @@ void progress(size_t done, size_t total, const std::string& what) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
+// --moe E,HIDDEN,INTERMEDIATE: three positive integers.
+chord::MoeLayerShape moe_shape(const std::string& text) {
+  chord::MoeLayerShape shape;
+  int* fields[] = {&shape.experts, &shape.hidden, &shape.intermediate};
+  size_t start = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const size_t end = i < 2 ? text.find(',', start) : text.size();
+    const std::string field = end == std::string::npos ? "" : text.substr(start, end - start);
+    if (field.empty() || field.size() > 9 || field.find_first_not_of("0123456789") != std::string::npos) {
+      throw UsageError{"--moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '" + text + "'"};
+    }
+    *fields[i] = std::stoi(field);
+    start = end + 1;
+  }
+  return shape;
+}
+
 int precompile(const Args& args) {
-  const std::string set = args.at("--profile");
+  if (args.count("--profile") == args.count("--moe")) throw UsageError{"give one of --profile NAME, --moe E,H,I"};
+  if (args.count("--nf4") && !args.count("--moe")) throw UsageError{"--nf4 goes with --moe (a kernel set says itself)"};
   const std::string out_dir = args.count("--out") ? args.at("--out") : "";
   const chord::Arch arch = chord::parse_arch(args.at("--arch"));
-  auto descriptors = chord::kernel_set_descriptors(set, arch);
+  std::string set;
+  std::vector<chord::KernelDescriptor> descriptors;
+  if (args.count("--profile")) {
+    set = "kernel set '" + args.at("--profile") + "'";
+    descriptors = chord::kernel_set_descriptors(args.at("--profile"), arch);
+  } else {
+    chord::MoeLayerShape shape = moe_shape(args.at("--moe"));
+    shape.nf4 = args.count("--nf4") != 0;
+    set = fmt::format("the MoE layer {} x [{} x {}, {} x {}]{}", shape.experts, 2 * shape.intermediate, shape.hidden,
+                      shape.hidden, shape.intermediate, shape.nf4 ? " with NF4" : "");
+    descriptors = chord::moe_kernel_descriptors(shape, arch);
+  }
   // --out builds a layer of its own: no read-only layers under it, nothing from the user's cache.
   std::unique_ptr<chord::JitRuntime> shared;
   if (!out_dir.empty()) shared = std::make_unique<chord::JitRuntime>(out_dir, std::vector<std::string>{},
@@ -190,7 +221,7 @@ int precompile(const Args& args) {
   }
   progress(descriptors.size(), descriptors.size(), "done");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("precompiled %zu kernels of kernel set '%s' for %s in %.1f s (%llu compiled, %llu from cache) into %s%s\n",
+  std::printf("precompiled %zu kernels of %s for %s in %.1f s (%llu compiled, %llu from cache) into %s%s\n",
               descriptors.size(), set.c_str(), arch.name().c_str(), seconds,
               static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
               static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
@@ -396,12 +427,18 @@ const std::vector<Command>& commands() {
          "Compiles a kernel set ahead of time, so that a server's first call does not wait for NVRTC. "
          "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord.",
          {{"--arch", "ARCH", true, arches},
-          {"--profile", "NAME", true, "the kernel set: " + join(chord::kernel_set_names())},
+          {"--profile", "NAME", false, "the kernel set: " + join(chord::kernel_set_names())},
+          {"--moe", "E,H,I", false,
+           "instead of a kernel set, a model's MoE layer as one GPU holds it: local experts, hidden size, expert "
+           "intermediate size on the GPU (gate_up is 2I x H, down H x I): every INT4 kind, mode, pack and "
+           "routing-check kernel a kernel set has"},
+          {"--nf4", "", false, "with --moe: the NF4 kernels too (bitsandbytes checkpoints)"},
           {"--out", "DIR", false,
            "compile into DIR instead of the cache: a folder for others to read through CHORD_CACHE_READONLY_DIRS "
            "(folders 0755, entries 0644)"}},
          sets,
-         precompile},
+         precompile,
+         "(--profile NAME | --moe E,H,I)"},
         {"info", "versions, CUDA headers, cache folders, visible GPUs",
          "Prints the chord and NVRTC versions, where the CUDA headers come from, the cache folders with their "
          "sizes, and the GPUs the driver sees.",

@@ -52,6 +52,10 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile nonsense", &code);
   CHECK(code != 0);
   CHECK(out.find("known kernel sets") != std::string::npos);
+  // A --moe shape the operators cannot run: named before anything compiles.
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --moe 8,4096,96", &code);
+  CHECK(code != 0);
+  CHECK(out.find("multiples of 64, got 4096 and 96") != std::string::npos);
   out = run_command(std::string(CHORD_CLI_PATH) + " frobnicate", &code);
   CHECK(code == 2);
   out = run_command("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
@@ -70,7 +74,8 @@ TEST_CASE("cli: --help lists the commands, each command's options, the arches an
   const HelpCase cases[] = {
       {"--help", {"usage: chord <command> [options]", "precompile", "info", "config", "chord <command> --help"}},
       {"-h", {"usage: chord <command> [options]"}},
-      {"precompile --help", {"usage: chord precompile --arch ARCH --profile NAME [options]", "--out DIR", "kernel sets",
+      {"precompile --help", {"usage: chord precompile --arch ARCH (--profile NAME | --moe E,H,I) [options]", "--out DIR",
+                             "--moe E,H,I", "--nf4", "kernel sets",
                              "48 experts, N x K 4096 x 7168, 7168 x 2048", "FP16", "zero points"}},
       {"precompile --arch sm_90a -h", {"usage: chord precompile"}},
       {"config --help", {"usage: chord config --arch ARCH --mode MODE --n N --k K --experts E --rows R [options]",
@@ -107,7 +112,13 @@ TEST_CASE("cli: a wrong command line names what is wrong, with the usage, and ex
       {"info garbage", "chord info: unexpected argument 'garbage'"},
       {"info --verbose", "chord info: unknown option '--verbose'"},
       {"precompile --profile dequant", "chord precompile: missing --arch ARCH"},
-      {"precompile", "chord precompile: missing --arch ARCH, --profile NAME"},
+      {"precompile", "chord precompile: missing --arch ARCH"},
+      {"precompile --arch sm_90a", "chord precompile: give one of --profile NAME, --moe E,H,I"},
+      {"precompile --arch sm_90a --profile ep8 --moe 8,4096,1536", "chord precompile: give one of --profile NAME, --moe E,H,I"},
+      {"precompile --arch sm_90a --profile dequant --nf4", "chord precompile: --nf4 goes with --moe (a kernel set says itself)"},
+      {"precompile --arch sm_90a --moe 8,4096", "chord precompile: --moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '8,4096'"},
+      {"precompile --arch sm_90a --moe 8,4096,-1", "chord precompile: --moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '8,4096,-1'"},
+      {"precompile --arch sm_90a --moe 8,4096,1536,2", "chord precompile: --moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '8,4096,1536,2'"},
       {"precompile --arch sm_90a --profile", "chord precompile: --profile needs a value (NAME)"},
       // A following option is not taken for the missing value.
       {"precompile --arch --profile dequant", "chord precompile: --arch needs a value (ARCH)"},

@@ -786,6 +786,62 @@ TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zer
   CHECK(g128_packs == 4 + 2 + 4);
 }
 
+TEST_CASE("tuning: precompile --moe holds the kernels a model outside the suite resolves to", "[tuning]") {
+  // Qwen3-235B-A22B under EP8 (16 local experts, hidden 4096, intermediate 1536) and
+  // DeepSeek-V3 under TP8 (256 experts, hidden 7168, intermediate 2048 / 8 = 256): shapes no
+  // kernel set holds, so a server's first calls would wait for NVRTC without --moe.
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  for (const chord::MoeLayerShape& shape : {chord::MoeLayerShape{16, 4096, 1536, false},
+                                           chord::MoeLayerShape{256, 7168, 256, true}}) {
+    const std::vector<chord::KernelDescriptor> set = chord::moe_kernel_descriptors(shape, arch);
+    auto holds = [&](const chord::W4A16Problem& p) {
+      return std::find(set.begin(), set.end(), chord::resolve_w4a16_config(p).descriptor(arch)) != set.end();
+    };
+    int nf4_gemms = 0;
+    for (const auto& d : set) {
+      if (d.family == chord::KernelFamily::kW4A16Gemm && chord::w4a16_is_nf4(chord::W4A16GemmConfig::from(d).weight)) {
+        ++nf4_gemms;
+      }
+    }
+    CHECK((nf4_gemms > 0) == shape.nf4);
+    for (const chord::GemmShape g : {chord::GemmShape{2 * shape.intermediate, shape.hidden},
+                                     chord::GemmShape{shape.hidden, shape.intermediate}}) {
+      for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4ZpFp16, chord::kW4A16WeightInt4G128Fp16}) {
+        if (chord::w4a16_is_g128(weight) && g.k % 128 != 0) continue;
+        for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+          for (int64_t rows : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{512}}) {
+            chord::W4A16Problem p = problem(g.n, g.k, rows, mode);
+            p.experts = shape.experts;
+            p.weight = weight;
+            INFO("E=" << shape.experts << " N=" << g.n << " K=" << g.k << " weight " << weight << " mode " << mode
+                      << " rows " << rows);
+            CHECK(holds(p));
+          }
+        }
+      }
+      if (shape.nf4) {
+        chord::W4A16Problem p = problem(g.n, g.k, 1, chord::kW4A16Offsets);
+        p.experts = shape.experts;
+        p.weight = chord::kW4A16WeightNF4;
+        p.a_rows = 8;
+        CHECK(holds(p));
+      }
+    }
+  }
+  // Shapes the operators cannot run are refused with the reason, before anything compiles.
+  auto error_of = [&](chord::MoeLayerShape shape) {
+    try {
+      chord::moe_kernel_descriptors(shape, arch);
+    } catch (const chord::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(error_of({8, 4096, 96, false}).find("multiples of 64, got 4096 and 96") != std::string::npos);
+  CHECK(error_of({0, 4096, 1536, false}).find("experts must be in [1, 65536], got 0") != std::string::npos);
+  CHECK(error_of({8, 4096, 1 << 20, false}).find("must be in [1, 131072]") != std::string::npos);
+}
+
 // Calls f(p) on the resolver's problems over the sm90a tables' splits, one shape the heuristic
 // serves, and sm_80 (mma.sync only): every mode and a range of rows per expert. Returns the count.
 template <typename F>
