@@ -24,7 +24,9 @@ shapes, sizes or dtypes. Reading happens at load time: it reads the JSON and com
 code table on the host.
 """
 import json
-from typing import Any, List, Mapping, Optional, Sequence, Tuple, Union
+import math
+import struct
+from typing import Any, List, Mapping, Sequence, Tuple, Union
 
 import torch
 
@@ -48,33 +50,51 @@ def _tensor(state_dict: Mapping[str, Any], key: str) -> torch.Tensor:
 
 
 def _meta(state_dict: Mapping[str, Any], name: str) -> dict:
-    """The JSON item; quant types other than nf4 are refused by name."""
-    keys = [k for k in state_dict if k.startswith(name + _QS_KEY)]
-    if not keys:
-        _fail(f"bitsandbytes state dict: '{name}{_QS_KEY}nf4' is missing (is '{name}' a bitsandbytes 4-bit weight?)")
-    if len(keys) != 1 or keys[0] != name + _QS_KEY + "nf4":
-        raise NotImplementedError(f"chord_kernels: '{name}' is stored as {keys}; only quant_type nf4 is supported")
-    raw = _tensor(state_dict, keys[0])
+    """The JSON item; quant types other than nf4 are refused by name. Looked up by key, not by
+    a scan: a model's state dict has hundreds of thousands of keys."""
+    key = name + _QS_KEY + "nf4"
+    if key not in state_dict:
+        if name + _QS_KEY + "fp4" in state_dict:
+            raise NotImplementedError(f"chord_kernels: '{name}' is stored as quant_type fp4; only nf4 is supported")
+        _fail(f"bitsandbytes state dict: '{key}' is missing (is '{name}' a bitsandbytes 4-bit weight?)")
+    raw = _tensor(state_dict, key)
     if raw.dtype != torch.uint8 or raw.dim() != 1:
-        _fail(f"bitsandbytes state dict: '{keys[0]}' must be a 1-D uint8 tensor (UTF-8 JSON), got {raw.dtype} "
+        _fail(f"bitsandbytes state dict: '{key}' must be a 1-D uint8 tensor (UTF-8 JSON), got {raw.dtype} "
               f"{tuple(raw.shape)}")
     try:
         meta = json.loads(bytes(raw.cpu().tolist()).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        _fail(f"bitsandbytes state dict: '{keys[0]}' is not UTF-8 JSON ({e})")
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        _fail(f"bitsandbytes state dict: '{key}' is not UTF-8 JSON ({type(e).__name__})")
     if not isinstance(meta, dict):
-        _fail(f"bitsandbytes state dict: '{keys[0]}' must hold a JSON object, got {type(meta).__name__}")
+        _fail(f"bitsandbytes state dict: '{key}' must hold a JSON object, got {type(meta).__name__}")
     return meta
 
 
-def _field(meta: dict, name: str, field: str, allowed=None):
+def _field(meta: dict, name: str, field: str, kind, allowed=None):
+    """A field of the JSON item: of JSON type `kind` (else malformed: ValueError), and one of
+    `allowed` when given (else a form chord does not read: NotImplementedError)."""
     if field not in meta:
         _fail(f"bitsandbytes state dict: the quant state of '{name}' has no '{field}'")
     value = meta[field]
+    if isinstance(value, bool) or not isinstance(value, kind):
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        _fail(f"bitsandbytes state dict: the quant state of '{name}' is malformed: {field} {value!r} is not a "
+              f"{' or '.join(k.__name__ for k in kinds)}")
     if allowed is not None and value not in allowed:
         raise NotImplementedError(f"chord_kernels: '{name}' has {field} {value!r}; chord reads {field} "
                                   f"{' or '.join(repr(a) for a in allowed)}")
     return value
+
+
+def _fp32_offset(value, name: str) -> float:
+    """nested_offset as the FP32 value bitsandbytes restores (torch.tensor(float(x))), finite."""
+    try:
+        v = struct.unpack("f", struct.pack("f", float(value)))[0]
+    except (OverflowError, struct.error):
+        v = math.inf
+    if not math.isfinite(v):
+        _fail(f"bitsandbytes state dict: '{name}' nested_offset {value!r} is not a finite FP32 number")
+    return v
 
 
 def _sized(t: torch.Tensor, key: str, dtype: torch.dtype, numel: int) -> torch.Tensor:
@@ -87,11 +107,11 @@ def _sized(t: torch.Tensor, key: str, dtype: torch.dtype, numel: int) -> torch.T
 def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, torch.Tensor, int, int, torch.dtype]:
     """One weight: (codes uint8 [N*K/2], FP32 absmax [N*K/64], N, K, dtype)."""
     meta = _meta(state_dict, name)
-    _field(meta, name, "quant_type", ("nf4",))
-    _field(meta, name, "blocksize", (NF4_BLOCK_SIZE,))
-    dtype = _DTYPES[_field(meta, name, "dtype", tuple(_DTYPES))]
-    shape = _field(meta, name, "shape")
-    if not (isinstance(shape, list) and len(shape) == 2 and all(isinstance(s, int) and s > 0 for s in shape)):
+    _field(meta, name, "quant_type", str, ("nf4",))
+    _field(meta, name, "blocksize", int, (NF4_BLOCK_SIZE,))
+    dtype = _DTYPES[_field(meta, name, "dtype", str, tuple(_DTYPES))]
+    shape = _field(meta, name, "shape", list)
+    if not (len(shape) == 2 and all(isinstance(s, int) and not isinstance(s, bool) and 0 < s < 2**31 for s in shape)):
         _fail(f"bitsandbytes state dict: '{name}' must be a 2-D weight [N, K], its shape is {shape!r}")
     n, k = shape
     if k % NF4_BLOCK_SIZE:
@@ -110,16 +130,18 @@ def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, t
         _fail(f"bitsandbytes state dict: '{name}.quant_map' is not the NF4 code table; chord decodes with the "
               "standard table only")
 
-    nested = name + ".nested_absmax" in state_dict
+    # bitsandbytes writes the nested fields into the JSON exactly when it saves nested tensors.
+    nested = "nested_offset" in meta
     absmax_key = name + ".absmax"
     if not nested:
+        if name + ".nested_absmax" in state_dict:
+            _fail(f"bitsandbytes state dict: '{name}.nested_absmax' is there but the quant state of '{name}' has "
+                  "no nested fields")
         absmax = _sized(_tensor(state_dict, absmax_key), absmax_key, torch.float32, blocks)
         return codes, absmax.to(device), n, k, dtype
-    _field(meta, name, "nested_blocksize", (NF4_NESTED_BLOCK_SIZE,))
-    _field(meta, name, "nested_dtype", ("float32",))
-    offset = _field(meta, name, "nested_offset")
-    if isinstance(offset, bool) or not isinstance(offset, (int, float)):
-        _fail(f"bitsandbytes state dict: '{name}' nested_offset must be a number, got {offset!r}")
+    _field(meta, name, "nested_blocksize", int, (NF4_NESTED_BLOCK_SIZE,))
+    _field(meta, name, "nested_dtype", str, ("float32",))
+    offset = _fp32_offset(_field(meta, name, "nested_offset", (int, float)), name)
     state = NF4QuantState(
         packed=codes,
         absmax=_sized(_tensor(state_dict, absmax_key), absmax_key, torch.uint8, blocks).to(device),
@@ -129,7 +151,7 @@ def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, t
         nested_code=_sized(_tensor(state_dict, name + ".nested_quant_map"), name + ".nested_quant_map",
                            torch.float32, 256).to(device),
         # As bitsandbytes' QuantState.from_dict restores it: a 0-dim FP32 tensor.
-        offset=torch.tensor(float(offset), dtype=torch.float32, device=device),
+        offset=torch.tensor(offset, dtype=torch.float32, device=device),
         dtype=dtype)
     return codes, resolve_absmax(state), n, k, dtype
 
@@ -137,20 +159,30 @@ def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, t
 def read_bitsandbytes(state_dict: Mapping[str, Any], names: Names) -> NF4QuantState:
     """The NF4QuantState of experts [E, N, K] (FP32 absmax) from a bitsandbytes state dict.
 
-    names: one entry per expert, each a weight name or a sequence of names stacked along N
-    (for example (gate_proj, up_proj) for a fused gate_up GEMM). Every expert must come out
-    with the same N, K and dtype; the tensors may be on any one device."""
-    if isinstance(names, str) or not isinstance(names, Sequence) or len(names) == 0:
-        raise TypeError("chord_kernels: 'names' must be a non-empty sequence with one entry per expert (a weight "
-                        "name, or a sequence of names stacked along N)")
+    names: one entry per expert, each a weight name or a list / tuple of names stacked along N
+    (for example (gate_proj, up_proj) for a fused gate_up GEMM); no name twice. Every expert
+    must come out with the same N, K and dtype, and every weight's codes on one device (its
+    statistics are moved to it)."""
+    if not isinstance(state_dict, Mapping):
+        raise TypeError(f"chord_kernels: 'state_dict' must be a mapping of names to tensors, got "
+                        f"{type(state_dict).__name__}")
+    if not isinstance(names, (list, tuple)) or len(names) == 0:
+        raise TypeError("chord_kernels: 'names' must be a non-empty list or tuple with one entry per expert (a "
+                        "weight name, or a list / tuple of names stacked along N)")
     codes: List[torch.Tensor] = []
     absmax: List[torch.Tensor] = []
+    seen = set()
     expert_shape = None
     dtype = None
     for e, entry in enumerate(names):
-        parts = [entry] if isinstance(entry, str) else list(entry)
+        parts = [entry] if isinstance(entry, str) else list(entry) if isinstance(entry, (list, tuple)) else None
         if not parts or not all(isinstance(p, str) for p in parts):
-            raise TypeError(f"chord_kernels: names[{e}] must be a weight name or a non-empty sequence of names")
+            raise TypeError(f"chord_kernels: names[{e}] must be a weight name or a non-empty list / tuple of names, "
+                            f"got {entry!r}")
+        for part in parts:
+            if part in seen:
+                _fail(f"bitsandbytes state dict: '{part}' is named twice in 'names'")
+            seen.add(part)
         n_total, k_expert = 0, None
         for part in parts:
             c, a, n, k, part_dtype = _read_one(state_dict, part)

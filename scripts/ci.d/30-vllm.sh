@@ -18,5 +18,5 @@ for version in 0.33.0 0.34.0; do
   "$py" -m pip install -q --no-deps "vllm==$version"
   "$py" -c "import humming, vllm; print('vllm', vllm.__version__, '| humming from', humming.__file__)"
   echo "== vLLM $version contract tests"
-  (cd "$work" && CHORD_REQUIRE_VLLM=1 "$py" -m pytest -q -p no:cacheprovider "$OLDPWD/tests/python/test_vllm_contract.py")
+  (cd "$work" && CHORD_REQUIRE_VLLM=1 "$py" -m pytest -q -rs -p no:cacheprovider "$OLDPWD/tests/python/test_vllm_contract.py")
 done

@@ -599,6 +599,11 @@ def test_gptq_converts_to_chords_form():
     # A transformed layer's tensors (what vLLM's direct weight reload hands back) get the way out.
     with pytest.raises(ValueError, match="missing qweight, scales.*VLLM_RELOAD_MODE=layerwise"):
         schema.convert_humming({"weight": codes, "weight_scale": scale}, [n], [k], torch.bfloat16, num_experts=e)
+    # A compressed-tensors layer without its packed weight is only missing it.
+    ct = BaseWeightSchema.from_config({"quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int",
+                                       "num_bits": 4, "strategy": "group", "group_size": 32, "symmetric": True})
+    with pytest.raises(ValueError, match=r"missing weight_packed, got \['weight_scale', 'weight_shape'\]$"):
+        ct.convert_humming({"weight_scale": scale, "weight_shape": torch.tensor([n, k])}, [n], [k], torch.bfloat16)
 
 
 def test_transform_refuses_at_load_and_tuning_rows():

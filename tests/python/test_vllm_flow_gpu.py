@@ -517,6 +517,10 @@ def test_vllm_flow_padded_rows(gemm_type):
     rows match the MoE of the real rows alone; nothing of a padding row reaches them."""
     model = model_for("kimi_k2_ep8", gemm_type)
     x, w, ids, emap = routing("kimi_k2_ep8", 24, seed=13)
+    # This rank owns the last 48 global experts, so a -1 read as a negative index (the last
+    # expert, a local one) would be routed, not dropped.
+    emap = torch.full_like(emap, -1)
+    emap[-model.local:] = torch.arange(model.local, dtype=torch.int32, device="cuda")
     pad = torch.arange(24, device="cuda") % 3 == 0
     ids[pad] = -1
     x[pad] = float("nan")

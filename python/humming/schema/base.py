@@ -172,7 +172,7 @@ def require_tensors(tensors: Dict[str, Any], names: Tuple[str, ...], layer: str)
     if not missing:
         return
     message = f"humming: {layer} layer needs {', '.join(names)}; missing {', '.join(missing)}, got {sorted(tensors)}"
-    if tensors and set(tensors) <= {"weight", "weight_scale", "zero_point", "weight_shape"}:
+    if "weight" in tensors and set(tensors) <= {"weight", "weight_scale", "zero_point"}:
         message += (". These are a transformed layer's tensors, not the checkpoint's: vLLM's direct weight "
                     "reload (VLLM_RELOAD_MODE=direct) converts the layer again from them, which cannot work; "
                     "reload with VLLM_RELOAD_MODE=layerwise (vLLM's default)")
