@@ -82,7 +82,7 @@ def test_quantize_nf4_equals_bitsandbytes(compress, dtype, seed):
       1 / 0 and codes the NaN as code 0 (-1.0), the CPU backend codes 0.0 (code 7); both
       dequantize to zero;
     - the double-quantization offset is the mean of the absmax rounded once (FP64 sum), where
-      bitsandbytes takes torch's FP32 mean on its device: they may differ by one FP32 ulp;
+      bitsandbytes takes torch's FP32 mean on its device: they may differ by a few FP32 ulps;
     - given the same offset, the 8-bit absmax codes are the same but for a few values near
       the middle between two codes, where the CPU backend takes the farther one; chord's is
       the nearest code."""
@@ -102,8 +102,9 @@ def test_quantize_nf4_equals_bitsandbytes(compress, dtype, seed):
     assert torch.equal(raw, bnb.functional.quantize_4bit(w, blocksize=64, compress_statistics=False,
                                                          quant_type="nf4")[1].absmax)
     assert float(mine.offset) == float(torch.tensor(raw.double().mean().item(), dtype=torch.float32))
-    ulp = torch.finfo(torch.float32).eps * abs(float(mine.offset))
-    assert abs(float(mine.offset) - float(qs.offset)) <= ulp
+    # An FP32 sum of the blocks' absmax in some order: a few ulps off the rounded mean.
+    ulps = 4 * torch.finfo(torch.float32).eps * abs(float(mine.offset))
+    assert abs(float(mine.offset) - float(qs.offset)) <= ulps
     # bitsandbytes' 8-bit step on chord's offset.
     codes, state2 = bnb.functional.quantize_blockwise(raw - mine.offset, blocksize=256)
     assert torch.equal(mine.nested_absmax, state2.absmax)

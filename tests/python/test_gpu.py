@@ -543,7 +543,7 @@ def test_nf4_quantize_equals_bitsandbytes_cuda():
     """chord's quantizer against bitsandbytes' CUDA kernels, which it follows: the same 4-bit
     codes and FP32 absmax byte for byte, an all-zero block included (1 / 0 scaling: code 0),
     and, on the same double-quantization offset, the same 8-bit absmax codes and nested
-    scales. The offsets themselves may differ by an FP32 ulp: chord's is the mean rounded once,
+    scales. The offsets themselves may differ by a few FP32 ulps: chord's is the mean rounded once,
     bitsandbytes' torch's FP32 mean on the GPU. Its CPU backend differs in more places
     (test_bnb_contract.py). scripts/reference-bnb.sh prepares bitsandbytes for the GPU machine."""
     bnb = pytest.importorskip("bitsandbytes", reason="bitsandbytes is not installed: scripts/reference-bnb.sh")
@@ -556,7 +556,8 @@ def test_nf4_quantize_equals_bitsandbytes_cuda():
         assert torch.equal(plain.absmax, qs.absmax), dtype
         _, qs = bnb.functional.quantize_4bit(experts, blocksize=64, compress_statistics=True, quant_type="nf4")
         nested = ck.quantize_nf4(experts, double_quant=True)
-        assert abs(float(nested.offset) - float(qs.offset)) <= torch.finfo(torch.float32).eps * abs(float(qs.offset))
+        # torch's FP32 mean sums in its own order: a few ulps off the rounded mean.
+        assert abs(float(nested.offset) - float(qs.offset)) <= 4 * torch.finfo(torch.float32).eps * abs(float(qs.offset))
         codes, state2 = bnb.functional.quantize_blockwise(plain.absmax - nested.offset, blocksize=256)
         assert torch.equal(nested.absmax, codes), dtype
         assert torch.equal(nested.nested_absmax, state2.absmax), dtype
