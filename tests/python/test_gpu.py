@@ -557,7 +557,8 @@ def test_nf4_quantize_equals_bitsandbytes_cuda():
         _, qs = bnb.functional.quantize_4bit(experts, blocksize=64, compress_statistics=True, quant_type="nf4")
         nested = ck.quantize_nf4(experts, double_quant=True)
         # torch's FP32 mean sums in its own order: a few ulps off the rounded mean.
-        assert abs(float(nested.offset) - float(qs.offset)) <= 4 * torch.finfo(torch.float32).eps * abs(float(qs.offset))
+        ulps = 4 * torch.finfo(torch.float32).eps * abs(float(qs.offset))
+        assert abs(float(nested.offset) - float(qs.offset)) <= ulps
         codes, state2 = bnb.functional.quantize_blockwise(plain.absmax - nested.offset, blocksize=256)
         assert torch.equal(nested.absmax, codes), dtype
         assert torch.equal(nested.nested_absmax, state2.absmax), dtype
