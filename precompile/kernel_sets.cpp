@@ -65,14 +65,22 @@ int auto_routing_block(double rows) {
   return 64;
 }
 
+// The routed calls whose decode kernels (split-K, narrow WGMMA tiles) a set holds: tokens
+// routed top_k on a GPU of sm_count SMs.
+struct RoutedCalls {
+  std::vector<int> tokens;
+  int top_k = 8;
+  int sm_count = 132;
+};
+
 // The configs the resolver picks for a split's GEMMs, for each weight kind of the split
 // (split_weight_kinds; NF4 where `nf4`): every mode at the row counts of the suite (docs/shapes.md), without
 // routing geometry (no split-K; masked also with one group per local expert, whose count sets
-// the narrow WGMMA tile's BN); the offsets mode at 1..4096 tokens routed top-8 on a 132-SM GPU,
-// and the indexed mode the same way (top_k 8, chord_kernels' routing block), which add the
-// split-K kernels of the smallest grids. Other geometries (a few rows in other modes, other SM
+// the narrow WGMMA tile's BN); the offsets and indexed modes at `calls` (chord_kernels' routing
+// block for indexed), which add the split-K kernels of the smallest grids. Other geometries (a few rows in other modes, other SM
 // counts) can still compile a kernel at their first call.
-std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, const Arch& arch) {
+std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, const RoutedCalls& calls,
+                                           const Arch& arch) {
   std::vector<KernelDescriptor> out;
   auto add = [&out](const KernelDescriptor& d) {
     if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
@@ -110,15 +118,16 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
           }
         }
         if (mode != kW4A16Offsets && mode != kW4A16Indexed) continue;
-        for (int tokens : {1, 8, 64, 512, 4096}) {  // routed top-8, as the operators pass them
+        for (int tokens : calls.tokens) {  // routed top_k, as the operators pass them
           W4A16Problem p = problem(mode);
-          const int routes = 8 * tokens;
+          p.sm_count = calls.sm_count;
+          const int routes = calls.top_k * tokens;
           p.rows_per_expert = std::max(1, routes / split.experts_local);
           if (mode == kW4A16Offsets) {
             p.a_rows = routes;  // S: the routed rows
           } else {
             p.a_rows = tokens;  // M, each row routed top_k times
-            p.top_k = 8;
+            p.top_k = calls.top_k;
             p.block_size = auto_routing_block(double(routes) / split.experts_local);
           }
           add(resolve_w4a16_config(p).descriptor(arch));
@@ -166,6 +175,13 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
   return out;
 }
 
+// A kernel set's routed calls: 1..4096 tokens routed top-8 on a 132-SM GPU (H100 / H200).
+RoutedCalls suite_calls() {
+  RoutedCalls calls;
+  calls.tokens = {1, 8, 64, 512, 4096};
+  return calls;
+}
+
 }  // namespace
 
 std::vector<std::string> kernel_set_names() {
@@ -188,8 +204,8 @@ std::string kernel_set_summary(const std::string& name) {
 }
 
 std::vector<KernelDescriptor> moe_kernel_descriptors(const MoeLayerShape& shape, const Arch& arch) {
-  // Bounds that keep every size the resolver derives from them (N x K, the routed rows) far
-  // inside int; real models are well within them.
+  // Within the operators' own bounds (ops/w4a16.cpp: E <= 2^16, N and K <= 2^20); real models
+  // are far inside them.
   constexpr int kMaxExperts = 1 << 16, kMaxDim = 1 << 17;
   CHORD_REQUIRE(shape.experts >= 1 && shape.experts <= kMaxExperts, "experts must be in [1, {}], got {}",
                 kMaxExperts, shape.experts);
@@ -207,16 +223,28 @@ std::vector<KernelDescriptor> moe_kernel_descriptors(const MoeLayerShape& shape,
                 "the GEMMs gate_up {} x {} and down {} x {} (N x K) need N % 16 == 0 and K % 64 == 0: hidden and "
                 "intermediate sizes must be multiples of 64, got {} and {}",
                 split.gate_up.n, split.gate_up.k, split.down.n, split.down.k, shape.hidden, shape.intermediate);
-  return gemm_kernels(split, shape.nf4, arch);
+  CHORD_REQUIRE(shape.top_k >= 1 && shape.top_k <= 64, "top_k must be in [1, 64], got {}", shape.top_k);
+  CHORD_REQUIRE(shape.sm_count >= 1 && shape.sm_count <= 4096, "the SM count must be in [1, 4096], got {}",
+                shape.sm_count);
+  RoutedCalls calls;
+  calls.top_k = shape.top_k;
+  calls.sm_count = shape.sm_count;
+  // vLLM's CUDA Graph batch sizes (1, 2, 4, then multiples of 8 to 512), then prefill sizes.
+  calls.tokens = {1, 2, 4};
+  for (int t = 8; t <= 512; t += 8) calls.tokens.push_back(t);
+  for (int t = 1024; t <= 4096; t *= 2) calls.tokens.push_back(t);
+  return gemm_kernels(split, shape.nf4, calls, arch);
 }
 
 std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch) {
   if (name == "dequant") return dequant_kernels(arch);
-  if (const ShapeSplit* split = kernel_set_split(name)) return gemm_kernels(*split, runs_nf4(*split), arch);
+  if (const ShapeSplit* split = kernel_set_split(name)) {
+    return gemm_kernels(*split, runs_nf4(*split), suite_calls(), arch);
+  }
   if (name == "all") {
     std::vector<KernelDescriptor> out = dequant_kernels(arch);
     for (const ShapeSplit* split : model_shapes().kernel_sets()) {
-      for (const auto& d : gemm_kernels(*split, runs_nf4(*split), arch)) {
+      for (const auto& d : gemm_kernels(*split, runs_nf4(*split), suite_calls(), arch)) {
         if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
       }
     }

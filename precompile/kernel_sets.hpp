@@ -23,11 +23,15 @@ std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, co
 // GEMMs are gate_up [N = 2 x intermediate, K = hidden] and down [N = hidden, K = intermediate].
 struct MoeLayerShape {
   int experts = 0, hidden = 0, intermediate = 0;
-  bool nf4 = false;  // also the NF4 kernels (bitsandbytes checkpoints)
+  int top_k = 8;        // routes per token
+  int sm_count = 132;   // the GPU's SMs (the decode grids' split-K depends on them)
+  bool nf4 = false;     // also the NF4 kernels (bitsandbytes checkpoints)
 };
 
 // What a kernel set compiles (every INT4 kind in every mode, pack and routing-check kernels,
-// NF4 when asked), for `shape` (`chord precompile --moe E,HIDDEN,INTERMEDIATE`). Throws
+// NF4 when asked), for `shape` (`chord precompile --moe E,HIDDEN,INTERMEDIATE`), with the
+// offsets and indexed decode kernels at every batch a server captures (1, 2, 4, multiples of 8
+// up to 512, then powers of two to 4096 tokens) routed top_k. Throws
 // Error(CHORD_ERROR_INVALID_ARGUMENT) naming a shape the operators cannot run.
 std::vector<KernelDescriptor> moe_kernel_descriptors(const MoeLayerShape& shape, const Arch& arch);
 

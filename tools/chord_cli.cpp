@@ -173,7 +173,10 @@ void progress(size_t done, size_t total, const std::string& what) {
   if (done == total) std::fprintf(stderr, "\n");
 }
 
-// --moe E,HIDDEN,INTERMEDIATE: three positive integers.
+// An integer option in [least, most] (defined with the config command's options below).
+long long number(const Args& args, const char* name, long long fallback, long long least, long long most);
+
+// --moe E,HIDDEN,INTERMEDIATE: three decimal integers.
 chord::MoeLayerShape moe_shape(const std::string& text) {
   chord::MoeLayerShape shape;
   int* fields[] = {&shape.experts, &shape.hidden, &shape.intermediate};
@@ -182,7 +185,8 @@ chord::MoeLayerShape moe_shape(const std::string& text) {
     const size_t end = i < 2 ? text.find(',', start) : text.size();
     const std::string field = end == std::string::npos ? "" : text.substr(start, end - start);
     if (field.empty() || field.size() > 9 || field.find_first_not_of("0123456789") != std::string::npos) {
-      throw UsageError{"--moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '" + text + "'"};
+      throw UsageError{"--moe needs three decimal integers E,HIDDEN,INTERMEDIATE of at most 9 digits, not '" +
+                       text + "'"};
     }
     *fields[i] = std::stoi(field);
     start = end + 1;
@@ -192,7 +196,11 @@ chord::MoeLayerShape moe_shape(const std::string& text) {
 
 int precompile(const Args& args) {
   if (args.count("--profile") == args.count("--moe")) throw UsageError{"give one of --profile NAME, --moe E,H,I"};
-  if (args.count("--nf4") && !args.count("--moe")) throw UsageError{"--nf4 goes with --moe (a kernel set says itself)"};
+  for (const char* option : {"--nf4", "--top-k", "--sms"}) {
+    if (args.count(option) && !args.count("--moe")) {
+      throw UsageError{std::string(option) + " only applies to --moe (a kernel set fixes its own)"};
+    }
+  }
   const std::string out_dir = args.count("--out") ? args.at("--out") : "";
   const chord::Arch arch = chord::parse_arch(args.at("--arch"));
   std::string set;
@@ -203,8 +211,11 @@ int precompile(const Args& args) {
   } else {
     chord::MoeLayerShape shape = moe_shape(args.at("--moe"));
     shape.nf4 = args.count("--nf4") != 0;
-    set = fmt::format("the MoE layer {} x [{} x {}, {} x {}]{}", shape.experts, 2 * shape.intermediate, shape.hidden,
-                      shape.hidden, shape.intermediate, shape.nf4 ? " with NF4" : "");
+    shape.top_k = static_cast<int>(number(args, "--top-k", 8, 1, 64));
+    shape.sm_count = static_cast<int>(number(args, "--sms", 132, 1, 4096));
+    set = fmt::format("the MoE layer {} x [{} x {}, {} x {}], top-{} on {} SMs{}", shape.experts,
+                      2LL * shape.intermediate, shape.hidden, shape.hidden, shape.intermediate, shape.top_k,
+                      shape.sm_count, shape.nf4 ? ", with NF4" : "");
     descriptors = chord::moe_kernel_descriptors(shape, arch);
   }
   // --out builds a layer of its own: no read-only layers under it, nothing from the user's cache.
@@ -424,15 +435,22 @@ const std::vector<Command>& commands() {
     return std::vector<Command>{
         {"precompile",
          "compile a kernel set into the kernel cache (or into a folder for others)",
-         "Compiles a kernel set ahead of time, so that a server's first call does not wait for NVRTC. "
+         "Compiles a kernel set, or the kernels of a model's MoE layer, ahead of time, so that a server's first "
+         "call does not wait for NVRTC. "
          "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord.",
          {{"--arch", "ARCH", true, arches},
           {"--profile", "NAME", false, "the kernel set: " + join(chord::kernel_set_names())},
           {"--moe", "E,H,I", false,
            "instead of a kernel set, a model's MoE layer as one GPU holds it: local experts, hidden size, expert "
-           "intermediate size on the GPU (gate_up is 2I x H, down H x I): every INT4 kind, mode, pack and "
-           "routing-check kernel a kernel set has"},
+           "intermediate size on the GPU (gate_up is 2I x H, down H x I): every INT4 kind (group 128 where K % 128 "
+           "== 0), mode, pack and routing-check kernel a kernel set has"},
           {"--nf4", "", false, "with --moe: the NF4 kernels too (bitsandbytes checkpoints)"},
+          {"--top-k", "K", false,
+           "with --moe: routes per token (default 8); the offsets and indexed kernels are those of 1, 2, 4, every "
+           "multiple of 8 to 512, 1024, 2048 and 4096 tokens routed top-K"},
+          {"--sms", "SMS", false,
+           "with --moe: the GPU's SM count (default 132, an H100 / H200); other geometries compile at their first "
+           "call"},
           {"--out", "DIR", false,
            "compile into DIR instead of the cache: a folder for others to read through CHORD_CACHE_READONLY_DIRS "
            "(folders 0755, entries 0644)"}},

@@ -56,6 +56,9 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --moe 8,4096,96", &code);
   CHECK(code != 0);
   CHECK(out.find("multiples of 64, got 4096 and 96") != std::string::npos);
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --moe 8,4096,1536 --top-k 65", &code);
+  CHECK(code != 0);
+  CHECK(out.find("--top-k needs an integer in [1, 64], not '65'") != std::string::npos);
   out = run_command(std::string(CHORD_CLI_PATH) + " frobnicate", &code);
   CHECK(code == 2);
   out = run_command("CHORD_JIT_DEBUG=maybe " + std::string(CHORD_CLI_PATH) + " info", &code);
@@ -115,10 +118,12 @@ TEST_CASE("cli: a wrong command line names what is wrong, with the usage, and ex
       {"precompile", "chord precompile: missing --arch ARCH"},
       {"precompile --arch sm_90a", "chord precompile: give one of --profile NAME, --moe E,H,I"},
       {"precompile --arch sm_90a --profile ep8 --moe 8,4096,1536", "chord precompile: give one of --profile NAME, --moe E,H,I"},
-      {"precompile --arch sm_90a --profile dequant --nf4", "chord precompile: --nf4 goes with --moe (a kernel set says itself)"},
-      {"precompile --arch sm_90a --moe 8,4096", "chord precompile: --moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '8,4096'"},
-      {"precompile --arch sm_90a --moe 8,4096,-1", "chord precompile: --moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '8,4096,-1'"},
-      {"precompile --arch sm_90a --moe 8,4096,1536,2", "chord precompile: --moe needs three positive integers E,HIDDEN,INTERMEDIATE, not '8,4096,1536,2'"},
+      {"precompile --arch sm_90a --profile dequant --nf4", "chord precompile: --nf4 only applies to --moe (a kernel set fixes its own)"},
+      {"precompile --arch sm_90a --moe 8,4096", "chord precompile: --moe needs three decimal integers E,HIDDEN,INTERMEDIATE of at most 9 digits, not '8,4096'"},
+      {"precompile --arch sm_90a --moe 8,4096,-1", "chord precompile: --moe needs three decimal integers E,HIDDEN,INTERMEDIATE of at most 9 digits, not '8,4096,-1'"},
+      {"precompile --arch sm_90a --moe 8,4096,1536,2", "chord precompile: --moe needs three decimal integers E,HIDDEN,INTERMEDIATE of at most 9 digits, not '8,4096,1536,2'"},
+      {"precompile --arch sm_90a --profile ep8 --top-k 2", "chord precompile: --top-k only applies to --moe (a kernel set fixes its own)"},
+      {"precompile --arch sm_90a --moe 8,4096,1536 --sms", "chord precompile: --sms needs a value (SMS)"},
       {"precompile --arch sm_90a --profile", "chord precompile: --profile needs a value (NAME)"},
       // A following option is not taken for the missing value.
       {"precompile --arch --profile dequant", "chord precompile: --arch needs a value (ARCH)"},

@@ -787,12 +787,24 @@ TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zer
 }
 
 TEST_CASE("tuning: precompile --moe holds the kernels a model outside the suite resolves to", "[tuning]") {
-  // Qwen3-235B-A22B under EP8 (16 local experts, hidden 4096, intermediate 1536) and
-  // DeepSeek-V3 under TP8 (256 experts, hidden 7168, intermediate 2048 / 8 = 256): shapes no
-  // kernel set holds, so a server's first calls would wait for NVRTC without --moe.
+  // Models no kernel set holds, so a server's first calls would wait for NVRTC without --moe:
+  // Qwen3-235B-A22B under EP8 (16 local experts, hidden 4096, intermediate 1536, top-8), also on
+  // a 114-SM GPU; Mixtral 8x7B under TP8 (8 experts, intermediate 14336 / 8 = 1792, top-2);
+  // DeepSeek-V3 under TP8 (256 experts, hidden 7168, intermediate 2048 / 8 = 256) with NF4.
   const chord::Arch arch = chord::parse_arch("sm_90a");
-  for (const chord::MoeLayerShape& shape : {chord::MoeLayerShape{16, 4096, 1536, false},
-                                           chord::MoeLayerShape{256, 7168, 256, true}}) {
+  auto moe = [](int e, int h, int i, int top_k, int sms, bool nf4) {
+    chord::MoeLayerShape s;
+    s.experts = e, s.hidden = h, s.intermediate = i, s.top_k = top_k, s.sm_count = sms, s.nf4 = nf4;
+    return s;
+  };
+  // The batch sizes --moe promises: vLLM's CUDA Graph sizes (1, 2, 4, multiples of 8 to 512),
+  // then 1024 to 4096.
+  std::vector<int> batches = {1, 2, 4, 1024, 2048, 4096};
+  for (int t = 8; t <= 512; t += 8) batches.push_back(t);
+  // chord_kernels' (and the humming facade's) routing block for routed rows per expert.
+  auto routing_block = [](double rows) { return rows * 1.5 <= 16 ? 16 : rows * 1.5 <= 32 ? 32 : 64; };
+  for (const chord::MoeLayerShape& shape : {moe(16, 4096, 1536, 8, 132, false), moe(16, 4096, 1536, 8, 114, false),
+                                           moe(8, 4096, 1792, 2, 132, false), moe(256, 7168, 256, 8, 132, true)}) {
     const std::vector<chord::KernelDescriptor> set = chord::moe_kernel_descriptors(shape, arch);
     auto holds = [&](const chord::W4A16Problem& p) {
       return std::find(set.begin(), set.end(), chord::resolve_w4a16_config(p).descriptor(arch)) != set.end();
@@ -806,25 +818,42 @@ TEST_CASE("tuning: precompile --moe holds the kernels a model outside the suite 
     CHECK((nf4_gemms > 0) == shape.nf4);
     for (const chord::GemmShape g : {chord::GemmShape{2 * shape.intermediate, shape.hidden},
                                      chord::GemmShape{shape.hidden, shape.intermediate}}) {
-      for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4ZpFp16, chord::kW4A16WeightInt4G128Fp16}) {
+      std::vector<chord::W4A16WeightKind> weights = {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4ZpFp16,
+                                                     chord::kW4A16WeightInt4G128Fp16};
+      if (shape.nf4) weights.push_back(chord::kW4A16WeightNF4);
+      for (auto weight : weights) {
         if (chord::w4a16_is_g128(weight) && g.k % 128 != 0) continue;
+        INFO("E=" << shape.experts << " N=" << g.n << " K=" << g.k << " top-" << shape.top_k << " SMs "
+                  << shape.sm_count << " weight " << weight);
+        // Every mode at rows per expert without routing geometry (NF4: offsets only).
         for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+          if (chord::w4a16_is_nf4(weight) && mode != chord::kW4A16Offsets) continue;
           for (int64_t rows : {int64_t{1}, int64_t{16}, int64_t{64}, int64_t{512}}) {
             chord::W4A16Problem p = problem(g.n, g.k, rows, mode);
             p.experts = shape.experts;
             p.weight = weight;
-            INFO("E=" << shape.experts << " N=" << g.n << " K=" << g.k << " weight " << weight << " mode " << mode
-                      << " rows " << rows);
             CHECK(holds(p));
           }
         }
-      }
-      if (shape.nf4) {
-        chord::W4A16Problem p = problem(g.n, g.k, 1, chord::kW4A16Offsets);
-        p.experts = shape.experts;
-        p.weight = chord::kW4A16WeightNF4;
-        p.a_rows = 8;
-        CHECK(holds(p));
+        // Offsets and indexed calls as ops/w4a16.cpp builds them from the call's rows.
+        for (int tokens : batches) {
+          const int routes = shape.top_k * tokens;
+          chord::W4A16Problem offsets = problem(g.n, g.k, std::max(1, routes / shape.experts), chord::kW4A16Offsets);
+          offsets.experts = shape.experts;
+          offsets.weight = weight;
+          offsets.a_rows = routes;
+          offsets.sm_count = shape.sm_count;
+          INFO("offsets S=" << routes);
+          CHECK(holds(offsets));
+          if (chord::w4a16_is_nf4(weight)) continue;
+          chord::W4A16Problem indexed = offsets;
+          indexed.mode = chord::kW4A16Indexed;
+          indexed.a_rows = tokens;
+          indexed.top_k = shape.top_k;
+          indexed.block_size = routing_block(double(routes) / shape.experts);
+          INFO("indexed M=" << tokens);
+          CHECK(holds(indexed));
+        }
       }
     }
   }
@@ -837,9 +866,11 @@ TEST_CASE("tuning: precompile --moe holds the kernels a model outside the suite 
     }
     return std::string();
   };
-  CHECK(error_of({8, 4096, 96, false}).find("multiples of 64, got 4096 and 96") != std::string::npos);
-  CHECK(error_of({0, 4096, 1536, false}).find("experts must be in [1, 65536], got 0") != std::string::npos);
-  CHECK(error_of({8, 4096, 1 << 20, false}).find("must be in [1, 131072]") != std::string::npos);
+  CHECK(error_of(moe(8, 4096, 96, 8, 132, false)).find("multiples of 64, got 4096 and 96") != std::string::npos);
+  CHECK(error_of(moe(0, 4096, 1536, 8, 132, false)).find("experts must be in [1, 65536], got 0") != std::string::npos);
+  CHECK(error_of(moe(8, 4096, 1 << 20, 8, 132, false)).find("must be in [1, 131072]") != std::string::npos);
+  CHECK(error_of(moe(8, 4096, 1536, 0, 132, false)).find("top_k must be in [1, 64], got 0") != std::string::npos);
+  CHECK(error_of(moe(8, 4096, 1536, 8, 0, false)).find("SM count must be in [1, 4096], got 0") != std::string::npos);
 }
 
 // Calls f(p) on the resolver's problems over the sm90a tables' splits, one shape the heuristic
