@@ -175,11 +175,12 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
   return out;
 }
 
-// A kernel set's routed calls: 1..4096 tokens routed top-8 on a 132-SM GPU (H100 / H200).
-RoutedCalls suite_calls() {
+// A kernel-set split's GEMM kernels: 1..4096 tokens routed top-8 on a 132-SM GPU (H100 / H200),
+// NF4 where the suite runs it.
+std::vector<KernelDescriptor> split_kernels(const ShapeSplit& split, const Arch& arch) {
   RoutedCalls calls;
   calls.tokens = {1, 8, 64, 512, 4096};
-  return calls;
+  return gemm_kernels(split, runs_nf4(split), calls, arch);
 }
 
 }  // namespace
@@ -238,13 +239,11 @@ std::vector<KernelDescriptor> moe_kernel_descriptors(const MoeLayerShape& shape,
 
 std::vector<KernelDescriptor> kernel_set_descriptors(const std::string& name, const Arch& arch) {
   if (name == "dequant") return dequant_kernels(arch);
-  if (const ShapeSplit* split = kernel_set_split(name)) {
-    return gemm_kernels(*split, runs_nf4(*split), suite_calls(), arch);
-  }
+  if (const ShapeSplit* split = kernel_set_split(name)) return split_kernels(*split, arch);
   if (name == "all") {
     std::vector<KernelDescriptor> out = dequant_kernels(arch);
     for (const ShapeSplit* split : model_shapes().kernel_sets()) {
-      for (const auto& d : gemm_kernels(*split, runs_nf4(*split), suite_calls(), arch)) {
+      for (const auto& d : split_kernels(*split, arch)) {
         if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
       }
     }

@@ -97,7 +97,9 @@ def _fp32_offset(value, name: str) -> float:
     return v
 
 
-def _sized(t: torch.Tensor, key: str, dtype: torch.dtype, numel: int) -> torch.Tensor:
+def _sized(state_dict: Mapping[str, Any], key: str, dtype: torch.dtype, numel: int) -> torch.Tensor:
+    """The tensor under `key`, flattened, if it is `dtype` with `numel` elements."""
+    t = _tensor(state_dict, key)
     if t.dtype != dtype or t.numel() != numel:
         _fail(f"bitsandbytes state dict: '{key}' must be {dtype} with {numel} elements, got {t.dtype} "
               f"{tuple(t.shape)}")
@@ -125,7 +127,7 @@ def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, t
     codes = codes.reshape(-1).view(torch.uint8)
     device = codes.device
 
-    table = _sized(_tensor(state_dict, name + ".quant_map"), name + ".quant_map", torch.float32, 16)
+    table = _sized(state_dict, name + ".quant_map", torch.float32, 16)
     if not torch.equal(table.to(device).view(torch.int32), _constant("table", device).view(torch.int32)):
         _fail(f"bitsandbytes state dict: '{name}.quant_map' is not the NF4 code table; chord decodes with the "
               "standard table only")
@@ -137,19 +139,18 @@ def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, t
         if name + ".nested_absmax" in state_dict:
             _fail(f"bitsandbytes state dict: '{name}.nested_absmax' is there but the quant state of '{name}' has "
                   "no nested fields")
-        absmax = _sized(_tensor(state_dict, absmax_key), absmax_key, torch.float32, blocks)
+        absmax = _sized(state_dict, absmax_key, torch.float32, blocks)
         return codes, absmax.to(device), n, k, dtype
     _field(meta, name, "nested_blocksize", int, (NF4_NESTED_BLOCK_SIZE,))
     _field(meta, name, "nested_dtype", str, ("float32",))
     offset = _fp32_offset(_field(meta, name, "nested_offset", (int, float)), name)
     state = NF4QuantState(
         packed=codes,
-        absmax=_sized(_tensor(state_dict, absmax_key), absmax_key, torch.uint8, blocks).to(device),
+        absmax=_sized(state_dict, absmax_key, torch.uint8, blocks).to(device),
         shape=(1, n, k),
-        nested_absmax=_sized(_tensor(state_dict, name + ".nested_absmax"), name + ".nested_absmax", torch.float32,
+        nested_absmax=_sized(state_dict, name + ".nested_absmax", torch.float32,
                              -(-blocks // NF4_NESTED_BLOCK_SIZE)).to(device),
-        nested_code=_sized(_tensor(state_dict, name + ".nested_quant_map"), name + ".nested_quant_map",
-                           torch.float32, 256).to(device),
+        nested_code=_sized(state_dict, name + ".nested_quant_map", torch.float32, 256).to(device),
         # As bitsandbytes' QuantState.from_dict restores it: a 0-dim FP32 tensor.
         offset=torch.tensor(offset, dtype=torch.float32, device=device),
         dtype=dtype)
@@ -179,12 +180,11 @@ def read_bitsandbytes(state_dict: Mapping[str, Any], names: Names) -> NF4QuantSt
         if not parts or not all(isinstance(p, str) for p in parts):
             raise TypeError(f"chord_kernels: names[{e}] must be a weight name or a non-empty list / tuple of names, "
                             f"got {entry!r}")
+        n_total, k_expert = 0, None
         for part in parts:
             if part in seen:
                 _fail(f"bitsandbytes state dict: '{part}' is named twice in 'names'")
             seen.add(part)
-        n_total, k_expert = 0, None
-        for part in parts:
             c, a, n, k, part_dtype = _read_one(state_dict, part)
             if k_expert is not None and k != k_expert:
                 _fail(f"bitsandbytes state dict: names[{e}] stacks weights with different K ({k_expert} and {k})")
