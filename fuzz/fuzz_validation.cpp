@@ -189,7 +189,8 @@ const char* const kVariables[] = {"CHORD_CACHE_DIR",        "CHORD_CACHE_READONL
                                   "CHORD_JIT_DUMP_SOURCE",  "CHORD_SM90_DECODE",         "CHORD_W4A16_BM",
                                   "CHORD_W4A16_BN",         "CHORD_W4A16_BK",            "CHORD_W4A16_STAGES",
                                   "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",       "CHORD_W4A16_ENGINE",
-                                  "CHORD_W4A16_PORTABLE",   "CHORD_W4A16_GROUP_SUMS",    "CHORD_W4A16_STREAM_K"};
+                                  "CHORD_W4A16_PORTABLE",   "CHORD_W4A16_GROUP_SUMS",    "CHORD_W4A16_STREAM_K",
+                                  "CHORD_W4A16_N_RUN"};
 
 // An absolute path without surrounding white space (what a path variable may hold).
 bool clean_path(const std::string& path) {
@@ -212,6 +213,9 @@ void fuzz_environment(FuzzedDataProvider& p) {
     }
     if (e.w4a16_group_sums && (*e.w4a16_group_sums < 0 || *e.w4a16_group_sums >= chord::kW4A16GroupSumsCount)) {
       bug("accepted CHORD_W4A16_GROUP_SUMS", value);
+    }
+    if (e.w4a16_n_run && *e.w4a16_n_run != 1 && *e.w4a16_n_run != 2 && *e.w4a16_n_run != 4 && *e.w4a16_n_run != 8) {
+      bug("accepted CHORD_W4A16_N_RUN", value);
     }
   } catch (const chord::Error& e) {
     if (e.status() != CHORD_ERROR_ENVIRONMENT || std::string(e.what()).find(name) == std::string::npos) {

@@ -245,6 +245,21 @@ CHORD_W4A16_HD constexpr const char* w4a16_stream_k_error(int mode, int block_m,
                         : nullptr;
 }
 
+// Why a CTA cannot reduce n_run consecutive n blocks of its tile through one copy ring (the
+// mma.sync staged main loop, w4a16_gemm_tile), or nullptr: 1, 2, 4 or 8 n blocks of INT4
+// weights (NF4's runs are not checked on a GPU), whole tiles (a run's blocks are not split
+// along K, cluster or stream-K).
+CHORD_W4A16_HD constexpr const char* w4a16_n_run_error(int n_run, int path, int split_k, bool stream_k,
+                                                       bool nf4 = false) {
+  return (n_run != 1 && n_run != 2 && n_run != 4 && n_run != 8) ? "an n-block run must be 1, 2, 4 or 8 n blocks"
+         : n_run == 1                                           ? nullptr
+         : nf4                      ? "n-block runs serve the INT4 weight kinds"
+         : path != kW4A16PathStaged ? "n-block runs need the staged main loop (STAGES > 2 at decode tiles)"
+         : split_k != 1             ? "n-block runs and split-K are two schedules of one tile"
+         : stream_k                 ? "n-block runs and stream-K are two schedules of one call"
+                                    : nullptr;
+}
+
 // Why a shape is unsupported by a config, or nullptr.
 CHORD_W4A16_HD constexpr const char* w4a16_shape_error(int n, int k, int block_n, int block_k) {
   return (n <= 0 || n % block_n != 0)   ? "N must be a positive multiple of BLOCK_N"
@@ -273,19 +288,27 @@ CHORD_W4A16_HD constexpr long long w4a16_m_tiles(int mode, int block_m, int a_ro
                                   : 0;
 }
 
-// Grid of the GEMM: 1-D, blockIdx.x = m_tile * (N / BLOCK_N) + n_block (n-block fastest, so
-// the CTAs resident together share an activation tile and L2 serves its re-reads).
-// x == 0 means there is nothing to do: launch nothing. x must stay below 2^31.
+// CTAs along N of one tile: N / BLOCK_N n blocks, n_run consecutive ones per CTA (the last CTA
+// takes what is left).
+CHORD_W4A16_HD constexpr int w4a16_n_runs(int n, int block_n, int n_run) {
+  return (n / block_n + n_run - 1) / n_run;
+}
+
+// Grid of the GEMM: 1-D, blockIdx.x = m_tile * n_runs + n run (n fastest, so the CTAs resident
+// together share an activation tile and L2 serves its re-reads); n_run: n blocks per CTA (1
+// but for the mma.sync n-block runs, w4a16_n_run_error). x == 0 means there is nothing to do:
+// launch nothing. x must stay below 2^31.
 CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(int mode, int block_m, int block_n, int n, int a_rows,
-                                              int num_experts, int num_groups, int max_m, int capacity) {
+                                              int num_experts, int num_groups, int max_m, int capacity,
+                                              int n_run = 1) {
   return W4A16Dim3{(unsigned int)(w4a16_m_tiles(mode, block_m, a_rows, num_experts, num_groups, max_m,
                                                 capacity) *
-                                  (n / block_n)),
+                                  w4a16_n_runs(n, block_n, n_run)),
                    1u, 1u};
 }
-CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(const W4A16Args& args, int block_m, int block_n) {
+CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(const W4A16Args& args, int block_m, int block_n, int n_run = 1) {
   return w4a16_grid(args.mode, block_m, block_n, args.n, args.a_rows, args.num_experts, args.num_groups,
-                    args.max_m, args.capacity);
+                    args.max_m, args.capacity, n_run);
 }
 
 // Pack / unpack: 256 threads, grid-stride loops; any grid works, this one covers the work.

@@ -92,9 +92,9 @@ __device__ __forceinline__ int w4a16_stream_k_slot(int cta, bool starts_tile) { 
 // cluster rank with SPLIT_K > 1.
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
-          int SPLIT_K, int GROUP_SUMS, bool STREAM_K>
+          int SPLIT_K, int GROUP_SUMS, bool STREAM_K, int N_RUN = 1>
 __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile, int n_block, int split, int kb0,
-                                                int num_k, W4A16TilePart part) {
+                                                int num_k, W4A16TilePart part, int runs = 1) {
   // SPLIT_K > 1 (sm_90+, launched as clusters of SPLIT_K CTAs along x): the SPLIT_K CTAs of a
   // cluster share one output tile and each reduces its slice of K; rank 0 adds the others'
   // fp32 partials from their shared memory (DSMEM) in rank order, so the result does not
@@ -151,6 +151,13 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
                 "a group-sums form other than 0 needs the INT4 BF16 group sums (see w4a16_group_sums_error)");
   static_assert(GROUP_SUMS == kW4A16GroupSumsOffset || kScaleInAcc || kNarrowPath,
                 "GROUP_SUMS: no group sums to vary");
+  // N_RUN > 1: the CTA reduces `runs` (<= N_RUN) consecutive n blocks of one tile, n_block
+  // onwards, as one sequence of k blocks through the copy ring, so the ring stays full across
+  // n blocks and the routing, the activation rows' addresses and the pipeline fill are paid
+  // once per run instead of once per n block. Each n block's outputs are stored from the
+  // registers as its last k block finishes (the ring still holds the next block's stages).
+  static_assert(w4a16_n_run_error(N_RUN, PATH, SPLIT_K, STREAM_K, kNF4) == nullptr,
+                "invalid n-block run (see w4a16_n_run_error)");
 
   extern __shared__ __align__(128) unsigned char smem[];
   int* s_src = reinterpret_cast<int*>(smem);
@@ -268,21 +275,28 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
     }
   };
 
-  // Issue the copies of k-block kb into stage slot `slot` (staged path: all three tiles).
-  auto load_stage = [&](int kb, int slot) {
+  // The next n block of a run: BLOCK_N / 16 n tiles of K / 64 chunks on, BLOCK_N scales on.
+  const unsigned long long w_nb_step = (unsigned long long)(BLOCK_N / 16) * (unsigned long long)(K / 64) * 512ull;
+  constexpr unsigned long long kSNbStep = (unsigned long long)BLOCK_N * kSB;
+
+  // Issue the copies of k-block kb of the run's n block nb into stage slot `slot` (staged path:
+  // all three tiles; the activations depend on kb only).
+  auto load_stage = [&](int kb, int slot, int nb = 0) {
     const unsigned int st = pipe_base + slot * Cfg::kStageBytes;
     load_act(kb, slot, Cfg::kStageBytes);
     const unsigned int sw = st + Cfg::kABytes;
+    const unsigned long long w_off = N_RUN > 1 ? nb * w_nb_step + kb * w_kb_step : kb * w_kb_step;
 #pragma unroll
     for (int i = 0; i < kWIters; ++i) {
       if (kWChunks % kThreads == 0 || tid + i * kThreads < kWChunks)
-        ptx::cp_async_16(sw + (tid + i * kThreads) * 16, w_src[i] + kb * w_kb_step, 16);
+        ptx::cp_async_16(sw + (tid + i * kThreads) * 16, w_src[i] + w_off, 16);
     }
     const unsigned int ss = sw + Cfg::kWBytes;
+    const unsigned long long s_off = N_RUN > 1 ? nb * kSNbStep + s_kb_off(kb) : s_kb_off(kb);
 #pragma unroll
     for (int i = 0; i < kSIters; ++i) {
       if (kSChunks % kThreads == 0 || tid + i * kThreads < kSChunks)
-        ptx::cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + s_kb_off(kb), 16);
+        ptx::cp_async_16(ss + (tid + i * kThreads) * 16, sc_src[i] + s_off, 16);
     }
   };
 
@@ -517,22 +531,67 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
       slot = slot + 1 == kAS ? 0 : slot + 1;
     }
   } else {
+  // k blocks through the ring: num_k per n block of the run.
+  const int total_k = N_RUN > 1 ? runs * num_k : num_k;
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < num_k) load_stage(s, s);
+    if constexpr (N_RUN > 1) {
+      if (s < total_k) load_stage(s % num_k, s, s / num_k);
+    } else if (s < num_k) {
+      load_stage(s, s);
+    }
     ptx::cp_async_commit();
   }
   if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, kThreads>(nf4_tab, tid);
 
+  // N_RUN > 1: the (k block, n block) of the next copy and of the k block being reduced.
+  int load_kb = N_RUN > 1 ? (STAGES - 1) % num_k : 0, load_nb = N_RUN > 1 ? (STAGES - 1) / num_k : 0;
+  int run_kb = 0, run_nb = 0;
+  // N_RUN > 1: n block nb's accumulators straight to its output rows (the epilogue's shared
+  // memory tile would overlap the ring, which still holds the next n block's stages). Decode
+  // outputs are a few KiB per n block, so the 2-byte stores cost little.
+  auto store_run = [&](int nb) {
+    unsigned short* out = static_cast<unsigned short*>(args.out);
+#pragma unroll
+    for (int m = 0; m < kMT; ++m) {
+      const int tok = warp_m * Cfg::kWM + m * 8 + 2 * t;
+      const int d0 = s_dst[tok], d1 = s_dst[tok + 1];
+#pragma unroll
+      for (int i = 0; i < kNT; ++i) {
+        const long long col = (long long)nb * BLOCK_N + (warp_n * kNT + i) * 16 + g;
+        const unsigned int v01 = ptx::pack_half2<kElem>(acc[i][m][0], acc[i][m][1]);  // row g, tokens 2t, 2t+1
+        const unsigned int v23 = ptx::pack_half2<kElem>(acc[i][m][2], acc[i][m][3]);  // row g+8
+        if (d0 >= 0) {
+          out[(long long)d0 * args.ldc + col] = (unsigned short)(v01 & 0xffffu);
+          out[(long long)d0 * args.ldc + col + 8] = (unsigned short)(v23 & 0xffffu);
+        }
+        if (d1 >= 0) {
+          out[(long long)d1 * args.ldc + col] = (unsigned short)(v01 >> 16);
+          out[(long long)d1 * args.ldc + col + 8] = (unsigned short)(v23 >> 16);
+        }
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[i][m][r] = 0.f;
+      }
+    }
+  };
+
   int slot = 0;
-  for (int kb = 0; kb < num_k; ++kb) {
+  for (int kb = 0; kb < total_k; ++kb) {
     ptx::cp_async_wait<STAGES - 2>();
     __syncthreads();
     {
       const int next = kb + STAGES - 1;
       int next_slot = slot + STAGES - 1;
       next_slot = next_slot >= STAGES ? next_slot - STAGES : next_slot;
-      if (next < num_k) load_stage(next, next_slot);
+      if constexpr (N_RUN > 1) {
+        if (next < total_k) load_stage(load_kb, next_slot, load_nb);
+        if (++load_kb == num_k) {
+          load_kb = 0;
+          ++load_nb;
+        }
+      } else if (next < num_k) {
+        load_stage(next, next_slot);
+      }
       ptx::cp_async_commit();
     }
     const unsigned int sa = pipe_base + slot * Cfg::kStageBytes;
@@ -653,10 +712,18 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
       }
     }
     slot = slot + 1 == STAGES ? 0 : slot + 1;
+    if constexpr (N_RUN > 1) {
+      if (++run_kb == num_k) {
+        run_kb = 0;
+        store_run(n_block + run_nb);
+        ++run_nb;
+      }
+    }
   }
   }
 
   ptx::cp_async_wait<0>();
+  if constexpr (N_RUN > 1) return;  // every n block of the run is stored
   __syncthreads();
   if constexpr (SPLIT_K > 1) {
     // Ranks 1.. leave their partials in their own pipeline smem, [register][thread] so the
@@ -884,28 +951,32 @@ __device__ __forceinline__ void w4a16_stream_k_body(const W4A16Args& args) {
 }
 
 // ---------------------------------------------------------------------------------------
-// The kernel body. Launch: grid = w4a16_grid(...) x SPLIT_K (clusters of SPLIT_K along x),
+// The kernel body. Launch: grid = w4a16_grid(..., N_RUN) x SPLIT_K (clusters of SPLIT_K along x),
 // block = kThreads, dynamic smem = w4a16_smem_bytes(..., NF4 weights) (the pair table).
 // STREAM_K (masked, indexed; SPLIT_K 1): the launcher's grid of resident CTAs instead, with
 // args.stream_k_workspace / stream_k_flags (w4a16_stream_k_body).
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
           int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
-          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset, bool STREAM_K = false>
+          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset, bool STREAM_K = false, int N_RUN = 1>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   static_assert(!STREAM_K || SPLIT_K == 1, "stream-K and cluster split-K are two schedules of one call");
   if constexpr (STREAM_K) {
     w4a16_stream_k_body<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, GROUP_SUMS>(args);
   } else {
+    // N_RUN > 1: CTA c takes n blocks N_RUN * (c % n_runs).. of its tile (w4a16_n_runs).
     const int n_blocks = args.n / BLOCK_N;
+    const int n_runs = w4a16_n_runs(args.n, BLOCK_N, N_RUN);
     const unsigned int cta = blockIdx.x / SPLIT_K;
     const int split = (int)(blockIdx.x % SPLIT_K);  // == %cluster_ctarank: clusters are SPLIT_K x 1 x 1
     const int kb_tile = args.k / BLOCK_K;
     const int kb0 = (int)((long long)kb_tile * split / SPLIT_K);
     const int kb1 = (int)((long long)kb_tile * (split + 1) / SPLIT_K);
-    w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS, false>(
-        args, (int)(cta / (unsigned int)n_blocks), (int)(cta % (unsigned int)n_blocks), split, kb0, kb1 - kb0,
-        W4A16TilePart{1, 0, 0});
+    const int n_block = (int)(cta % (unsigned int)n_runs) * N_RUN;
+    const int runs = n_blocks - n_block < N_RUN ? n_blocks - n_block : N_RUN;
+    w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS, false,
+                    N_RUN>(args, (int)(cta / (unsigned int)n_runs), n_block, split, kb0, kb1 - kb0,
+                           W4A16TilePart{1, 0, 0}, runs);
   }
 }
 

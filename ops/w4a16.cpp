@@ -285,9 +285,9 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
   const long long ctas = w4a16_m_tiles(args.mode, l.config.block_m, args.a_rows, args.num_experts, args.num_groups,
                                        args.max_m, args.capacity) *
-                         (args.n / l.config.block_n) * l.config.split_k;
+                         w4a16_n_runs(args.n, l.config.block_n, l.config.n_run) * l.config.split_k;
   CHORD_REQUIRE(ctas <= INT_MAX, "rows x N too large: the grid would need {} CTAs (at most {})", ctas, INT_MAX);
-  W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n);
+  W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n, l.config.n_run);
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
   if (l.config.stream_k) {  // the CTAs the GPU holds, whatever the routing (prepare's grid)

@@ -225,6 +225,7 @@ std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& p, const W4
     c.warps_m = 1;
     c.warps_n = 4;
     c.group_sums = kW4A16GroupSumsOffset;
+    c.n_run = 1;
     c = w4a16_config_for_weight(c, p.weight);
     c.split_k = t.split_k;
     if (cannot_run(c, p) != nullptr) continue;
@@ -238,8 +239,10 @@ std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& p, const W4
 }
 
 std::string w4a16_search_entry(const W4A16GemmConfig& c) {
-  return fmt::format("bm{} bn{} bk{} s{} wm{} wn{} sk{} gs{}", c.block_m, c.block_n, c.block_k, c.stages, c.warps_m,
-                     c.warps_n, c.split_k, c.group_sums);
+  // A run of n blocks is named only where there is one, so that entries from before runs still
+  // name their candidates.
+  return fmt::format("bm{} bn{} bk{} s{} wm{} wn{} sk{} gs{}{}", c.block_m, c.block_n, c.block_k, c.stages, c.warps_m,
+                     c.warps_n, c.split_k, c.group_sums, c.n_run > 1 ? fmt::format(" nr{}", c.n_run) : "");
 }
 
 int w4a16_search_entry_index(const W4A16SearchPlan& plan, std::string_view entry) {

@@ -315,6 +315,33 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
   return with.error() == nullptr ? split : 1;
 }
 
+// n blocks per CTA (W4A16GemmConfig::n_run) for the decode tiles of a short K, whose one-block
+// CTAs (12 KiB of weights at K 192) spend much of their time on fixed costs: the routing, the
+// activation rows' addresses, the ring's fill and drain, paid once per run of 4. Fewer, longer
+// CTAs leave SMs without work unless the grid stays large, so runs are taken only where the
+// expected CTAs keep 7.5 per SM. Measured on the H200 (generalization set, the rule's tile with
+// runs of 4 against whole tiles in one process, search off): Qwen3-235B and GLM-4.5 TP8 down
+// (K 192) 1.01-1.08x the speed at 6.8-11.6 expected CTAs per SM after the run, 0.75-0.92x at
+// 1.7-4.8. Runs on K 704-3072 were slower everywhere (0.50-0.95x), and deeper rings with runs
+// slower than the tile's 3 stages. K 256 (DeepSeek-V3 / Kimi K2 under TP8) is not measured.
+int choose_n_run(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
+  W4A16GemmConfig with = c;
+  if (e.w4a16_n_run) {  // where the tile can take it (like CHORD_W4A16_GROUP_SUMS)
+    with.n_run = *e.w4a16_n_run;
+    return with.error() == nullptr ? with.n_run : 1;
+  }
+  constexpr int kRunMaxK = 192;
+  constexpr int kRun = 4;
+  constexpr double kRunCtasPerSm = 7.5;
+  if (e.w4a16_overridden() || c.wgmma() || c.block_m > 16 || c.split_k != 1 || c.stream_k || p.k > kRunMaxK) {
+    return 1;
+  }
+  const double tiles = expected_active_tiles(p, c.block_m);
+  if (tiles <= 0 || tiles * w4a16_n_runs(p.n, c.block_n, kRun) < kRunCtasPerSm * p.sm_count) return 1;
+  with.n_run = kRun;
+  return with.error() == nullptr ? kRun : 1;
+}
+
 }  // namespace
 
 double w4a16_expected_active_experts(int experts, double routed_rows) {
@@ -401,6 +428,7 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     c.warps_m *= 2;
   }
   c.split_k = choose_split_k(p, c, e);
+  c.n_run = choose_n_run(p, c, e);
   if (e.w4a16_split_k) {
     if (const char* why = c.error()) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_SPLIT_K={} cannot be used with the chosen config: {}", c.split_k, why);
@@ -421,7 +449,10 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   if (e.w4a16_stream_k && !c.wgmma()) {
     W4A16GemmConfig with = c;
     with.stream_k = *e.w4a16_stream_k;
-    if (with.stream_k) with.split_k = 1;
+    if (with.stream_k) {
+      with.split_k = 1;
+      with.n_run = 1;
+    }
     if (with.error() == nullptr) c = with;
   }
   return c;

@@ -34,6 +34,9 @@ struct W4A16GemmConfig {
   // kMmaSync tiles that run the INT4 group sums (w4a16_runs_group_sums): their form, a
   // W4A16GroupSums (0, the default, on every other tile).
   int group_sums = kW4A16GroupSumsOffset;
+  // kMmaSync staged tiles: n blocks one CTA reduces through one copy ring (1, 2, 4, 8;
+  // w4a16_gemm_tile), for short-K calls whose one-block CTAs spend their time on fixed costs.
+  int n_run = 1;
 
   bool wgmma() const { return engine != W4A16Engine::kMmaSync; }  // either WGMMA kernel
   bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
@@ -69,6 +72,7 @@ struct W4A16GemmConfig {
                                               : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
                                                                             g128());
     }
+    if (wgmma() && n_run != 1) return "n-block runs are a mma.sync schedule";
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1 || stream_k ? "split-K and stream-K are mma.sync schedules"
@@ -82,6 +86,10 @@ struct W4A16GemmConfig {
     }
     if (stream_k) {
       if (const char* why = w4a16_stream_k_error(mode, block_m, split_k)) return why;
+    }
+    if (const char* why = w4a16_n_run_error(n_run, w4a16_default_path(block_m, warps_m, stages), split_k, stream_k,
+                                            nf4())) {
+      return why;
     }
     return w4a16_group_sums_error(group_sums, weight, block_m, warps_m, stages);
   }

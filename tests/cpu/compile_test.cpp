@@ -688,6 +688,21 @@ TEST_CASE("compile: the decode tile's two group-sum forms (GROUP_SUMS 0 and 1) b
   CHECK(bad.error() != nullptr);
 }
 
+// `schedule` (the whole tile `whole` on another schedule) builds for `arch` with one copy of the
+// tile's main loop, so the same tensor instructions as the whole tile.
+void check_one_main_loop(const chord::W4A16GemmConfig& schedule, const chord::W4A16GemmConfig& whole,
+                         const chord::Arch& arch) {
+  const chord::KernelSource source = schedule.source();
+  const std::vector<char> cubin =
+      chord::compile_to_cubin(chord::CompileRequest{source.name, source.text, arch, source.options}, "/tmp");
+  CHECK(chord::read_cubin_info(cubin).arch == arch.name());
+  const chord::KernelSource whole_source = whole.source();
+  const std::vector<char> whole_cubin = chord::compile_to_cubin(
+      chord::CompileRequest{whole_source.name, whole_source.text, arch, whole_source.options}, "/tmp");
+  CHECK(sass_opcodes(cubin)[kSassHmma] == sass_opcodes(whole_cubin)[kSassHmma]);
+  CHECK(sass_opcodes(cubin)[kSassHmma] > 0);
+}
+
 TEST_CASE("compile: the stream-K decode schedule builds the masked and indexed decode tiles on every arch, runs the "
           "same MMAs as the whole tile, and is refused where it cannot serve",
           "[compile]") {
@@ -719,14 +734,7 @@ TEST_CASE("compile: the stream-K decode schedule builds the masked and indexed d
         CHECK(source.text.find(", true>(args);") != std::string::npos);
         // The launcher's grid assumes the CTAs per SM its shared memory allows.
         CHECK(c.launch_min_blocks() == chord::w4a16_stream_k_min_blocks(c.threads(), c.smem_bytes()));
-        const std::vector<char> cubin =
-            chord::compile_to_cubin(chord::CompileRequest{source.name, source.text, arch, source.options}, "/tmp");
-        CHECK(chord::read_cubin_info(cubin).arch == arch_name);
-        const std::vector<char> whole_cubin = chord::compile_to_cubin(
-            chord::CompileRequest{whole.source().name, whole.source().text, arch, whole.source().options}, "/tmp");
-        // One copy of the tile's main loop in each, so the same tensor instructions.
-        CHECK(sass_opcodes(cubin)[kSassHmma] == sass_opcodes(whole_cubin)[kSassHmma]);
-        CHECK(sass_opcodes(cubin)[kSassHmma] > 0);
+        check_one_main_loop(c, whole, arch);
       }
     }
   }
@@ -746,6 +754,77 @@ TEST_CASE("compile: the stream-K decode schedule builds the masked and indexed d
   c.block_m = 64;
   c.block_k = chord::kW4A16WgmmaBlockK;
   CHECK(std::string(c.error()) == "split-K and stream-K are mma.sync schedules");
+}
+
+TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on every arch, keep one copy of the "
+          "main loop, round-trip through the descriptor, and are refused where they cannot serve",
+          "[compile]") {
+  // The 8-, 16- and 32-token staged tiles: INT4 BF16 (short K, BK 64), INT4 with zero points and
+  // group 128 in FP16, group 128 in BF16.
+  struct Case {
+    chord::W4A16WeightKind weight;
+    int bm, bn, bk, stages;
+  };
+  const Case cases[] = {{chord::kW4A16WeightInt4, 8, 128, 64, 3},
+                        {chord::kW4A16WeightInt4ZpG128Fp16, 16, 128, 128, 3},
+                        {chord::kW4A16WeightInt4G128, 8, 128, 128, 3},
+                        {chord::kW4A16WeightInt4, 32, 128, 64, 4}};
+  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    for (chord::W4A16Mode mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets,
+                                  chord::kW4A16Indexed}) {
+      if (std::string(arch_name) != "sm_90a" && (mode == chord::kW4A16Contiguous || mode == chord::kW4A16Offsets)) {
+        continue;  // every mode on one arch; the tile code is mode-independent
+      }
+      for (const Case& k : cases) {
+        const chord::W4A16GemmConfig whole = mma_sync_config(k.weight, mode, k.bm, k.bn, k.bk, k.stages, 1, 4, 1);
+        for (int run : {2, 4, 8}) {
+          chord::W4A16GemmConfig c = whole;
+          c.n_run = run;
+          REQUIRE(c.error() == nullptr);
+          const chord::KernelDescriptor d = c.descriptor(arch);
+          CHECK(chord::W4A16GemmConfig::from(d).n_run == run);
+          CHECK(chord::W4A16GemmConfig::from(d).group_sums == whole.group_sums);
+          CHECK(c.source().name == whole.source().name + "_nr" + std::to_string(run));
+        }
+        CHECK(whole.descriptor(arch).params[11] == whole.group_sums);  // no run: the descriptor is unchanged
+        CHECK(chord::W4A16GemmConfig::from(whole.descriptor(arch)).n_run == 1);
+        chord::W4A16GemmConfig c = whole;
+        c.n_run = 4;
+        const chord::KernelSource source = c.source();
+        INFO(arch_name << " " << source.name);
+        CHECK(source.text.find(", false, 4>(args);") != std::string::npos);
+        check_one_main_loop(c, whole, arch);
+      }
+    }
+  }
+  // The grid: n runs of the last CTA take what is left.
+  CHECK(chord::w4a16_n_runs(4096, 128, 4) == 8);
+  CHECK(chord::w4a16_n_runs(384, 128, 4) == 1);
+  CHECK(chord::w4a16_n_runs(640, 128, 2) == 3);
+  CHECK(chord::w4a16_grid(chord::kW4A16Masked, 8, 128, 640, 0, 4, 4, 8, 0, 2).x == 4u * 3u);
+  chord::W4A16GemmConfig c = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Indexed, 8, 128, 64, 3, 1, 4, 1);
+  c.n_run = 3;
+  CHECK(std::string(c.error()) == "an n-block run must be 1, 2, 4 or 8 n blocks");
+  c.n_run = 2;
+  c.weight = chord::kW4A16WeightNF4;
+  CHECK(std::string(c.error()) == "n-block runs serve the INT4 weight kinds");
+  c.weight = chord::kW4A16WeightInt4;
+  c.n_run = 2;
+  c.stages = 2;  // the direct path
+  CHECK(std::string(c.error()) == "n-block runs need the staged main loop (STAGES > 2 at decode tiles)");
+  c.stages = 3;
+  c.block_k = 128;
+  c.split_k = 2;
+  CHECK(std::string(c.error()) == "n-block runs and split-K are two schedules of one tile");
+  c.split_k = 1;
+  c.stream_k = true;
+  CHECK(std::string(c.error()) == "n-block runs and stream-K are two schedules of one call");
+  c.stream_k = false;
+  c.engine = chord::W4A16Engine::kWgmma;
+  c.block_m = 64;
+  c.block_k = chord::kW4A16WgmmaBlockK;
+  CHECK(std::string(c.error()) == "n-block runs are a mma.sync schedule");
 }
 
 TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form on every arch (8-token tiles, and "

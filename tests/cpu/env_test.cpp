@@ -74,6 +74,20 @@ TEST_CASE("env: CHORD_W4A16_STREAM_K is a flag that counts as an override", "[en
   }
 }
 
+TEST_CASE("env: CHORD_W4A16_N_RUN takes 1, 2, 4 or 8 and counts as an override", "[env]") {
+  {
+    ScopedEnv unset("CHORD_W4A16_N_RUN", std::nullopt);
+    CHECK_FALSE(chord::read_environment().w4a16_n_run.has_value());
+  }
+  for (int v : {1, 2, 4, 8}) {
+    ScopedEnv set("CHORD_W4A16_N_RUN", std::to_string(v));
+    const chord::Environment e = chord::read_environment();
+    CHECK(e.w4a16_n_run == v);
+    CHECK(e.w4a16_overridden());  // turns the decode tile search off
+  }
+  for (const char* bad : {"0", "3", "16", " 2", "2 ", "+4", "", "four"}) expect_rejected("CHORD_W4A16_N_RUN", bad);
+}
+
 TEST_CASE("env: invalid integer values are rejected naming the variable", "[env]") {
   expect_rejected("CHORD_W4A16_BM", "abc");
   expect_rejected("CHORD_W4A16_BN", "-64");

@@ -968,3 +968,57 @@ TEST_CASE("tuning: group-128 INT4 takes its group-32 kind's engine and tile on e
   CHECK(checked == 2 * 6 * 4 * 7);
   CHECK(wgmma > 0);
 }
+
+TEST_CASE("tuning: decode tiles of a short K run four n blocks per CTA where the grid keeps 7.5 CTAs per SM",
+          "[tuning]") {
+  // Qwen3-235B under TP8, down: N 4096 x K 192, 128 experts, top-8 routed rows on vLLM's block 16.
+  chord::W4A16Problem p = problem(4096, 192, 1, chord::kW4A16Indexed);
+  p.experts = 128;
+  p.block_size = 16;
+  p.top_k = 1;
+  p.sm_count = 132;
+  auto at = [&](int tokens) {
+    p.a_rows = tokens * 8;
+    p.capacity = p.a_rows + p.experts * (p.block_size - 1);
+    p.rows_per_expert = std::max<int64_t>(1, int64_t(p.a_rows) / p.experts);
+    return chord::resolve_w4a16_config(p);
+  };
+  // 64 tokens reach 126 experts: 8 runs each, 7.6 CTAs per SM.
+  const chord::W4A16GemmConfig c = at(64);
+  INFO(c.source().name);
+  CHECK(c.n_run == 4);
+  CHECK(c.stages == 3);  // the tile's own ring (deeper ones measured slower with runs)
+  CHECK(c.split_k == 1);
+  CHECK(c.error() == nullptr);
+  CHECK(c.source().name.find("_nr4") != std::string::npos);
+  // 1-32 tokens reach at most 110 experts: under 7.5 CTAs per SM.
+  for (int tokens : {1, 8, 16, 32}) CHECK(at(tokens).n_run == 1);
+  // Fewer SMs hold the same grid at more CTAs each.
+  p.sm_count = 100;
+  CHECK(at(32).n_run == 4);
+  p.sm_count = 132;
+  // GLM-4.5 under TP8 (N 5120, 160 experts): 32 tokens reach 130 experts, 10 runs each.
+  p.n = 5120;
+  p.experts = 160;
+  CHECK(at(32).n_run == 4);
+  // K 256 (DeepSeek-V3 / Kimi K2 under TP8) is not measured; a longer K streams enough per block.
+  p.n = 7168;
+  p.experts = 256;
+  p.k = 256;
+  CHECK(at(64).n_run == 1);
+  p.k = 512;
+  CHECK(at(64).n_run == 1);
+  // NF4 keeps one n block per CTA.
+  p.n = 4096;
+  p.k = 192;
+  p.experts = 128;
+  p.weight = chord::kW4A16WeightNF4;
+  CHECK(at(64).n_run == 1);
+  p.weight = chord::kW4A16WeightInt4;
+  // Prefill tiles (a routing block of 64 holds them): no runs.
+  p.block_size = 64;
+  const chord::W4A16GemmConfig prefill = at(4096);
+  INFO(prefill.source().name);
+  CHECK(prefill.block_m > 32);
+  CHECK(prefill.n_run == 1);
+}

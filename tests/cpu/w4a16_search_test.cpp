@@ -91,6 +91,34 @@ TEST_CASE("search: a decode call's plan starts with the rule's tile and holds on
   }
 }
 
+TEST_CASE("search: a rule's n-block run is a candidate of its own, the other tiles run one n block per CTA",
+          "[search]") {
+  // Qwen3-235B TP8 down at 64 tokens: N 4096 x K 192, 128 experts, the rule's run of 4.
+  chord::W4A16Problem p = indexed_decode(64);
+  p.k = 192;
+  p.experts = 128;
+  p.top_k = 1;
+  p.a_rows = 512;
+  p.capacity = 512 + 128 * 15;
+  p.rows_per_expert = 4;
+  const chord::W4A16SearchPlan plan = plan_of(p);
+  REQUIRE(plan.candidates.size() >= 2);
+  CHECK(plan.candidates[0].n_run == 4);
+  CHECK(chord::w4a16_search_entry(plan.candidates[0]).find(" nr4") != std::string::npos);
+  for (size_t i = 1; i < plan.candidates.size(); ++i) {
+    CAPTURE(chord::w4a16_search_entry(plan.candidates[i]));
+    CHECK(plan.candidates[i].n_run == 1);
+    CHECK(chord::w4a16_search_entry(plan.candidates[i]).find(" nr") == std::string::npos);
+  }
+  for (size_t i = 0; i < plan.candidates.size(); ++i) {
+    CHECK(chord::w4a16_search_entry_index(plan, chord::w4a16_search_entry(plan.candidates[i])) == static_cast<int>(i));
+  }
+  // The same tile without the run names another candidate (or none), never the rule's.
+  chord::W4A16GemmConfig one = plan.candidates[0];
+  one.n_run = 1;
+  CHECK(chord::w4a16_search_entry_index(plan, chord::w4a16_search_entry(one)) != 0);
+}
+
 TEST_CASE("search: every candidate of a plan compiles for its arch", "[search]") {
   for (const char* arch : {"sm_90a", "sm_80"}) {
     const chord::W4A16SearchPlan plan = plan_of(indexed_decode(8, arch));

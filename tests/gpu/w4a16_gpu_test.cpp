@@ -841,6 +841,68 @@ TEST_CASE("gpu w4a16: the stream-K schedule equals the reference in the masked a
   check_child("CHORD_W4A16_STREAM_K=1", "[.gpu_stream_k_child]");
 }
 
+// Run by the test below in a child process with CHORD_W4A16_N_RUN set (the environment is read
+// once per process): every mode on decode tiles whose CTAs take that many n blocks, INT4 BF16 and
+// FP16, symmetric and with zero points, group 32 and 128, against the reference and replayed
+// from a CUDA Graph. N = 640 is five 128-row n blocks, so runs of 2, 4 and 8 end on a shorter
+// one; the output is poisoned before each call, so a block stored to the wrong place shows.
+TEST_CASE("gpu w4a16 n-run child: every mode under the process's CHORD_W4A16_N_RUN", "[.gpu_n_run_child]") {
+  const char* value = std::getenv("CHORD_W4A16_N_RUN");
+  if (value == nullptr) return;  // only as the parent's child
+  const int want = std::atoi(value);
+  const Fp16Scope dtype(GENERATE(false, true));
+  const G128Scope g128(GENERATE(false, true));
+  const ZpScope zp(GENERATE(false, true));
+  std::mt19937 rng((g_g128 ? 1282 : 322) + (g_zp ? 7 : 0) + (g_fp16 ? 3 : 0) + want);
+  Stream stream;
+  const chord::DeviceContext device = chord::current_device_context(stream.get());
+  const int e = 8, n = 640, k = g_g128 ? 384 : 192;
+  INFO(resolved_config(device, chord::kW4A16Indexed, 1, n, k, e, 2, 16).source().name);
+  REQUIRE(resolved_config(device, chord::kW4A16Indexed, 1, n, k, e, 2, 16).n_run == want);
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  check_masked(w, {0, 1, 8, 3, 0, 5, 2, 7}, 8, 4, rng, stream);
+  CHECK(last_kernel_name().find("_nr" + std::to_string(want)) != std::string::npos);
+  check_masked(w, std::vector<int32_t>(e, 0), 8, 4, rng, stream);  // no rows at all
+  check_masked(w, {16, 0, 9, 1, 0, 16, 2, 15}, 16, 8, rng, stream);  // 16-token tiles
+  check_offsets(w, {1, 0, 0, 5, 2, 0, 3, 1}, rng, stream);
+  check_offsets(w, {0, 1, 0, 0, 0, 0, 0, 0}, rng, stream);  // one row
+  check_contiguous(w, {1, 0, 7, 3, 0, 2, 1, 8}, rng, stream);
+  for (auto [m, top_k] : {std::pair{1, 8}, std::pair{5, 8}, std::pair{37, 2}}) {
+    std::vector<bool> local(e, true);
+    local[2] = false;
+    Routing r = align_routing(m, top_k, e, 16, local, 16, rng);
+    check_indexed(w, r, m, top_k, 16, rng, stream);      // gate_up
+    CHECK(last_kernel_name().find("_nr" + std::to_string(want)) != std::string::npos);
+    check_indexed(w, r, m * top_k, 1, 16, rng, stream);  // down
+  }
+}
+
+TEST_CASE("gpu w4a16: n-block runs (2, 4, 8 per CTA) equal the reference in every mode, group 32 and 128, zero "
+          "points, BF16 and FP16, ragged, empty experts, M = 1, a shorter last run, CUDA Graph",
+          "[gpu][w4a16][n_run]") {
+  for (int run : {2, 4, 8}) check_child("CHORD_W4A16_N_RUN=" + std::to_string(run), "[.gpu_n_run_child]");
+}
+
+TEST_CASE("gpu w4a16: the short-K rule runs n blocks per CTA on a TP-split down projection and equals the reference",
+          "[gpu][w4a16][n_run]") {
+  // Qwen3-235B under TP8: down is N 4096 x K 192 per expert, 128 experts, top-8, vLLM's block 16.
+  std::mt19937 rng(4096192);
+  Stream stream;
+  const chord::DeviceContext device = chord::current_device_context(stream.get());
+  const int e = 128, n = 4096, k = 192;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  const std::vector<bool> local(e, true);
+  for (int m : {1, 8, 64}) {
+    Routing r = align_routing(m, 8, e, 16, local, 16, rng);
+    check_indexed(w, r, m * 8, 1, 16, rng, stream);  // down
+    INFO(m << " tokens: " << last_kernel_name());
+    // 64 tokens reach about 126 experts: runs of 4 of the 32 n blocks, 7.6 CTAs per SM on 132
+    // SMs (more on fewer); one token reaches 8.
+    if (m == 64 && device.sm_count <= 132) CHECK(last_kernel_name().find("_nr4") != std::string::npos);
+    if (m == 1) CHECK(last_kernel_name().find("_nr") == std::string::npos);
+  }
+}
+
 // Run by the test below in a child process with a one-role WGMMA tile forced (CHORD_W4A16_ENGINE=
 // wgmma, CHORD_W4A16_BM / BN; the environment is read once per process): masked, offsets and
 // indexed calls whose experts hold 0, 1, a partial tile, exactly one tile and several tiles, in
