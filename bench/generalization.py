@@ -217,11 +217,13 @@ def resolve_configs(call_list, cli=None, arch=ARCH, sms=SMS, jobs=8):
 
 
 def config_label(config):
-    """One short string: engine, tile, stages, split-K (what the rule picked)."""
+    """One short string: engine, tile, stages, split-K, n-block run (what the rule picked)."""
     if "error" in config:
         return "ERROR " + " ".join(config["error"])
     engine = config.get("engine", "?")
     tile = f"bm{config.get('block_m')} bn{config.get('block_n')} bk{config.get('block_k')} s{config.get('stages')}"
     warps = f"wg{config.get('warpgroups')}" if engine.startswith("wgmma") else f"w{config.get('warps_m')}x{config.get('warps_n')}"
     split = config.get("split_k", "1")
-    return f"{engine} {tile} {warps}" + (f" sk{split}" if split not in ("1", None) else "")
+    run = config.get("n_run", "1")
+    return (f"{engine} {tile} {warps}" + (f" sk{split}" if split not in ("1", None) else "") +
+            (f" nr{run}" if run not in ("1", None) else ""))

@@ -36,17 +36,17 @@ MAX_WARPS_PER_SM = 64
 # _gs<form> and _stk (the stream-K schedule) where they are not the defaults
 # (jit/families/w4a16.cpp).
 MMA_NAME = re.compile(r"w4a16_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)k(\d+)s(\d+)w(\d+)x(\d+)"
-                      r"(?:_(?!sk\d|gs\d|stk$)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?(_stk)?$")
+                      r"(?:_(?!sk\d|gs\d|stk$|nr\d)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?(_stk)?(?:_nr(\d+))?$")
 WGMMA_NAME = re.compile(r"w4a16_wgmma(?:_ws)?_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)wg(\d+)s(\d+)")
 
 
 def parse_kernel(name):
-    """{engine, bm, bn, bk, stages, warps_m, warps_n, split_k, stream_k} of a kernel name, or None."""
+    """{engine, bm, bn, bk, stages, warps_m, warps_n, split_k, stream_k, n_run} of a kernel name, or None."""
     m = MMA_NAME.match(name)
     if m:
-        bm, bn, bk, st, wm, wn, sk, stk = m.groups()
+        bm, bn, bk, st, wm, wn, sk, stk, nr = m.groups()
         return dict(engine="mma_sync", bm=int(bm), bn=int(bn), bk=int(bk), stages=int(st), warps_m=int(wm),
-                    warps_n=int(wn), split_k=int(sk or 1), stream_k=bool(stk))
+                    warps_n=int(wn), split_k=int(sk or 1), stream_k=bool(stk), n_run=int(nr or 1))
     m = WGMMA_NAME.match(name)
     if m:
         bm, bn, wg, st = m.groups()
@@ -60,7 +60,8 @@ def resources(cli, call, k):
     env = dict(os.environ, CHORD_W4A16_SEARCH="0", CHORD_W4A16_ENGINE=k["engine"], CHORD_W4A16_BM=str(k["bm"]),
                CHORD_W4A16_BN=str(k["bn"]), CHORD_W4A16_BK=str(k["bk"]), CHORD_W4A16_STAGES=str(k["stages"]))
     if k["engine"] == "mma_sync":
-        env.update(CHORD_W4A16_WARPS_N=str(k["warps_n"]), CHORD_W4A16_SPLIT_K=str(k["split_k"]))
+        env.update(CHORD_W4A16_WARPS_N=str(k["warps_n"]), CHORD_W4A16_SPLIT_K=str(k["split_k"]),
+                   CHORD_W4A16_N_RUN=str(k.get("n_run", 1)))
     with tempfile.TemporaryDirectory() as tmp:
         args = [cli] + generalization.config_args(call) + ["--cubin", os.path.join(tmp, "k.cubin")]
         out = subprocess.run(args, env=env, capture_output=True, text=True)
@@ -84,11 +85,13 @@ def ctas_per_sm(threads, smem, regs):
 
 def grid(call, k):
     """(work tiles, CTAs, tiles of the hottest expert) of kernel k on the call's draw: a tile is
-    BLOCK_M routed rows of one expert (tiles of padding only exit at once and are not counted)."""
+    BLOCK_M routed rows of one expert (tiles of padding only exit at once and are not counted);
+    a tile's CTAs along N each take n_run of its N / BLOCK_N blocks."""
     counts = collections.Counter(e for ids in call["topk_ids"] for e in ids)
     tiles = sum(math.ceil(c / k["bm"]) for c in counts.values())
     hottest = max(math.ceil(c / k["bm"]) for c in counts.values())
-    return tiles, tiles * (call["n"] // k["bn"]) * k["split_k"], hottest
+    run = k.get("n_run", 1)
+    return tiles, tiles * -(-(call["n"] // k["bn"]) // run) * k["split_k"], hottest
 
 
 def main():

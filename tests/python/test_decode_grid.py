@@ -24,6 +24,11 @@ def test_parse_kernel_reads_both_engines():
     assert (k["bn"], k["split_k"], k["stream_k"]) == (128, 1, True)
     assert decode_grid.parse_kernel("w4a16_masked_m8n64k128s3w1x4_stk")["stream_k"]
     assert not decode_grid.parse_kernel("w4a16_indexed_m8n128k128s3w1x4_sk2")["stream_k"]
+    # An n-block run's suffix is not a weight kind either.
+    k = decode_grid.parse_kernel("w4a16_indexed_m8n128k64s8w1x4_nr4")
+    assert (k["bk"], k["stages"], k["split_k"], k["n_run"]) == (64, 8, 1, 4)
+    assert decode_grid.parse_kernel("w4a16_indexed_m8n128k64s8w1x4_zp_nr2")["n_run"] == 2
+    assert decode_grid.parse_kernel("w4a16_indexed_m8n128k128s3w1x4_sk2")["n_run"] == 1
 
 
 def test_ctas_per_sm_takes_the_tightest_limit():
@@ -41,3 +46,8 @@ def test_grid_counts_tiles_per_expert():
     tiles, ctas, hottest = decode_grid.grid(call, k)
     assert (tiles, hottest) == (2 + 1 + 1, 2)
     assert ctas == tiles * (512 // 128) * 2
+    # Runs of 3 n blocks over 5: two CTAs along N per tile.
+    k = {"bm": 2, "bn": 128, "split_k": 1, "n_run": 3}
+    call = {"topk_ids": [[0, 1], [0, 2], [0, 1]], "n": 640}
+    tiles, ctas, _ = decode_grid.grid(call, k)
+    assert ctas == tiles * 2

@@ -96,3 +96,13 @@ def test_peers_run_the_indexed_int4_calls():
             assert "hidden 2880 % 128" in note  # vLLM's Marlin MoE refuses the layer
         else:
             assert note is None
+
+
+def test_config_label_names_the_split_and_the_run():
+    config = dict(engine="mma_sync", block_m="8", block_n="128", block_k="64", stages="8", warps_m="1",
+                  warps_n="4", split_k="1", n_run="4")
+    assert generalization.config_label(config) == "mma_sync bm8 bn128 bk64 s8 w1x4 nr4"
+    config.update(split_k="2", n_run="1", stages="3", block_k="128")
+    assert generalization.config_label(config) == "mma_sync bm8 bn128 bk128 s3 w1x4 sk2"
+    del config["n_run"]  # chord config prints n_run only where there is a run
+    assert generalization.config_label(config) == "mma_sync bm8 bn128 bk128 s3 w1x4 sk2"
