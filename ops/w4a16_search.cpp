@@ -215,6 +215,11 @@ std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& p, const W4
   W4A16SearchPlan plan;
   plan.key = w4a16_search_key(p);
   plan.candidates.push_back(rule);
+  if (rule.n_run > 1) {  // the rule's tile without its run: runs lose where the routing is skewed
+    W4A16GemmConfig whole = rule;
+    whole.n_run = 1;
+    plan.candidates.push_back(whole);
+  }
   for (const SearchTile& t : kSearchTiles) {
     if (t.block_m < rule.block_m) continue;  // more M tiles per expert: its weights read twice
     W4A16GemmConfig c = rule;
@@ -263,7 +268,9 @@ int w4a16_search_choice(const std::vector<double>& times_us) {
 }
 
 KernelKey w4a16_search_cache_key(const W4A16SearchPlan& plan) {
-  return make_kernel_key("w4a16 decode tile search v1\n" + plan.key.text(), {}, "", {});
+  // v2: a rule's n-block run and its tile without the run are candidates (choices made before
+  // never timed the run).
+  return make_kernel_key("w4a16 decode tile search v2\n" + plan.key.text(), {}, "", {});
 }
 
 W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,

@@ -333,7 +333,9 @@ int choose_n_run(const W4A16Problem& p, const W4A16GemmConfig& c, const Environm
   constexpr int kRunMaxK = 192;
   constexpr int kRun = 4;
   constexpr double kRunCtasPerSm = 7.5;
-  if (e.w4a16_overridden() || c.wgmma() || c.block_m > 16 || c.split_k != 1 || c.stream_k || p.k > kRunMaxK) {
+  // Measured on sm_90a only: other GPUs keep whole tiles until a run is timed there.
+  if (e.w4a16_overridden() || p.arch.sm() != 90 || c.wgmma() || c.block_m > 16 || c.split_k != 1 || c.stream_k ||
+      p.k > kRunMaxK) {
     return 1;
   }
   const double tiles = expected_active_tiles(p, c.block_m);

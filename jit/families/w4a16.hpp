@@ -65,6 +65,7 @@ struct W4A16GemmConfig {
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
+    if (wgmma() && n_run != 1) return "n-block runs are a mma.sync schedule";
     if (warp_specialized()) {
       return split_k != 1 || stream_k        ? "split-K and stream-K are mma.sync schedules"
              : group_sums != 0                ? "the group-sums forms are a mma.sync schedule"
@@ -72,7 +73,6 @@ struct W4A16GemmConfig {
                                               : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
                                                                             g128());
     }
-    if (wgmma() && n_run != 1) return "n-block runs are a mma.sync schedule";
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
       return split_k != 1 || stream_k ? "split-K and stream-K are mma.sync schedules"

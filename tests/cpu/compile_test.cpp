@@ -825,6 +825,9 @@ TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on 
   c.block_m = 64;
   c.block_k = chord::kW4A16WgmmaBlockK;
   CHECK(std::string(c.error()) == "n-block runs are a mma.sync schedule");
+  chord::W4A16GemmConfig ws = chord::warp_specialized_tile(c, false);
+  CHECK(ws.warp_specialized());
+  CHECK(std::string(ws.error()) == "n-block runs are a mma.sync schedule");
 }
 
 TEST_CASE("compile: FP16 INT4 decode tiles run the group sums in the offset form on every arch (8-token tiles, and "

@@ -997,6 +997,12 @@ TEST_CASE("tuning: decode tiles of a short K run four n blocks per CTA where the
   p.sm_count = 100;
   CHECK(at(32).n_run == 4);
   p.sm_count = 132;
+  // Runs were measured on sm_90a only.
+  p.arch = chord::parse_arch("sm_80");
+  CHECK(at(64).n_run == 1);
+  p.arch = chord::parse_arch("sm_100a");
+  CHECK(at(64).n_run == 1);
+  p.arch = kSm90a;
   // GLM-4.5 under TP8 (N 5120, 160 experts): 32 tokens reach 130 experts, 10 runs each.
   p.n = 5120;
   p.experts = 160;
