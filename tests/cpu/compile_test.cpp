@@ -688,6 +688,12 @@ TEST_CASE("compile: the decode tile's two group-sum forms (GROUP_SUMS 0 and 1) b
   CHECK(bad.error() != nullptr);
 }
 
+// A decode tile of the mma.sync kernel that another schedule of the same tile is checked against.
+struct DecodeTile {
+  chord::W4A16WeightKind weight;
+  int bm, bn, bk, stages;
+};
+
 // `schedule` (the whole tile `whole` on another schedule) builds for `arch` with one copy of the
 // tile's main loop, so the same tensor instructions as the whole tile.
 void check_one_main_loop(const chord::W4A16GemmConfig& schedule, const chord::W4A16GemmConfig& whole,
@@ -708,18 +714,14 @@ TEST_CASE("compile: the stream-K decode schedule builds the masked and indexed d
           "[compile]") {
   // Each case: the 8- and 16-token staged tiles and the direct path, INT4 BF16, INT4 with zero
   // points and group 128 in FP16, NF4.
-  struct Case {
-    chord::W4A16WeightKind weight;
-    int bm, bn, bk, stages;
-  };
-  const Case cases[] = {{chord::kW4A16WeightInt4, 8, 128, 128, 3},
+  const DecodeTile cases[] = {{chord::kW4A16WeightInt4, 8, 128, 128, 3},
                         {chord::kW4A16WeightInt4ZpG128Fp16, 16, 128, 128, 3},
                         {chord::kW4A16WeightInt4, 8, 64, 128, 2},
                         {chord::kW4A16WeightNF4, 8, 128, 128, 3}};
   for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
     const chord::Arch arch = chord::parse_arch(arch_name);
     for (chord::W4A16Mode mode : {chord::kW4A16Masked, chord::kW4A16Indexed}) {
-      for (const Case& k : cases) {
+      for (const DecodeTile& k : cases) {
         chord::W4A16GemmConfig whole = mma_sync_config(k.weight, mode, k.bm, k.bn, k.bk, k.stages, 1, 4, 1);
         chord::W4A16GemmConfig c = whole;
         c.stream_k = true;
@@ -761,11 +763,7 @@ TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on 
           "[compile]") {
   // The 8-, 16- and 32-token staged tiles: INT4 BF16 (short K, BK 64), INT4 with zero points and
   // group 128 in FP16, group 128 in BF16.
-  struct Case {
-    chord::W4A16WeightKind weight;
-    int bm, bn, bk, stages;
-  };
-  const Case cases[] = {{chord::kW4A16WeightInt4, 8, 128, 64, 3},
+  const DecodeTile cases[] = {{chord::kW4A16WeightInt4, 8, 128, 64, 3},
                         {chord::kW4A16WeightInt4ZpG128Fp16, 16, 128, 128, 3},
                         {chord::kW4A16WeightInt4G128, 8, 128, 128, 3},
                         {chord::kW4A16WeightInt4, 32, 128, 64, 4}};
@@ -776,7 +774,7 @@ TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on 
       if (std::string(arch_name) != "sm_90a" && (mode == chord::kW4A16Contiguous || mode == chord::kW4A16Offsets)) {
         continue;  // every mode on one arch; the tile code is mode-independent
       }
-      for (const Case& k : cases) {
+      for (const DecodeTile& k : cases) {
         const chord::W4A16GemmConfig whole = mma_sync_config(k.weight, mode, k.bm, k.bn, k.bk, k.stages, 1, 4, 1);
         for (int run : {2, 4, 8}) {
           chord::W4A16GemmConfig c = whole;
