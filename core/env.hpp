@@ -49,9 +49,6 @@ struct Environment {
   // CHORD_W4A16_GROUP_SUMS: the group-sum form (W4A16GroupSums, 0 or 1) of the calls whose tile
   // runs the INT4 BF16 group sums; for measuring the correction form against the default 0
   std::optional<int> w4a16_group_sums;
-  // CHORD_W4A16_STREAM_K=0|1: run the masked and indexed decode tiles (mma.sync, <= 16 rows) on
-  // the stream-K schedule (1) or on whole tiles with the rule's split-K (0)
-  std::optional<bool> w4a16_stream_k;
   // CHORD_W4A16_N_RUN: n blocks one CTA of a mma.sync staged tile reduces (1, 2, 4, 8)
   std::optional<int> w4a16_n_run;
   // CHORD_W4A16_SEARCH=0|1 (default 1): time a few decode tiles at a shape's first call and
@@ -61,8 +58,7 @@ struct Environment {
   // config: the choice is then the resolver's alone, deterministic.
   bool w4a16_overridden() const {
     return w4a16_table || !(w4a16_engine == W4A16EngineKnob{}) || w4a16_bm || w4a16_bn || w4a16_bk || w4a16_stages ||
-           w4a16_warps_n || w4a16_split_k || w4a16_group_sums || w4a16_stream_k ||
-           w4a16_n_run;
+           w4a16_warps_n || w4a16_split_k || w4a16_group_sums || w4a16_n_run;
   }
 };
 

@@ -189,8 +189,7 @@ const char* const kVariables[] = {"CHORD_CACHE_DIR",        "CHORD_CACHE_READONL
                                   "CHORD_JIT_DUMP_SOURCE",  "CHORD_SM90_DECODE",         "CHORD_W4A16_BM",
                                   "CHORD_W4A16_BN",         "CHORD_W4A16_BK",            "CHORD_W4A16_STAGES",
                                   "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",       "CHORD_W4A16_ENGINE",
-                                  "CHORD_W4A16_PORTABLE",   "CHORD_W4A16_GROUP_SUMS",    "CHORD_W4A16_STREAM_K",
-                                  "CHORD_W4A16_N_RUN"};
+                                  "CHORD_W4A16_PORTABLE",   "CHORD_W4A16_GROUP_SUMS",    "CHORD_W4A16_N_RUN"};
 
 // An absolute path without surrounding white space (what a path variable may hold).
 bool clean_path(const std::string& path) {

@@ -72,10 +72,6 @@ struct W4A16Args {
   int block_size;            // INDEXED: vLLM alignment block; must be a multiple of BLOCK_M
   int capacity;              // INDEXED: length of sorted_ids (allocated, >= valid prefix)
   int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
-  // Stream-K mma.sync kernels (w4a16_stream_k_body): fp32 partial tiles, 2 x grid x BLOCK_M x
-  // BLOCK_N floats, and one uint32 counter per CTA of the grid, zero between launches.
-  void* stream_k_workspace;
-  void* stream_k_flags;
   // The warp-specialized kernel in contiguous / masked / offsets mode (w4a16_tma_activations):
   // A as rows of K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
   W4A16TmaMap a_map;
@@ -216,47 +212,16 @@ CHORD_W4A16_HD constexpr const char* w4a16_config_error(int block_m, int block_n
              : nullptr;
 }
 
-// Tile positions one thread of a stream-K kernel judges: the launcher runs stream-K only where
-// the routing's tile positions (indexed: capacity / BLOCK_M, masked: groups x tiles per group)
-// fit threads x this (ops/w4a16_stream_k.hpp).
-constexpr int kW4A16StreamKPositionsPerThread = 8;
-// K elements a stream-K CTA's share holds at least (fewer CTAs run when the call has less work).
-constexpr int kW4A16StreamKMinK = 1024;
-// Tiles of one stream-K CTA's share that it records (the share is capped to fit).
-constexpr int kW4A16StreamKMaxTiles = 32;
-
-// The CTAs per SM a stream-K kernel's __launch_bounds__ asks for: as many as an sm_90 SM's
-// shared memory (228 KiB) and thread slots (2048) hold, at most 6 (80 registers at 128
-// threads, what the whole-tile decode kernels use or less), so that its registers do not hold
-// fewer. Its segment loop would otherwise take more registers than the whole-tile kernel.
-CHORD_W4A16_HD constexpr int w4a16_stream_k_min_blocks(int threads, int smem_bytes) {
-  const int by_smem = 228 * 1024 / (smem_bytes + 1024);
-  const int by_threads = 2048 / threads;
-  const int most = by_smem < by_threads ? by_smem : by_threads;
-  return most < 6 ? (most > 1 ? most : 1) : 6;
-}
-
-// Why the stream-K schedule cannot serve this tile (nullptr when it can): the decode tiles of
-// the masked and indexed modes, whose tile positions the kernel scans (w4a16_stream_k_body).
-CHORD_W4A16_HD constexpr const char* w4a16_stream_k_error(int mode, int block_m, int split_k) {
-  return (mode != kW4A16Masked && mode != kW4A16Indexed) ? "stream-K serves the masked and indexed modes"
-         : block_m > 16                                   ? "stream-K serves decode tiles (BLOCK_M <= 16)"
-         : split_k != 1 ? "stream-K and cluster split-K are two schedules of one call"
-                        : nullptr;
-}
-
 // Why a CTA cannot reduce n_run consecutive n blocks of its tile through one copy ring (the
 // mma.sync staged main loop, w4a16_gemm_tile), or nullptr: 1, 2, 4 or 8 n blocks of INT4
 // weights (NF4's runs are not checked on a GPU), whole tiles (a run's blocks are not split
-// along K, cluster or stream-K).
-CHORD_W4A16_HD constexpr const char* w4a16_n_run_error(int n_run, int path, int split_k, bool stream_k,
-                                                       bool nf4 = false) {
+// along K).
+CHORD_W4A16_HD constexpr const char* w4a16_n_run_error(int n_run, int path, int split_k, bool nf4 = false) {
   return (n_run != 1 && n_run != 2 && n_run != 4 && n_run != 8) ? "an n-block run must be 1, 2, 4 or 8 n blocks"
          : n_run == 1                                           ? nullptr
          : nf4                      ? "n-block runs serve the INT4 weight kinds"
          : path != kW4A16PathStaged ? "n-block runs need the staged main loop (STAGES > 2 at decode tiles)"
          : split_k != 1             ? "n-block runs and split-K are two schedules of one tile"
-         : stream_k                 ? "n-block runs and stream-K are two schedules of one call"
                                     : nullptr;
 }
 

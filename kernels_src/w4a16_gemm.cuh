@@ -31,7 +31,7 @@ struct alignas(16) uint4_w {
 
 // Every accumulator register (n tile i, token tile m, register r) of a thread with the offset of
 // its value in a partial tile laid out [register][thread] (conflict-free and coalesced: the
-// split-K and stream-K partial sums).
+// split-K partial sums).
 template <int kNT, int kMT, int kThreads, class F>
 __device__ __forceinline__ void for_each_partial(F f) {
 #pragma unroll
@@ -74,27 +74,14 @@ struct W4A16Config {
                 "invalid W4A16 config (see w4a16_config_error)");
 };
 
-// A stream-K CTA's share of one output tile (w4a16_stream_k_body): the k blocks it reduces
-// are a part of the tile when `parts` > 1, and the CTA that adds the parts is the last to finish.
-struct W4A16TilePart {
-  int parts;      // CTAs that share the tile, in k order (1: this CTA reduces all of K)
-  int first_cta;  // the CTA holding the tile's first k block; its flag counts finished parts
-  int slot;       // this CTA's fp32 partial in the workspace (w4a16_stream_k_slot)
-};
-
-// Workspace slot of CTA c's partial: the tile it starts (its last segment, which runs on past its
-// range) or the tile it continues (its first). A CTA has at most one of each.
-__device__ __forceinline__ int w4a16_stream_k_slot(int cta, bool starts_tile) { return 2 * cta + (starts_tile ? 1 : 0); }
-
 // ---------------------------------------------------------------------------------------
-// One output tile (or, stream-K, one part of its k blocks): tile `tile` of the mode's
-// scheduler, weight rows n_block * BLOCK_N.., k blocks [kb0, kb0 + num_k). `split` is the CTA's
+// One output tile: tile `tile` of the mode's scheduler, weight rows n_block * BLOCK_N.., k blocks [kb0, kb0 + num_k). `split` is the CTA's
 // cluster rank with SPLIT_K > 1.
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
-          int SPLIT_K, int GROUP_SUMS, bool STREAM_K, int N_RUN = 1>
+          int SPLIT_K, int GROUP_SUMS, int N_RUN = 1>
 __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile, int n_block, int split, int kb0,
-                                                int num_k, W4A16TilePart part, int runs = 1) {
+                                                int num_k, int runs = 1) {
   // SPLIT_K > 1 (sm_90+, launched as clusters of SPLIT_K CTAs along x): the SPLIT_K CTAs of a
   // cluster share one output tile and each reduces its slice of K; rank 0 adds the others'
   // fp32 partials from their shared memory (DSMEM) in rank order, so the result does not
@@ -156,7 +143,7 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
   // n blocks and the routing, the activation rows' addresses and the pipeline fill are paid
   // once per run instead of once per n block. Each n block's outputs are stored from the
   // registers as its last k block finishes (the ring still holds the next block's stages).
-  static_assert(w4a16_n_run_error(N_RUN, PATH, SPLIT_K, STREAM_K, kNF4) == nullptr,
+  static_assert(w4a16_n_run_error(N_RUN, PATH, SPLIT_K, kNF4) == nullptr,
                 "invalid n-block run (see w4a16_n_run_error)");
 
   extern __shared__ __align__(128) unsigned char smem[];
@@ -167,18 +154,7 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
 
   // Every CTA of a cluster resolves the same tile, so all of them return here or none does.
   int expert = -1;
-  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) {
-    if (!STREAM_K || part.parts == 1) return;
-    // A stream-K part of a tile without rows (the stream-K schedule counts only tiles with rows,
-    // so this is a guard): it still arrives, with nothing reduced and no row to write.
-    if (threadIdx.x < BLOCK_M) {
-      s_src[threadIdx.x] = -1;
-      s_dst[threadIdx.x] = -1;
-    }
-    __syncthreads();
-    expert = 0;
-    num_k = 0;
-  }
+  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
 
   bool narrow = false;  // kNarrowPath: rows 8..15 of the tile have no source
   if constexpr (kNarrowPath) {
@@ -745,48 +721,6 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
     ptx::cluster_sync();  // the peers' shared memory must outlive rank 0's reads
     if (split != 0) return;
   }
-  if constexpr (STREAM_K) {
-    if (part.parts > 1) {
-      // Each part leaves its fp32 partial in its workspace slot ([register][thread], coalesced)
-      // and counts itself on the first CTA's flag; the part that arrives last adds all of them in
-      // k order (so the sum does not depend on timing), writes the tile and clears the flag for
-      // the next launch. Nothing waits on another CTA, so no CTA needs another to be resident.
-      constexpr int kPartFloats = BLOCK_M * BLOCK_N;
-      float* ws = static_cast<float*>(args.stream_k_workspace);
-      float* mine = ws + (long long)part.slot * kPartFloats + tid;
-      for_each_partial<kNT, kMT, kThreads>([&](int i, int m, int r, int at) { mine[at] = acc[i][m][r]; });
-      __threadfence();
-      __syncthreads();
-      if (tid == 0) {
-        unsigned int* flag = static_cast<unsigned int*>(args.stream_k_flags) + part.first_cta;
-        const bool last = atomicAdd(flag, 1u) == (unsigned int)(part.parts - 1);
-        if (last) *flag = 0u;  // every part has counted itself: nothing else touches it this launch
-        s_misc[63] = last;
-      }
-      __syncthreads();
-      if (!s_misc[63]) return;
-      __threadfence();
-      for_each_partial<kNT, kMT, kThreads>([&](int i, int m, int r, int) { acc[i][m][r] = 0.f; });
-      // Four parts' loads in flight at a time, added in k order.
-      constexpr int kBatch = 4;
-#pragma unroll 1
-      for (int q0 = 0; q0 < part.parts; q0 += kBatch) {
-        float v[kBatch][kNT][kMT][4];
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          const int q = q0 + b < part.parts ? q0 + b : part.parts - 1;
-          const float* src = ws + (long long)w4a16_stream_k_slot(part.first_cta + q, q == 0) * kPartFloats + tid;
-          for_each_partial<kNT, kMT, kThreads>([&](int i, int m, int r, int at) { v[b][i][m][r] = __ldcg(src + at); });
-        }
-#pragma unroll
-        for (int b = 0; b < kBatch; ++b) {
-          if (q0 + b < part.parts) {
-            for_each_partial<kNT, kMT, kThreads>([&](int i, int m, int r, int) { acc[i][m][r] += v[b][i][m][r]; });
-          }
-        }
-      }
-    }
-  }
 
   // Epilogue: fragments -> smem [BLOCK_M][BLOCK_N + 8] bf16 -> 16-byte row segments.
   constexpr int kLdc = BLOCK_N + 8;
@@ -820,164 +754,25 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
 }
 
 // ---------------------------------------------------------------------------------------
-// Stream-K (masked and indexed, STREAM_K): a grid of about as many CTAs as the GPU holds at once
-// (the launcher's), whatever the routing. Every CTA counts the tiles that hold rows from the
-// routing on the device, takes an equal share of all their k blocks in (tile, k) order, and
-// reduces each tile it meets over the k blocks of its share; a tile shared by several CTAs is
-// added by the last of them (w4a16_gemm_tile). So the SMs stay evenly loaded however few
-// experts a decode call touches, and no host estimate of the routing decides the split.
-// ---------------------------------------------------------------------------------------
-// One stream-K segment, called rather than inlined: inlined in the segment loop, ptxas keeps the
-// tile's loop-invariant addresses live across the loop (135 registers against 82 for one
-// segment on the 8-token BN128 tile), which would halve the CTAs an SM holds.
-template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
-          int GROUP_SUMS>
-__device__ __noinline__ void w4a16_stream_k_segment(const W4A16Args& args, int tile, int n_block, int kb0, int num_k,
-                                                    W4A16TilePart part) {
-  w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, 1, GROUP_SUMS, true>(
-      args, tile, n_block, 0, kb0, num_k, part);
-}
-
-template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
-          int GROUP_SUMS>
-__device__ __forceinline__ void w4a16_stream_k_body(const W4A16Args& args) {
-  static_assert(MODE == kW4A16Masked || MODE == kW4A16Indexed, "stream-K serves the masked and indexed modes");
-  constexpr int kThreads = w4a16_threads(WARPS_M, WARPS_N);
-  constexpr int kWarps = kThreads / 32;
-  constexpr int kPer = kW4A16StreamKPositionsPerThread;
-  static_assert(kPer <= 32, "the position scan keeps one bit per round");
-  extern __shared__ __align__(128) unsigned char smem[];
-  int* s_misc = reinterpret_cast<int*>(smem) + 2 * BLOCK_M;  // the tile schedulers' 64 ints
-  int* s_tiles = s_misc;                                     // [kW4A16StreamKMaxTiles] positions
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-
-  // Tile positions and which of them hold rows, in rounds of kThreads positions (position
-  // j * kThreads + tid in round j), each round's loads in flight together: decode calls have
-  // one or two rounds, so the scan costs about two memory latencies before the first tile.
-  // Each warp's ballot of each round goes to scratch at the start of the pipeline (the first
-  // tile's copies come after the loop's barrier), and gives the positions' ranks.
-  int positions = 0, valid_len = 0;
-  if constexpr (MODE == kW4A16Masked) {
-    const int groups = args.num_groups < args.num_experts ? args.num_groups : args.num_experts;
-    positions = args.max_m > 0 && groups > 0 ? groups * ((args.max_m + BLOCK_M - 1) / BLOCK_M) : 0;
-  } else {
-    const int ntp = static_cast<int>(ptx::ldg_nc_b32(args.num_tokens_padded));
-    valid_len = ntp < args.capacity ? ntp : args.capacity;
-    valid_len = valid_len > 0 ? valid_len : 0;
-    positions = (valid_len + BLOCK_M - 1) / BLOCK_M;
-  }
-  positions = positions < kThreads * kPer ? positions : kThreads * kPer;  // the launcher's bound
-  const int rounds = (positions + kThreads - 1) / kThreads;
-  unsigned int* s_ballot = reinterpret_cast<unsigned int*>(smem + w4a16_smem_header_bytes(BLOCK_M));  // [kPer][kWarps]
-  unsigned int mask = 0;  // bit j: this thread's position of round j holds rows
-#pragma unroll 1
-  for (int j = 0; j < rounds; ++j) {
-    const int p = j * kThreads + tid;
-    const bool has = p < positions && W4A16Tiles<MODE>::template has_rows<BLOCK_M>(args, p, valid_len);
-    const unsigned int ballot = __ballot_sync(0xffffffffu, has);
-    mask |= has ? 1u << j : 0u;
-    if (lane == 0) s_ballot[j * kWarps + warp] = ballot;
-  }
-  __syncthreads();
-  int tiles = 0;
-  for (int i = 0; i < rounds * kWarps; ++i) tiles += __popc(s_ballot[i]);
-
-  // Work units: (tile with rows, n block, k block), k fastest. CTA c of the g CTAs that run takes
-  // units [c * units / g, (c + 1) * units / g).
-  const int n_blocks = args.n / BLOCK_N;
-  const int kb_tile = args.k / BLOCK_K;
-  const long long tile_units = (long long)n_blocks * kb_tile;
-  const long long units = (long long)tiles * tile_units;
-  if (units == 0) return;
-  // CTAs: at least one per output tile (a CTA that took several whole tiles would run their
-  // fills and epilogues one after another), more while each share keeps kW4A16StreamKMinK of K;
-  // at most the grid.
-  constexpr int kMinUnits = kW4A16StreamKMinK > BLOCK_K ? kW4A16StreamKMinK / BLOCK_K : 1;
-  const long long out_tiles = (long long)tiles * n_blocks;
-  long long g = units / kMinUnits;
-  g = g > out_tiles ? g : out_tiles;
-  // Few enough tiles per share for s_tiles: ceil(tiles / g) + 1 <= kW4A16StreamKMaxTiles.
-  const long long g_min = (tiles + kW4A16StreamKMaxTiles - 2) / (kW4A16StreamKMaxTiles - 1);
-  g = g > g_min ? g : g_min;
-  g = g < (long long)gridDim.x ? g : (long long)gridDim.x;
-  g = g > 0 ? g : 1;
-  const int c = (int)blockIdx.x;
-  if (c >= g) return;
-  // With at least as many output tiles as CTAs, shares are whole tiles (a split would only add
-  // partial sums: every SM is busy anyway); with fewer, shares split the tiles' k blocks.
-  const bool whole = out_tiles >= g;
-  const long long u0 = whole ? (long long)c * out_tiles / g * kb_tile : (long long)c * units / g;
-  const long long u1 = whole ? (long long)(c + 1) * out_tiles / g * kb_tile : (long long)(c + 1) * units / g;
-  if (u0 >= u1) return;
-  // The CTA whose share holds unit u: the largest c with c * units / g <= u (split shares only).
-  auto owner = [&](long long u) { return (int)(((u + 1) * g - 1) / units); };
-  const int first_rank = (int)(u0 / tile_units);
-  const int last_rank = (int)((u1 - 1) / tile_units);
-  // Positions of ranks [first_rank, last_rank]: rank of (round j, thread) = positions with rows
-  // in earlier rounds, then in earlier warps of round j, then in earlier lanes.
-  {
-    int before = 0;
-    for (int j = 0; j < rounds; ++j) {
-      if ((mask >> j) & 1u) {
-        int rank = before + __popc(s_ballot[j * kWarps + warp] & ((1u << lane) - 1u));
-        for (int w = 0; w < warp; ++w) rank += __popc(s_ballot[j * kWarps + w]);
-        if (rank >= first_rank && rank <= last_rank) s_tiles[rank - first_rank] = j * kThreads + tid;
-      }
-      for (int w = 0; w < kWarps; ++w) before += __popc(s_ballot[j * kWarps + w]);
-    }
-  }
-
-#pragma unroll 1
-  for (long long u = u0; u < u1;) {
-    const long long unit_tile = u / kb_tile;  // (rank, n block), n block fastest
-    const int kb_lo = (int)(u - unit_tile * kb_tile);
-    const long long left = u1 - u;
-    const int count = (int)((long long)(kb_tile - kb_lo) < left ? (long long)(kb_tile - kb_lo) : left);
-    const int rank = (int)(unit_tile / n_blocks);
-    const int n_block = (int)(unit_tile - (long long)rank * n_blocks);
-    W4A16TilePart part{1, 0, 0};
-    if (count != kb_tile) {
-      const long long t0 = unit_tile * kb_tile;
-      const int first = owner(t0), last = owner(t0 + kb_tile - 1);
-      part = W4A16TilePart{last - first + 1, first, w4a16_stream_k_slot(c, c == first)};
-    }
-    // s_tiles is published, and the previous tile's epilogue has read the shared memory that
-    // this one's copies refill.
-    __syncthreads();
-    w4a16_stream_k_segment<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, GROUP_SUMS>(
-        args, s_tiles[rank - first_rank], n_block, kb_lo, count, part);
-    u += count;
-  }
-}
-
-// ---------------------------------------------------------------------------------------
 // The kernel body. Launch: grid = w4a16_grid(..., N_RUN) x SPLIT_K (clusters of SPLIT_K along x),
 // block = kThreads, dynamic smem = w4a16_smem_bytes(..., NF4 weights) (the pair table).
-// STREAM_K (masked, indexed; SPLIT_K 1): the launcher's grid of resident CTAs instead, with
-// args.stream_k_workspace / stream_k_flags (w4a16_stream_k_body).
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
           int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
-          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset, bool STREAM_K = false, int N_RUN = 1>
+          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset, int N_RUN = 1>
 __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
-  static_assert(!STREAM_K || SPLIT_K == 1, "stream-K and cluster split-K are two schedules of one call");
-  if constexpr (STREAM_K) {
-    w4a16_stream_k_body<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, GROUP_SUMS>(args);
-  } else {
-    // N_RUN > 1: CTA c takes n blocks N_RUN * (c % n_runs).. of its tile (w4a16_n_runs).
-    const int n_blocks = args.n / BLOCK_N;
-    const int n_runs = w4a16_n_runs(args.n, BLOCK_N, N_RUN);
-    const unsigned int cta = blockIdx.x / SPLIT_K;
-    const int split = (int)(blockIdx.x % SPLIT_K);  // == %cluster_ctarank: clusters are SPLIT_K x 1 x 1
-    const int kb_tile = args.k / BLOCK_K;
-    const int kb0 = (int)((long long)kb_tile * split / SPLIT_K);
-    const int kb1 = (int)((long long)kb_tile * (split + 1) / SPLIT_K);
-    const int n_block = (int)(cta % (unsigned int)n_runs) * N_RUN;
-    const int runs = n_blocks - n_block < N_RUN ? n_blocks - n_block : N_RUN;
-    w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS, false,
-                    N_RUN>(args, (int)(cta / (unsigned int)n_runs), n_block, split, kb0, kb1 - kb0,
-                           W4A16TilePart{1, 0, 0}, runs);
-  }
+  // N_RUN > 1: CTA c takes n blocks N_RUN * (c % n_runs).. of its tile (w4a16_n_runs).
+  const int n_blocks = args.n / BLOCK_N;
+  const int n_runs = w4a16_n_runs(args.n, BLOCK_N, N_RUN);
+  const unsigned int cta = blockIdx.x / SPLIT_K;
+  const int split = (int)(blockIdx.x % SPLIT_K);  // == %cluster_ctarank: clusters are SPLIT_K x 1 x 1
+  const int kb_tile = args.k / BLOCK_K;
+  const int kb0 = (int)((long long)kb_tile * split / SPLIT_K);
+  const int kb1 = (int)((long long)kb_tile * (split + 1) / SPLIT_K);
+  const int n_block = (int)(cta % (unsigned int)n_runs) * N_RUN;
+  const int runs = n_blocks - n_block < N_RUN ? n_blocks - n_block : N_RUN;
+  w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS, N_RUN>(
+      args, (int)(cta / (unsigned int)n_runs), n_block, split, kb0, kb1 - kb0, runs);
 }
 
 }  // namespace chord

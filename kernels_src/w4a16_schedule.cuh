@@ -54,8 +54,7 @@ struct W4A16Tiles<kW4A16Contiguous> {
 
 template <>
 struct W4A16Tiles<kW4A16Masked> {
-  // Tile `tile`'s group g and first row r0; false where the tile has no rows (resolve and the
-  // stream-K scan both judge a tile here).
+  // Tile `tile`'s group g and first row r0; false where the tile has no rows.
   template <int BLOCK_M>
   __device__ __forceinline__ static bool rows_of(const W4A16Args& args, int tile, int& g, int& r0, int& count) {
     const int tiles_per_group = (args.max_m + BLOCK_M - 1) / BLOCK_M;
@@ -66,12 +65,6 @@ struct W4A16Tiles<kW4A16Masked> {
     count = static_cast<const int*>(args.masked_m)[g];
     count = count < args.max_m ? count : args.max_m;
     return r0 < count;
-  }
-
-  template <int BLOCK_M>
-  __device__ __forceinline__ static bool has_rows(const W4A16Args& args, int tile, int) {
-    int g, r0, count;
-    return rows_of<BLOCK_M>(args, tile, g, r0, count);
   }
 
   template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
@@ -175,26 +168,6 @@ struct W4A16Tiles<kW4A16Offsets> {
 
 template <>
 struct W4A16Tiles<kW4A16Indexed> {
-  // Whether tile `tile` holds a route, by resolve's tests below (the stream-K scan, which
-  // counts the tiles resolve will take; keep the two in step). valid_len: resolve's, the
-  // num_tokens_padded prefix within capacity. The expert id and the route ids are loaded
-  // together and judged after.
-  template <int BLOCK_M>
-  __device__ __forceinline__ static bool has_rows(const W4A16Args& args, int tile, int valid_len) {
-    const int p0 = tile * BLOCK_M;
-    if (p0 >= valid_len) return false;
-    const int e = static_cast<int>(ptx::ldg_nc_b32(static_cast<const int*>(args.expert_ids) + p0 / args.block_size));
-    const int num_routes = args.a_rows * args.top_k;
-    bool any = false;
-#pragma unroll
-    for (int r = 0; r < BLOCK_M; ++r) {
-      const int q = p0 + r;
-      const int id = q < valid_len ? static_cast<int>(ptx::ldg_nc_b32(static_cast<const int*>(args.sorted_ids) + q)) : -1;
-      any = any || (id >= 0 && id < num_routes);
-    }
-    return any && e >= 0 && e < args.num_experts;
-  }
-
   // vLLM moe_align_block_size: one expert id per block_size sorted ids; block_size is a
   // multiple of BLOCK_M, so a tile never straddles two vLLM blocks.
   template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>

@@ -23,7 +23,6 @@
 #include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
 #include "ops/w4a16_search.hpp"
-#include "ops/w4a16_stream_k.hpp"
 #include "tuning_tables/w4a16_resolver.hpp"
 
 namespace chord {
@@ -145,7 +144,6 @@ struct Launch {
   DeviceContext device;
   W4A16GemmConfig config;
   const LoadedKernel* kernel;
-  std::optional<W4A16StreamKLaunch> stream_k;  // set where config.stream_k (prepare)
 };
 
 bool stream_capturing(CUstream stream);
@@ -217,16 +215,7 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
       l.config = w4a16_searched_config(*plan, stream_capturing(stream), timer, JitRuntime::global().disk_cache());
     }
   }
-  // Stream-K needs the routing within its scan and a workspace on this stream, which a call
-  // during capture cannot allocate: without either the call runs whole tiles.
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
-  if (l.config.stream_k) {
-    l.stream_k = w4a16_stream_k_launch(l.device, *l.kernel, l.config, args, stream, !stream_capturing(stream));
-    if (!l.stream_k) {
-      l.config.stream_k = false;
-      l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
-    }
-  }
   return l;
 }
 
@@ -290,12 +279,6 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n, l.config.n_run);
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
-  if (l.config.stream_k) {  // the CTAs the GPU holds, whatever the routing (prepare's grid)
-    CHORD_REQUIRE(l.stream_k.has_value(), "a stream-K launch without the grid and workspace prepare() gives it");
-    grid.x = l.stream_k->grid;
-    args.stream_k_workspace = l.stream_k->workspace;
-    args.stream_k_flags = l.stream_k->flags;
-  }
   // The warp-specialized kernel loops over tiles (CTA b: b, b + grid, ...): one CTA per SM.
   if (l.config.warp_specialized() && grid.x > static_cast<unsigned int>(l.device.sm_count)) {
     grid.x = static_cast<unsigned int>(l.device.sm_count);
@@ -476,8 +459,7 @@ std::vector<double> time_configs(const DeviceContext& device, const std::vector<
       const size_t at = 2 * (static_cast<size_t>(r < 0 ? 0 : r) * n + i);
       if (r >= 0) CHORD_CU(d.cuEventRecord(res.events[at], stream));
       try {
-        // Never a stream-K config: setting CHORD_W4A16_STREAM_K turns the search off.
-        launch(Launch{device, configs[i], kernels[i], std::nullopt}, args, stream);
+        launch(Launch{device, configs[i], kernels[i]}, args, stream);
       } catch (const Error&) {
         ok[i] = false;
       }

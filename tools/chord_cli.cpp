@@ -332,10 +332,9 @@ int config(const Args& args) {
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;
   const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
   const char* engine = chord::w4a16_engine_name(c.engine);
-  // group_sums, stream_k and n_run show where they are not the default (CHORD_W4A16_GROUP_SUMS,
-  // CHORD_W4A16_STREAM_K, CHORD_W4A16_N_RUN and the short-K rule).
+  // group_sums and n_run show where they are not the default (CHORD_W4A16_GROUP_SUMS,
+  // CHORD_W4A16_N_RUN and the short-K rule).
   const std::string group_sums = std::string(c.group_sums != 0 ? " group_sums=" + std::to_string(c.group_sums) : "") +
-                                 (c.stream_k ? " stream_k=1" : "") +
                                  (c.n_run > 1 ? " n_run=" + std::to_string(c.n_run) : "");
   std::printf("engine=%s block_m=%d block_n=%d block_k=%d stages=%d warps_m=%d warps_n=%d warpgroups=%d split_k=%d%s "
               "threads=%d smem=%d kernel=%s\n",

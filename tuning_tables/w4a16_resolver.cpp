@@ -334,7 +334,7 @@ int choose_n_run(const W4A16Problem& p, const W4A16GemmConfig& c, const Environm
   constexpr int kRun = 4;
   constexpr double kRunCtasPerSm = 7.5;
   // Measured on sm_90a only: other GPUs keep whole tiles until a run is timed there.
-  if (e.w4a16_overridden() || p.arch.sm() != 90 || c.wgmma() || c.block_m > 16 || c.split_k != 1 || c.stream_k ||
+  if (e.w4a16_overridden() || p.arch.sm() != 90 || c.wgmma() || c.block_m > 16 || c.split_k != 1 ||
       p.k > kRunMaxK) {
     return 1;
   }
@@ -446,17 +446,6 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // WGMMA, NF4, FP16 with form 1), which keep their kernel: one setting measures a whole suite's
   // decode calls.
   if (e.w4a16_group_sums && c.takes_group_sums(*e.w4a16_group_sums)) c.group_sums = *e.w4a16_group_sums;
-  // CHORD_W4A16_STREAM_K likewise reaches the calls whose tile can take the stream-K schedule
-  // (masked and indexed mma.sync tiles of <= 16 rows), which then run no cluster split.
-  if (e.w4a16_stream_k && !c.wgmma()) {
-    W4A16GemmConfig with = c;
-    with.stream_k = *e.w4a16_stream_k;
-    if (with.stream_k) {
-      with.split_k = 1;
-      with.n_run = 1;
-    }
-    if (with.error() == nullptr) c = with;
-  }
   return c;
 }
 

@@ -51,10 +51,10 @@ KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   KernelDescriptor d;
   d.family = KernelFamily::kW4A16Gemm;
   d.arch = arch;
-  // params[10] is the k schedule: 0 whole tiles, 2 / 4 / 8 cluster split-K, -1 stream-K; it
-  // stays 0 without either. params[11] is the group-sums form plus 16 x (n_run - 1): 0 with the
-  // default form and no n-block run. So those descriptors (and cache keys) are unchanged.
-  const int k_schedule = stream_k ? -1 : split_k > 1 ? split_k : 0;
+  // params[10] is the k schedule: 0 whole tiles, 2 / 4 / 8 cluster split-K. params[11] is the
+  // group-sums form plus 16 x (n_run - 1): 0 with the default form and no n-block run. So those
+  // descriptors (and cache keys) are unchanged.
+  const int k_schedule = split_k > 1 ? split_k : 0;
   d.params = {mode,       block_m, block_n, block_k,    stages,
               warps_m,    warps_n, static_cast<int>(engine), warpgroups, weight,
               k_schedule, group_sums + 16 * (n_run - 1)};
@@ -73,8 +73,8 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
   c.engine = static_cast<W4A16Engine>(d.params[7]);
   c.warpgroups = d.params[8];
   c.weight = static_cast<W4A16WeightKind>(d.params[9]);
-  c.split_k = d.params[10] > 1 ? d.params[10] : 1;
-  c.stream_k = d.params[10] == -1;
+  // Any other k schedule stays as it is, for error() to refuse.
+  c.split_k = d.params[10] == 0 ? 1 : d.params[10];
   c.group_sums = d.params[11] & 15;
   c.n_run = (d.params[11] >> 4) + 1;
   return c;
@@ -122,11 +122,11 @@ KernelSource W4A16GemmConfig::source() const {
                        warps_n);
   // INT4 (BF16) instantiations keep their original text (and so their cache entries); the other
   // kinds name the weight kind after the defaulted main-loop path. Likewise split-K, a group-sums
-  // variant other than the default and stream-K: each spells out the defaulted arguments before
-  // its own (stream-K the group-sums form too, whose name suffix shows only when not 0).
+  // variant other than the default and an n-block run: each spells out the defaulted arguments
+  // before its own (a run the group-sums form too, whose name suffix shows only when not 0).
   std::string weight_args;
   const bool run = n_run > 1;
-  if (weight != kW4A16WeightInt4 || split_k > 1 || group_sums != 0 || stream_k || run) {
+  if (weight != kW4A16WeightInt4 || split_k > 1 || group_sums != 0 || run) {
     s.name += w4a16_weight_suffix(weight);
     weight_args = fmt::format(", chord::w4a16_default_path({}, {}, {}), {}", block_m, warps_m, stages,
                               static_cast<int>(weight));
@@ -134,16 +134,10 @@ KernelSource W4A16GemmConfig::source() const {
   if (split_k > 1) {  // launched as clusters of split_k CTAs (KernelMeta.cluster_size)
     s.name += fmt::format("_sk{}", split_k);
   }
-  if (split_k > 1 || group_sums != 0 || stream_k || run) weight_args += fmt::format(", {}", split_k);
-  if (group_sums != 0 || stream_k || run) {
+  if (split_k > 1 || group_sums != 0 || run) weight_args += fmt::format(", {}", split_k);
+  if (group_sums != 0 || run) {
     if (group_sums != 0) s.name += fmt::format("_gs{}", group_sums);
     weight_args += fmt::format(", {}", group_sums);
-  }
-  if (stream_k) {  // launched on a grid of resident CTAs with a workspace (ops/w4a16.cpp)
-    s.name += "_stk";
-    weight_args += ", true";
-  } else if (run) {
-    weight_args += ", false";
   }
   if (run) {  // n_run n blocks per CTA (w4a16_grid's n_run)
     s.name += fmt::format("_nr{}", n_run);

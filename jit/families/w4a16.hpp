@@ -28,9 +28,6 @@ struct W4A16GemmConfig {
   int warpgroups = 2;  // kWgmma only (kWgmmaWs: one producer and two consumer warpgroups)
   W4A16WeightKind weight = kW4A16WeightInt4;  // INT4 or NF4, BF16 or FP16 activations
   int split_k = 1;     // kMmaSync on sm_90+: clusters of split_k CTAs share a tile (1, 2, 4, 8)
-  // kMmaSync masked / indexed decode tiles (BLOCK_M <= 16): the stream-K schedule
-  // (w4a16_stream_k_body), a grid of resident CTAs sharing the routing's k blocks evenly.
-  bool stream_k = false;
   // kMmaSync tiles that run the INT4 group sums (w4a16_runs_group_sums): their form, a
   // W4A16GroupSums (0, the default, on every other tile).
   int group_sums = kW4A16GroupSumsOffset;
@@ -60,14 +57,13 @@ struct W4A16GemmConfig {
   int launch_min_blocks() const {
     if (warp_specialized()) return 1;
     if (wgmma()) return 2;
-    if (stream_k) return w4a16_stream_k_min_blocks(threads(), smem_bytes());
     return threads() == 256 ? 2 : 0;
   }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
     if (wgmma() && n_run != 1) return "n-block runs are a mma.sync schedule";
     if (warp_specialized()) {
-      return split_k != 1 || stream_k        ? "split-K and stream-K are mma.sync schedules"
+      return split_k != 1                    ? "split-K is a mma.sync schedule"
              : group_sums != 0                ? "the group-sums forms are a mma.sync schedule"
              : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
                                               : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
@@ -75,7 +71,7 @@ struct W4A16GemmConfig {
     }
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {
-      return split_k != 1 || stream_k ? "split-K and stream-K are mma.sync schedules"
+      return split_k != 1 ? "split-K is a mma.sync schedule"
              : group_sums != 0 ? "the group-sums forms are a mma.sync schedule"
                                : w4a16_wgmma_config_error(mode, block_m, block_n, warpgroups, stages, nf4(), zero_point(),
                                                      g128());
@@ -84,11 +80,7 @@ struct W4A16GemmConfig {
                                              zero_point(), g128())) {
       return why;
     }
-    if (stream_k) {
-      if (const char* why = w4a16_stream_k_error(mode, block_m, split_k)) return why;
-    }
-    if (const char* why = w4a16_n_run_error(n_run, w4a16_default_path(block_m, warps_m, stages), split_k, stream_k,
-                                            nf4())) {
+    if (const char* why = w4a16_n_run_error(n_run, w4a16_default_path(block_m, warps_m, stages), split_k, nf4())) {
       return why;
     }
     return w4a16_group_sums_error(group_sums, weight, block_m, warps_m, stages);

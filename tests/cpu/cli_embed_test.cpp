@@ -235,37 +235,6 @@ TEST_CASE("cli: CHORD_W4A16_GROUP_SUMS reaches the decode tiles that run the gro
   }
 }
 
-TEST_CASE("cli: CHORD_W4A16_STREAM_K reaches the masked and indexed decode tiles, and only them", "[cli]") {
-  const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
-  const std::string heuristic = "CHORD_W4A16_PROFILE=heuristic ";
-  // Few rows and a long K: the rule splits K over a cluster; stream-K replaces the split.
-  const std::string decodes[] = {"--mode masked --n 4096 --k 7168 --experts 8 --rows 1 --groups 8 --max-m 8",
-                                 "--mode indexed --n 4096 --k 7168 --experts 32 --rows 1 --a-rows 4 --top-k 8 "
-                                 "--capacity 640 --block-size 16"};
-  for (const std::string& args : decodes) {
-    int code = -1;
-    const std::string out = run_command(heuristic + "CHORD_W4A16_STREAM_K=1 " + cli + args, &code);
-    INFO(args << " -> " << out);
-    CHECK(code == 0);
-    CHECK(out.find("split_k=1 stream_k=1 ") != std::string::npos);
-    CHECK(out.find("_stk\n") != std::string::npos);
-    const std::string off = run_command(heuristic + "CHORD_W4A16_STREAM_K=0 " + cli + args, &code);
-    CHECK(off == run_command(heuristic + cli + args, &code));
-    CHECK(off.find("stream_k") == std::string::npos);
-  }
-  // Offsets, contiguous and WGMMA prefill calls keep their kernel.
-  const std::string others[] = {"--mode offsets --n 4096 --k 7168 --experts 8 --rows 1 --a-rows 8",
-                                "--mode masked --n 4096 --k 7168 --experts 8 --rows 100 --groups 8 --max-m 128",
-                                "--mode contiguous --n 4096 --k 7168 --experts 48 --rows 512"};
-  for (const std::string& args : others) {
-    int code = -1;
-    const std::string out = run_command(heuristic + "CHORD_W4A16_STREAM_K=1 " + cli + args, &code);
-    INFO(args << " -> " << out);
-    CHECK(code == 0);
-    CHECK(out == run_command(heuristic + cli + args, &code));
-  }
-}
-
 TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides included", "[cli]") {
   const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a ";
   const std::string ep8_down = "--mode indexed --n 7168 --k 2048 --experts 48 --rows 170 --block-size 64";

@@ -709,53 +709,36 @@ void check_one_main_loop(const chord::W4A16GemmConfig& schedule, const chord::W4
   CHECK(sass_opcodes(cubin)[kSassHmma] > 0);
 }
 
-TEST_CASE("compile: the stream-K decode schedule builds the masked and indexed decode tiles on every arch, runs the "
-          "same MMAs as the whole tile, and is refused where it cannot serve",
+TEST_CASE("compile: a descriptor's k schedule is whole tiles or a cluster split of 2, 4 or 8, and split-K is "
+          "refused on the WGMMA kernels",
           "[compile]") {
-  // Each case: the 8- and 16-token staged tiles and the direct path, INT4 BF16, INT4 with zero
-  // points and group 128 in FP16, NF4.
-  const DecodeTile cases[] = {{chord::kW4A16WeightInt4, 8, 128, 128, 3},
-                        {chord::kW4A16WeightInt4ZpG128Fp16, 16, 128, 128, 3},
-                        {chord::kW4A16WeightInt4, 8, 64, 128, 2},
-                        {chord::kW4A16WeightNF4, 8, 128, 128, 3}};
-  for (const char* arch_name : {"sm_80", "sm_90a", "sm_100a"}) {
-    const chord::Arch arch = chord::parse_arch(arch_name);
-    for (chord::W4A16Mode mode : {chord::kW4A16Masked, chord::kW4A16Indexed}) {
-      for (const DecodeTile& k : cases) {
-        chord::W4A16GemmConfig whole = mma_sync_config(k.weight, mode, k.bm, k.bn, k.bk, k.stages, 1, 4, 1);
-        chord::W4A16GemmConfig c = whole;
-        c.stream_k = true;
-        REQUIRE(c.error() == nullptr);
-        const chord::KernelDescriptor d = c.descriptor(arch);
-        CHECK(d.params[10] == -1);
-        CHECK(chord::W4A16GemmConfig::from(d).stream_k);
-        CHECK_FALSE(chord::W4A16GemmConfig::from(whole.descriptor(arch)).stream_k);
-        const chord::KernelSource source = c.source();
-        INFO(arch_name << " " << source.name);
-        CHECK(source.name == whole.source().name + "_stk");
-        CHECK(source.text.find(", true>(args);") != std::string::npos);
-        // The launcher's grid assumes the CTAs per SM its shared memory allows.
-        CHECK(c.launch_min_blocks() == chord::w4a16_stream_k_min_blocks(c.threads(), c.smem_bytes()));
-        check_one_main_loop(c, whole, arch);
-      }
-    }
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  const chord::W4A16GemmConfig whole =
+      mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Indexed, 8, 128, 128, 3, 1, 4, 1);
+  CHECK(whole.descriptor(arch).params[10] == 0);
+  CHECK(chord::W4A16GemmConfig::from(whole.descriptor(arch)).split_k == 1);
+  for (int split : {2, 4, 8}) {
+    chord::W4A16GemmConfig c = whole;
+    c.split_k = split;
+    REQUIRE(c.error() == nullptr);
+    CHECK(chord::W4A16GemmConfig::from(c.descriptor(arch)).split_k == split);
   }
-  chord::W4A16GemmConfig c = mma_sync_config(chord::kW4A16WeightInt4, chord::kW4A16Offsets, 8, 128, 128, 3, 1, 4, 1);
-  c.stream_k = true;
-  CHECK(std::string(c.error()) == "stream-K serves the masked and indexed modes");
-  c.mode = chord::kW4A16Contiguous;
-  CHECK(c.error() != nullptr);
-  c.mode = chord::kW4A16Indexed;
-  c.block_m = 32;
-  CHECK(std::string(c.error()) == "stream-K serves decode tiles (BLOCK_M <= 16)");
-  c.block_m = 8;
+  // Any other value (a descriptor from elsewhere) reaches error() as it is, never whole tiles.
+  for (int schedule : {-1, 3, 16}) {
+    chord::KernelDescriptor d = whole.descriptor(arch);
+    d.params[10] = schedule;
+    const chord::W4A16GemmConfig c = chord::W4A16GemmConfig::from(d);
+    INFO("k schedule " << schedule);
+    REQUIRE(c.error() != nullptr);
+    CHECK(std::string(c.error()) == "split-K must be 1, 2, 4 or 8");
+  }
+  chord::W4A16GemmConfig c = whole;
   c.split_k = 2;
-  CHECK(std::string(c.error()) == "stream-K and cluster split-K are two schedules of one call");
-  c.split_k = 1;
   c.engine = chord::W4A16Engine::kWgmma;
   c.block_m = 64;
   c.block_k = chord::kW4A16WgmmaBlockK;
-  CHECK(std::string(c.error()) == "split-K and stream-K are mma.sync schedules");
+  CHECK(std::string(c.error()) == "split-K is a mma.sync schedule");
+  CHECK(std::string(chord::warp_specialized_tile(c, false).error()) == "split-K is a mma.sync schedule");
 }
 
 TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on every arch, keep one copy of the "
@@ -791,7 +774,7 @@ TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on 
         c.n_run = 4;
         const chord::KernelSource source = c.source();
         INFO(arch_name << " " << source.name);
-        CHECK(source.text.find(", false, 4>(args);") != std::string::npos);
+        CHECK(source.text.find(", 0, 4>(args);") != std::string::npos);
         check_one_main_loop(c, whole, arch);
       }
     }
@@ -816,9 +799,6 @@ TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on 
   c.split_k = 2;
   CHECK(std::string(c.error()) == "n-block runs and split-K are two schedules of one tile");
   c.split_k = 1;
-  c.stream_k = true;
-  CHECK(std::string(c.error()) == "n-block runs and stream-K are two schedules of one call");
-  c.stream_k = false;
   c.engine = chord::W4A16Engine::kWgmma;
   c.block_m = 64;
   c.block_k = chord::kW4A16WgmmaBlockK;

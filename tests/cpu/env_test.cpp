@@ -58,20 +58,6 @@ TEST_CASE("env: invalid flag values are rejected naming the variable", "[env]") 
   expect_rejected("CHORD_SM90_DECODE", "");
   expect_rejected("CHORD_W4A16_PORTABLE", "true");
   expect_rejected("CHORD_VALIDATE_ROUTING", "on");
-  expect_rejected("CHORD_W4A16_STREAM_K", "2");
-}
-
-TEST_CASE("env: CHORD_W4A16_STREAM_K is a flag that counts as an override", "[env]") {
-  {
-    ScopedEnv unset("CHORD_W4A16_STREAM_K", std::nullopt);
-    CHECK_FALSE(chord::read_environment().w4a16_stream_k.has_value());
-  }
-  for (int v = 0; v < 2; ++v) {
-    ScopedEnv set("CHORD_W4A16_STREAM_K", std::to_string(v));
-    const chord::Environment e = chord::read_environment();
-    CHECK(e.w4a16_stream_k == (v == 1));
-    CHECK(e.w4a16_overridden());  // either value turns the decode tile search off
-  }
 }
 
 TEST_CASE("env: CHORD_W4A16_N_RUN takes 1, 2, 4 or 8 and counts as an override", "[env]") {

@@ -800,47 +800,6 @@ std::string last_kernel_name() {
   return name;
 }
 
-// Run by the test below in a child process with CHORD_W4A16_STREAM_K=1 (the environment is read
-// once per process): the masked and indexed decode calls on the stream-K schedule, INT4 BF16 and
-// FP16, symmetric and with zero points, group 32 and 128, against the reference and replayed
-// from a CUDA Graph bit for bit (the parts of a shared tile are added in k order). The long-K
-// calls have few tiles, so each tile is shared by several CTAs, the last of which adds them.
-TEST_CASE("gpu w4a16 stream-K child: the masked and indexed decode calls under CHORD_W4A16_STREAM_K=1",
-          "[.gpu_stream_k_child]") {
-  if (std::getenv("CHORD_W4A16_STREAM_K") == nullptr) return;  // only as the parent's child
-  const Fp16Scope dtype(GENERATE(false, true));
-  const G128Scope g128(GENERATE(false, true));
-  const ZpScope zp(GENERATE(false, true));
-  std::mt19937 rng((g_g128 ? 1281 : 321) + (g_zp ? 7 : 0) + (g_fp16 ? 3 : 0));
-  Stream stream;
-  const chord::DeviceContext device = chord::current_device_context(stream.get());
-  REQUIRE(resolved_config(device, chord::kW4A16Indexed, 1, 256, 8192, 16, 2, 16).stream_k);
-  REQUIRE(!resolved_config(device, chord::kW4A16Offsets, 1, 256, 8192, 16, 2).stream_k);  // offsets: whole tiles
-  check_decode_modes(rng, stream);
-  PackedWeight w = make_weight(16, 256, 8192, rng, stream);
-  const std::vector<bool> local(16, true);
-  for (int m : {1, 2, 5}) {
-    Routing r = align_routing(m, 8, 16, 16, local, 16, rng);
-    check_indexed(w, r, m, 8, 16, rng, stream);  // gate_up
-    CHECK(last_kernel_name().find("_stk") != std::string::npos);
-    check_indexed(w, r, m * 8, 1, 16, rng, stream);  // down
-    CHECK(last_kernel_name().find("_stk") != std::string::npos);
-  }
-  std::vector<int32_t> masked(16, 0);
-  masked[2] = 1;
-  masked[9] = 7;
-  masked[15] = 16;
-  check_masked(w, masked, 16, 8, rng, stream);
-  CHECK(last_kernel_name().find("_stk") != std::string::npos);
-  check_masked(w, std::vector<int32_t>(16, 0), 16, 8, rng, stream);  // no rows at all
-}
-
-TEST_CASE("gpu w4a16: the stream-K schedule equals the reference in the masked and indexed modes, group 32 and "
-          "128, zero points, BF16 and FP16, ragged, empty experts, M = 1, CUDA Graph",
-          "[gpu][w4a16][stream_k]") {
-  check_child("CHORD_W4A16_STREAM_K=1", "[.gpu_stream_k_child]");
-}
-
 // Run by the test below in a child process with CHORD_W4A16_N_RUN set (the environment is read
 // once per process): every mode on decode tiles whose CTAs take that many n blocks, INT4 BF16 and
 // FP16, symmetric and with zero points, group 32 and 128, against the reference and replayed
