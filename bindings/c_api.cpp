@@ -205,8 +205,10 @@ int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t 
   chord_status_t status = guarded([&] {
     CHORD_REQUIRE(E > 0 && E <= (1 << 20), "argument 'E' = {} is out of range", E);
     CHORD_REQUIRE(top_k > 0 && top_k <= 1024, "argument 'top_k' = {} is out of range", top_k);
-    CHORD_REQUIRE(N > 0 && K > 0 && N <= (1 << 24) && K <= (1 << 24), "arguments 'N', 'K' must be positive");
-    CHORD_REQUIRE(capacity >= 0 && (capacity == 0 || buffer != nullptr), "argument 'buffer' is a null pointer");
+    CHORD_REQUIRE(N > 0 && N <= (1 << 24), "argument 'N' = {} is out of range (1..2^24)", N);
+    CHORD_REQUIRE(K > 0 && K <= (1 << 24), "argument 'K' = {} is out of range (1..2^24)", K);
+    CHORD_REQUIRE(capacity >= 0, "argument 'capacity' = {} is negative", capacity);
+    CHORD_REQUIRE(capacity == 0 || buffer != nullptr, "argument 'buffer' is a null pointer");
     const chord::Arch target = chord::parse_arch(arch != nullptr ? arch : "sm_90a");
     const std::string split = chord::detect_split(target, static_cast<int>(N), static_cast<int>(K));
     if (split.empty()) return;  // no table holds the shape: an empty answer, not an error
@@ -220,7 +222,8 @@ int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t 
 int64_t chord_w4a16_last_kernel(char* buffer, int64_t capacity) {
   std::string text;
   chord_status_t status = guarded([&] {
-    CHORD_REQUIRE(capacity >= 0 && (capacity == 0 || buffer != nullptr), "argument 'buffer' is a null pointer");
+    CHORD_REQUIRE(capacity >= 0, "argument 'capacity' = {} is negative", capacity);
+    CHORD_REQUIRE(capacity == 0 || buffer != nullptr, "argument 'buffer' is a null pointer");
     text = chord::w4a16_last_kernel();
   });
   if (status != CHORD_SUCCESS) return -1;

@@ -1,6 +1,7 @@
 #include "ops/activation.hpp"
 
 #include <algorithm>
+#include <climits>
 
 #include "jit/families/activation.hpp"
 #include "kernels_src/activation_args.cuh"
@@ -15,13 +16,14 @@ void moe_activation(const ActivationCall& call, CUstream stream) {
   CHORD_REQUIRE(call.dtype == CHORD_DTYPE_BF16 || call.dtype == CHORD_DTYPE_FP16,
                 "argument 'dtype' = {} is neither CHORD_DTYPE_BF16 nor CHORD_DTYPE_FP16", call.dtype);
   const uint64_t hash = register_activation_expression(call.expression);
-  require_range(call.rows, "rows", 0, int64_t{1} << 31);
+  // Row indices are int32 on the device, and INT_MAX is the kernel's "no limit": at most INT_MAX rows.
+  require_range(call.rows, "rows", 0, int64_t{INT_MAX});
   require_range(call.in_cols, "in_cols", 8, int64_t{1} << 20);
   const bool unary = call.kind == CHORD_ACTIVATION_UNARY;
   if (!unary) require_multiple(call.in_cols, "in_cols", 2);
   const int64_t n = unary ? call.in_cols : call.in_cols / 2;
   CHORD_REQUIRE(n % 8 == 0, "the activation's output width {} (in_cols {}) must be a multiple of 8", n, call.in_cols);
-  require_range(call.out_rows, "out_rows", 0, int64_t{1} << 31);
+  require_range(call.out_rows, "out_rows", 0, int64_t{INT_MAX});
   CHORD_REQUIRE(!(call.scatter_idx && call.group_rows), "scatter_idx and group_rows are exclusive layouts");
   if (call.scatter_idx) {
     require_range(call.scatter_cols, "scatter_cols", 1, 1024);
@@ -44,6 +46,10 @@ void moe_activation(const ActivationCall& call, CUstream stream) {
   const uintptr_t in_end = in_begin + static_cast<uintptr_t>(call.rows * call.in_cols * 2);
   const uintptr_t out_end = out_begin + static_cast<uintptr_t>(call.out_rows * n * 2);
   CHORD_REQUIRE(in_end <= out_begin || out_end <= in_begin, "in and out overlap");
+  require_disjoint({call.out, call.out_rows * n * 2, "out"},
+                   {{call.scatter_idx, call.rows * call.scatter_cols * 4, "scatter_idx"},
+                    {call.group_rows, call.groups * 4, "group_rows"},
+                    {call.num_valid, 4, "num_valid"}});
 
   DeviceContext device = current_device_context(stream);
   ActivationConfig config;

@@ -1,6 +1,7 @@
 // Argument checks shared by the operators: each failure names the argument.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 
 #include "core/error.hpp"
 
@@ -19,6 +20,28 @@ inline void require_range(int64_t value, const char* name, int64_t low, int64_t 
 
 inline void require_multiple(int64_t value, const char* name, int64_t multiple) {
   CHORD_REQUIRE(value % multiple == 0, "argument '{}' = {} must be a multiple of {}", name, value, multiple);
+}
+
+// A device buffer an operator reads or writes, by the bytes the call's shape gives it.
+struct Buffer {
+  const void* data;
+  int64_t bytes;
+  const char* name;
+};
+
+// An output may not share a byte with another buffer of the call: the kernels read their inputs
+// while the outputs are written (and no operator works in place), so an overlap would give a
+// silently wrong result. Null or empty buffers (arguments a call does not use) are skipped.
+inline void require_disjoint(const Buffer& out, std::initializer_list<Buffer> others) {
+  const auto begin = reinterpret_cast<uintptr_t>(out.data);
+  const uintptr_t end = begin + static_cast<uintptr_t>(out.bytes);
+  for (const Buffer& other : others) {
+    if (other.data == nullptr || other.bytes <= 0 || out.data == nullptr || out.bytes <= 0) continue;
+    const auto other_begin = reinterpret_cast<uintptr_t>(other.data);
+    const uintptr_t other_end = other_begin + static_cast<uintptr_t>(other.bytes);
+    CHORD_REQUIRE(end <= other_begin || other_end <= begin,
+                  "arguments '{}' and '{}' overlap (no operator works in place)", out.name, other.name);
+  }
 }
 
 // bytes() for a shape that require() accepts, else -1: the C API's size helpers answer every

@@ -19,6 +19,7 @@
 #include "launcher/device_context.hpp"
 #include "launcher/driver_api.hpp"
 #include "launcher/tensor_map.hpp"
+#include "ops/nf4.hpp"
 #include "ops/routing_check.hpp"
 #include "ops/pack_launch.hpp"
 #include "ops/validate.hpp"
@@ -217,6 +218,19 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
   }
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   return l;
+}
+
+// A GEMM's output against everything the call reads: activations, the packed weight's two
+// buffers (INT4 or NF4 sizes) and the routing arrays.
+void require_out_disjoint(const void* out, int64_t out_rows, const void* a, int64_t a_rows,
+                          const chord_w4a16_weight_t* w, W4A16WeightKind kind, std::initializer_list<Buffer> routing) {
+  const Buffer out_buffer{out, out_rows * w->n * 2, "out"};
+  const int64_t scale_bytes = w4a16_is_nf4(kind) ? nf4_absmax_bytes(w->experts, w->n, w->k)
+                                                 : w4a16_format_scale_bytes(w->format, w->experts, w->n, w->k);
+  require_disjoint(out_buffer, {{a, a_rows * w->k * 2, "a"},
+                                {w->weight_dev, w->experts * w->n * (w->k / 2), "weight"},
+                                {w->scales_dev, scale_bytes, "scales"}});
+  require_disjoint(out_buffer, routing);
 }
 
 W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A16Mode mode) {
@@ -517,11 +531,12 @@ static_assert((CHORD_W4A16_SRC_GROUP_128 & (kInt4Codes | kInt4Compressed | CHORD
 
 namespace {
 
-// The source checks both INT4 pack entry points make; returns the packer's config (source
-// form, with the FP16 flag the FP16 element, with the group-128 flag group 128).
-W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const void* scales, int64_t experts,
-                                    int64_t n, int64_t k, void* weight_out, void* scales_out,
-                                    const chord_w4a16_weight_t* weight) {
+// The source checks both INT4 pack entry points make (zero_point: the asymmetric pack, whose
+// zero_points must then be given); returns the packer's config (source form, with the FP16 flag the FP16 element, with
+// the group-128 flag group 128).
+W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const void* scales, bool zero_point,
+                                    const void* zero_points, int64_t experts, int64_t n, int64_t k, void* weight_out,
+                                    void* scales_out, const chord_w4a16_weight_t* weight) {
   const bool fp16 = (src_format_flags & CHORD_W4A16_SRC_SCALES_FP16) != 0;
   const bool g128 = (src_format_flags & CHORD_W4A16_SRC_GROUP_128) != 0;
   const int src_format = src_format_flags & ~(CHORD_W4A16_SRC_SCALES_FP16 | CHORD_W4A16_SRC_GROUP_128);
@@ -536,6 +551,17 @@ W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const
   require_pointer(weight_out, "weight_out", 16);
   require_pointer(scales_out, "scales_out", 16);
   CHORD_REQUIRE(weight != nullptr, "argument 'weight' is a null pointer");
+  if (zero_point) require_pointer(zero_points, "zero_points", 1);
+  const int64_t groups = experts * n * (k / (g128 ? kW4A16Group128 : kW4A16GroupSize));
+  const Buffer inputs[] = {{src, src_format == kInt4Codes ? experts * n * k : experts * n * k / 2, "src"},
+                           {scales, groups * 2, "scales"},
+                           {zero_points, groups, "zero_points"}};
+  const Buffer weight_buffer{weight_out, w4a16_weight_bytes(experts, n, k), "weight_out"};
+  const Buffer scales_buffer{
+      scales_out, w4a16_format_scale_bytes(int4_format(zero_point, fp16, g128), experts, n, k),
+      "scales_out"};
+  require_disjoint(weight_buffer, {scales_buffer, inputs[0], inputs[1], inputs[2]});
+  require_disjoint(scales_buffer, {inputs[0], inputs[1], inputs[2]});
   W4A16PackConfig config;
   config.source_format = static_cast<Int4SourceFormat>(src_format);
   config.element = fp16 ? kNF4FP16 : kNF4BF16;
@@ -547,8 +573,8 @@ W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const
 
 void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64_t experts, int64_t n, int64_t k,
                 void* weight_out, void* scales_out, chord_w4a16_weight_t* weight, CUstream stream) {
-  W4A16PackConfig config = checked_pack_source(src, src_format_flags, scales, experts, n, k, weight_out, scales_out,
-                                               weight);
+  W4A16PackConfig config = checked_pack_source(src, src_format_flags, scales, false, nullptr, experts, n, k,
+                                               weight_out, scales_out, weight);
   const bool fp16 = config.element == kNF4FP16;
   config.element = kNF4BF16;  // the scales are copied as 16-bit patterns: one kernel for both types
   W4A16PackArgs args{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
@@ -563,9 +589,8 @@ void w4a16_pack(const void* src, int src_format_flags, const void* scales, int64
 void w4a16_pack_zp(const void* src, int src_format_flags, const void* scales, const void* zero_points,
                    int64_t experts, int64_t n, int64_t k, void* weight_out, void* scales_out,
                    chord_w4a16_weight_t* weight, CUstream stream) {
-  W4A16PackConfig config = checked_pack_source(src, src_format_flags, scales, experts, n, k, weight_out, scales_out,
-                                               weight);
-  require_pointer(zero_points, "zero_points", 1);
+  W4A16PackConfig config = checked_pack_source(src, src_format_flags, scales, true, zero_points, experts, n, k,
+                                               weight_out, scales_out, weight);
   config.zero_point = true;  // config.element: the type the bias is written in
   const W4A16PackZpArgs args{{src, scales, weight_out, scales_out, static_cast<int>(experts), static_cast<int>(n),
                               static_cast<int>(k), 0},
@@ -582,6 +607,7 @@ void w4a16_pack_zp(const void* src, int src_format_flags, const void* scales, co
 void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream stream) {
   const W4A16WeightKind kind = require_int4_weight(weight);
   require_pointer(out, "out", 16);
+  require_out_disjoint(out, weight->experts * weight->k, nullptr, 0, weight, kind, {});
   W4A16PackConfig config;
   config.unpack = true;
   config.zero_point = w4a16_has_zero_point(kind);
@@ -600,6 +626,7 @@ void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weig
   require_pointer(a, "a", 16);
   require_pointer(m_indices, "m_indices", 4);
   require_pointer(out, "out", 16);
+  require_out_disjoint(out, m, a, m, weight, kind, {{m_indices, m * 4, "m_indices"}});
   W4A16Problem problem;
   problem.mode = kW4A16Contiguous;
   problem.rows_per_expert = std::max<int64_t>(1, m / weight->experts);
@@ -619,6 +646,7 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
   require_pointer(a, "a", 16);
   require_pointer(masked_m, "masked_m", 4);
   require_pointer(out, "out", 16);
+  require_out_disjoint(out, groups * max_m, a, groups * max_m, weight, kind, {{masked_m, groups * 4, "masked_m"}});
   W4A16Problem problem;
   problem.mode = kW4A16Masked;
   problem.rows_per_expert = expected_m > 0 ? std::min(expected_m, max_m) : max_m;
@@ -641,6 +669,7 @@ void w4a16_offsets_kind(const void* a, int64_t s_rows, const chord_w4a16_weight_
   require_pointer(a, "a", 16);
   require_pointer(offsets, "offsets", 4);
   require_pointer(out, "out", 16);
+  require_out_disjoint(out, s_rows, a, s_rows, weight, kind, {{offsets, weight->experts * 4, "offsets"}});
   W4A16Problem problem;
   problem.mode = kW4A16Offsets;
   problem.rows_per_expert = std::max<int64_t>(1, s_rows / weight->experts);
@@ -665,6 +694,10 @@ void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight,
   require_pointer(expert_ids, "expert_ids", 4);
   require_pointer(num_tokens_padded, "num_tokens_padded", 4);
   require_pointer(out, "out", 16);
+  require_out_disjoint(out, m * top_k, a, m, weight, kind,
+                       {{sorted_ids, capacity * 4, "sorted_ids"},
+                        {expert_ids, (capacity + block_size - 1) / block_size * 4, "expert_ids"},
+                        {num_tokens_padded, 4, "num_tokens_padded"}});
   W4A16Problem problem;
   problem.mode = kW4A16Indexed;
   problem.block_size = static_cast<int>(block_size);

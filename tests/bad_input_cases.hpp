@@ -205,6 +205,16 @@ inline std::vector<BadInputCase> bad_input_cases(const BadInputBuffers& b) {
                [=] { return chord_w4a16_indexed(nullptr, 16, &b.tag, ids, 64, experts, ntp, 2, 16, b.out, b.stream); }});
   c.push_back({"w4a16_indexed", "weight = NULL", kInvalid, {"'weight'", "null"},
                [=] { return chord_w4a16_indexed(b.a, 16, nullptr, ids, 64, experts, ntp, 2, 16, b.out, b.stream); }});
+  // ---- outputs that overlap another buffer of the call (no operator works in place)
+  c.push_back({"w4a16_pack", "scales_out inside weight_out (+4096 bytes)", kInvalid,
+               {"'weight_out'", "'scales_out'", "overlap"}, [=] {
+                 chord_w4a16_weight_t t{};
+                 return chord_w4a16_pack(b.codes, 0, b.src_scales, E, N, K, w_out, shifted(w_out, 4096), &t, b.stream);
+               }});
+  c.push_back({"w4a16_offsets", "a = out (in place)", kInvalid, {"'out'", "'a'", "overlap"},
+               [=] { return chord_w4a16_offsets(b.out, M, &b.tag, ints(b.routing), b.out, b.stream); }});
+  c.push_back({"w4a16_indexed", "sorted_ids inside out", kInvalid, {"'out'", "'sorted_ids'", "overlap"},
+               [=] { return chord_w4a16_indexed(b.a, 16, &b.tag, ints(b.out, 256), 64, experts, ntp, 2, 16, b.out, b.stream); }});
   return c;
 }
 

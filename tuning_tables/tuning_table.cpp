@@ -1,5 +1,7 @@
 #include "tuning_tables/tuning_table.hpp"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/embedded_headers.hpp"
@@ -253,8 +255,11 @@ std::string export_vllm_tuning(const Arch& arch, const std::string& split, int e
       if (!row.range_row() || !row.applies_to(false)) continue;
       // Tokens M whose mean rows per expert (M * top_k / experts) fall in the row's range.
       const int64_t min_tokens = (row.min_m * experts + top_k - 1) / top_k;
-      const int64_t max_tokens = row.max_m >= (int64_t{1} << 40) / experts ? (int64_t{1} << 31) - 1
-                                                                             : ((row.max_m + 1) * experts - 1) / top_k;
+      // Token counts are int32 to vLLM: an open-ended row ends at INT_MAX whatever E is.
+      const int64_t kMaxTokens = (int64_t{1} << 31) - 1;
+      const int64_t max_tokens = row.max_m >= (int64_t{1} << 40) / experts
+                                     ? kMaxTokens
+                                     : std::min(kMaxTokens, ((row.max_m + 1) * experts - 1) / top_k);
       if (max_tokens < min_tokens) continue;
       const auto& c = table->int4_config(row, n, k);
       out.push_back({min_tokens, max_tokens,

@@ -4,7 +4,8 @@
  * No entry point synchronizes the host, allocates device memory or reads device memory
  * from the host on a cache-hit call, so calls can be captured in a CUDA Graph.
  * Every function returns a chord_status_t; on failure chord_last_error() (thread-local)
- * names the bad argument and nothing has been launched. */
+ * names the bad argument and nothing has been launched. No operator works in place: an
+ * output that overlaps another buffer of the call is CHORD_ERROR_INVALID_ARGUMENT. */
 #ifndef CHORD_CHORD_H
 #define CHORD_CHORD_H
 
@@ -254,8 +255,8 @@ CHORD_EXPORT chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int6
  * `groups` equal blocks and row i of block g is written only if i < group_rows[g].
  * num_valid (one int32 on the device, may be NULL): rows (or, with scatter_idx,
  * destinations) >= *num_valid are skipped. Rows not written keep their contents. No host
- * synchronization. The expression may not contain '#', quotes, backslashes, comments or
- * unmatched brackets (CHORD_ERROR_INVALID_ARGUMENT); one that does not compile returns
+ * synchronization. The expression may not contain '#', the digraphs %: <% %>, quotes,
+ * backslashes, comments or unmatched brackets (CHORD_ERROR_INVALID_ARGUMENT); one that does not compile returns
  * CHORD_ERROR_COMPILE with NVRTC's log in chord_last_error(). */
 #define CHORD_ACTIVATION_UNARY 0
 #define CHORD_ACTIVATION_BINARY_SPLIT 1

@@ -24,7 +24,9 @@ ExpressionRegistry& registry() {
 }
 
 // The expression is pasted between `return (` and `);`: with every bracket matched inside
-// it, no quote, backslash or `#`, it can only be an expression (or fail to compile).
+// it, no quote, backslash, `#` or digraph of `#` or a brace, it can only be an expression (or
+// fail to compile). `%:` is `#` to the preprocessor: `%:include <file>` would read a host file
+// into the compiler's error text, and the file would not be part of the kernel's cache key.
 void check_expression(const std::string& text) {
   CHORD_REQUIRE(!text.empty(), "activation expression is empty");
   CHORD_REQUIRE(text.size() <= kMaxActivationExpression, "activation expression has {} bytes; at most {}",
@@ -46,6 +48,11 @@ void check_expression(const std::string& text) {
     }
   }
   CHORD_REQUIRE(open.empty(), "activation expression leaves '{}' unclosed", open.empty() ? ' ' : open.back());
+  for (const char* digraph : {"%:", "<%", "%>"}) {
+    const size_t at = text.find(digraph);
+    CHORD_REQUIRE(at == std::string::npos, "activation expression may not contain the digraph '{}' (offset {})",
+                  digraph, at);
+  }
   // A comment could swallow the closing `);` that follows the expression.
   CHORD_REQUIRE(text.find("/*") == std::string::npos && text.find("//") == std::string::npos,
                 "activation expression may not contain comments");

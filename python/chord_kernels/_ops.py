@@ -417,9 +417,37 @@ def _src_group(src_format):
     return GROUP_128 if src_format & SRC_GROUP_128 else GROUP_SIZE
 
 
+def _check_pack_args(src, src_format, scales, weight_out, scales_out):
+    """The w4a16_pack op's arguments against each other: the library takes raw pointers and
+    writes weight_bytes(E, N, K) / the format's scale bytes through the two outputs, so their
+    sizes, the sources' dtypes and shapes are checked here, where the tensors are known.
+    Returns (E, N, K)."""
+    known = SRC_COMPRESSED | SRC_SCALES_FP16 | SRC_GROUP_128
+    if isinstance(src_format, bool) or not isinstance(src_format, int) or src_format < 0 or src_format & ~known:
+        _fail(f"'src_format' must be {SRC_CODES} (uint8 codes) or {SRC_COMPRESSED} (compressed-tensors int32), "
+              f"optionally OR {SRC_SCALES_FP16} (fp16 scales) and {SRC_GROUP_128} (group 128), got {src_format}")
+    dtype = _F16 if src_format & SRC_SCALES_FP16 else _BF16
+    group = _src_group(src_format)
+    _check_tensor(scales, "scales", dtype, 3)
+    e, n, k = scales.shape[0], scales.shape[1], scales.shape[2] * group
+    if e < 1 or n % PACK_N or n == 0 or k % PACK_K or k == 0:
+        _fail(f"shape E={e} N={n} K={k} is invalid (E >= 1, N a positive multiple of {PACK_N}, K of {PACK_K})")
+    if src_format & SRC_COMPRESSED:
+        _check_tensor(src, "src", torch.int32, 3)
+        want = (e, n, k // 8)
+    else:
+        _check_tensor(src, "src", _U8, 3)
+        want = (e, n, k)
+    if tuple(src.shape) != want:
+        _fail(f"'src' must have shape {want} for scales of shape {tuple(scales.shape)}, got {tuple(src.shape)}")
+    _check_buffer(weight_out, "packed weight", checked_bytes(_C.weight_bytes, e, n, k), e, n, k)
+    _check_buffer(scales_out, "packed scales", _INT4_FORMATS[_format_of(dtype, False, group)].buffer_bytes(e, n, k)[1],
+                  e, n, k)
+    return e, n, k
+
+
 def _launch_pack(src, src_format, scales, weight_out, scales_out, native=_C):
-    e, n = src.shape[0], src.shape[1]
-    k = scales.shape[2] * _src_group(src_format)
+    e, n, k = _check_pack_args(src, src_format, scales, weight_out, scales_out)
     dev = _check_device(src, scales, weight_out, scales_out)
     _check_current(dev)
     tag = native.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
@@ -485,7 +513,7 @@ def _fake_dequantize(weight, scales, tag, out):
 _define_op("w4a16_dequantize(Tensor weight, Tensor scales, SymInt[] tag, Tensor(a!) out) -> ()",
            _launch_dequantize, _fake_dequantize)
 _define_op("w4a16_pack(Tensor src, SymInt src_format, Tensor scales, Tensor(a!) weight_out, Tensor(b!) scales_out) -> ()",
-           _launch_pack, lambda src, src_format, scales, weight_out, scales_out: None)
+           _launch_pack, _check_pack_args)
 
 
 def _compiling(library=None):
@@ -510,13 +538,26 @@ def _as_packed_scales(scale, e, n, k, group_size, dtype, packed=GROUP_SIZE):
     if not scale.is_floating_point():
         _fail(f"'scale' must be floating point, got {scale.dtype}")
     # Scales of another dtype are rounded to `dtype` once here: the layout stores that type.
-    scale = scale.to(dtype)
+    source, scale = scale, scale.to(dtype)
+    if not torch.compiler.is_compiling():  # a value check reads the tensor: eager packing only
+        _check_scale_values(source, scale, dtype)
     # The layout holds one scale per `packed` weights (32, or 128 for the group-128 formats). A
     # coarser group repeats its scale over its packed-wide slices (a copy, no rounding), which
     # gives exactly the same W = dtype((code - 8) * scale).
     if group_size != packed:
         scale = scale.repeat_interleave(group_size // packed, dim=-1)
     return scale.contiguous()
+
+
+def _check_scale_values(source, scale, dtype):
+    """Every scale finite in `dtype`, and none that is not zero rounded to zero: a NaN, an
+    infinity or an overflow of the cast (an fp32 scale above 65504 stored as fp16) would make
+    every weight of its group wrong without an error."""
+    bad = ~torch.isfinite(scale) | ((scale == 0) & (source != 0))
+    if bool(bad.any()):
+        at = tuple(int(i) for i in bad.nonzero()[0])
+        _fail(f"'scale' at (expert, row, group) {at} is {float(source[at])!r}, which is "
+              f"{float(scale[at])!r} in {dtype}: scales must be finite and representable in the packed dtype")
 
 
 def _as_packed_zero_points(zero_point, e, n, k, group_size, device, packed=GROUP_SIZE):
@@ -582,6 +623,9 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     """
     native = _native(library)
     fmt_flag = SRC_SCALES_FP16 if _format_of(dtype) == FORMAT_INT4_G32_FP16 else 0
+    for t, name in ((weight, "weight"), (scale, "scale"), (zero_point, "zero_point")):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise TypeError(f"chord_kernels: '{name}' must be a torch.Tensor, got {type(t).__name__}")
     if zero_point is not None and _compiling(library):
         _fail("pack_w4a16(..., zero_point=...) runs eagerly: pack before torch.compile traces the model")
     if weight.dim() == 2:
@@ -594,6 +638,10 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     if last == k:
         if weight.dtype not in (_U8, torch.int32, torch.int16, torch.int64):
             _fail(f"unpacked codes must be an integer tensor (uint8 preferred), got {weight.dtype}")
+        # Codes are nibbles: the pack keeps each one's low 4 bits, so 16 would pack as 0.
+        if weight.numel() and not torch.compiler.is_compiling() and \
+                (int(weight.min()) < 0 or int(weight.max()) > 15):
+            _fail(f"'weight' codes must be in 0..15, got {int(weight.min())}..{int(weight.max())}")
         src = weight.to(_U8).contiguous()
         src_format = SRC_CODES
     elif last * 8 == k:
@@ -652,12 +700,23 @@ def _packed(packed):
     return packed
 
 
+def _dims(p):
+    """(E, N, K) of a packed weight whose tag and buffers pass the checks (a dict lookup once a
+    tag has passed): the operators size their outputs from it, so a foreign or damaged tag is a
+    ValueError before anything is allocated."""
+    known = _checked_tags.get(p.tag if type(p.tag) is tuple else tuple(p.tag))
+    if known is None:
+        _check_tag(p.tag, p.weight, p.scales)
+        known = _checked_tags[tuple(p.tag)]
+    return known[:3]
+
+
 def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
     """The logical weight T [E, N, K] = T((code - 8) * scale) of a packed weight, T = packed.dtype
     (bfloat16, or float16 for a weight packed with dtype=torch.float16); with zero points
     T((code - zero_point) * scale)."""
     p = _packed(packed)
-    out = torch.empty((p.tag[4], p.tag[5], p.tag[6]), dtype=p.dtype, device=p.weight.device)
+    out = torch.empty(_dims(p), dtype=p.dtype, device=p.weight.device)
     if _compiling(library):
         torch.ops.chord.w4a16_dequantize(p.weight, p.scales, p.tag, out)
     else:
@@ -673,7 +732,7 @@ def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
     contiguous_alignment()). Returns [m, N]; padding rows are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((a.shape[0], p.tag[5]), dtype=p.dtype, device=a.device)
+        outputs = torch.empty((a.shape[0], _dims(p)[1]), dtype=p.dtype, device=a.device)
     if _compiling(library):
         torch.ops.chord.w4a16_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
     else:
@@ -688,7 +747,7 @@ def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expecte
     config only). Returns [G, max_m, N]; rows past masked_m[g] are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((a.shape[0], a.shape[1], p.tag[5]), dtype=p.dtype, device=a.device)
+        outputs = torch.empty((a.shape[0], a.shape[1], _dims(p)[1]), dtype=p.dtype, device=a.device)
     expected_m = int(expected_m)
     if _compiling(library):
         torch.ops.chord.w4a16_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
@@ -704,7 +763,7 @@ def offsets(x: torch.Tensor, packed: W4A16Weight, offs: torch.Tensor,
     offs[E-1] are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((x.shape[0], p.tag[5]), dtype=p.dtype, device=x.device)
+        outputs = torch.empty((x.shape[0], _dims(p)[1]), dtype=p.dtype, device=x.device)
     if _compiling(library):
         torch.ops.chord.w4a16_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
     else:
@@ -735,7 +794,9 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     top_k = int(top_k)
     block_size = int(block_size)
     if outputs is None:
-        outputs = torch.empty((inputs.shape[0] * top_k, p.tag[5]), dtype=p.dtype, device=inputs.device)
+        if top_k < 1:
+            _fail(f"top_k must be >= 1, got {top_k}")
+        outputs = torch.empty((inputs.shape[0] * top_k, _dims(p)[1]), dtype=p.dtype, device=inputs.device)
     if _compiling(library):
         torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,
                                       top_k, block_size, outputs)

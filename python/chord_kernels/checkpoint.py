@@ -86,6 +86,11 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
         _fail(f"'weight_scale' must be [{e}, {n}, K/G] to match weight_packed {tuple(weight.shape)}, "
               f"got {tuple(scale.shape)}")
     if weight_shape is not None:
+        if not isinstance(weight_shape, torch.Tensor):
+            _fail(f"'weight_shape' must be a torch.Tensor, got {type(weight_shape).__name__}")
+        if weight_shape.is_floating_point() or weight_shape.dtype == torch.bool or weight_shape.numel() not in (2, 2 * e):
+            _fail(f"'weight_shape' must be integer [2] or [{e}, 2] (N, K per expert), got {weight_shape.dtype} "
+                  f"{tuple(weight_shape.shape)}")
         shape = weight_shape.reshape(-1, 2)
         if not bool((shape == torch.tensor([n, k], device=shape.device, dtype=shape.dtype)).all()):
             _fail(f"'weight_shape' says {shape[0].tolist()}, weight_packed holds [{n}, {k}]")
@@ -157,6 +162,8 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
                                           "format='v2' (GPTQModel format 'gptq_v2') to read them")
             zeros = unpack_gptq_zeros(z, format)
     if g_idx is not None:
+        if not isinstance(g_idx, torch.Tensor):
+            _fail(f"'g_idx' must be a torch.Tensor, got {type(g_idx).__name__}")
         g = g_idx if g_idx.dim() == 2 else g_idx.unsqueeze(0)
         if g.dtype not in (torch.int32, torch.int64) or tuple(g.shape) != (e, k):
             _fail(f"'g_idx' must be int32 [{e}, {k}], got {g.dtype} {tuple(g.shape)}")

@@ -17,6 +17,7 @@ device memory from the host, so nf4_grouped_mm can be captured in a CUDA Graph. 
 (load time) reads the double-quantization offset to the host once.
 """
 import dataclasses
+import math
 import struct
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -165,6 +166,19 @@ class NF4QuantState:
     offset: Union[float, torch.Tensor, None] = None
     dtype: torch.dtype = torch.bfloat16
 
+    def __post_init__(self):
+        # The absmax's dtype says which form it is: read in the other form, a double-quantized
+        # 8-bit absmax would scale every block by its code (0..255) instead of its value.
+        for t, name in ((self.packed, "packed"), (self.absmax, "absmax")):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"chord_kernels: NF4QuantState '{name}' must be a torch.Tensor, got {type(t).__name__}")
+        if self.nested and (self.absmax.dtype != _U8 or self.nested_code is None):
+            _fail(f"NF4QuantState with 'nested_absmax' needs a uint8 'absmax' and 'nested_code', got "
+                  f"{self.absmax.dtype} absmax{'' if self.nested_code is not None else ' and no nested_code'}")
+        if not self.nested and not self.absmax.is_floating_point():
+            _fail(f"NF4QuantState without 'nested_absmax' needs a floating-point (FP32) 'absmax', got "
+                  f"{self.absmax.dtype} (a double-quantized absmax needs its nested_absmax, nested_code and offset)")
+
     @property
     def nested(self) -> bool:
         return self.nested_absmax is not None
@@ -173,6 +187,25 @@ class NF4QuantState:
     def blocks(self) -> int:
         e, n, k = self.shape
         return e * n * k // NF4_BLOCK_SIZE
+
+
+def fp32_offset(value, what: str) -> float:
+    """A double-quantized absmax's offset (a number or a one-element floating tensor) as the
+    FP32 value bitsandbytes restores (torch.tensor(float(x))), which must be finite."""
+    if isinstance(value, torch.Tensor):
+        if value.numel() != 1 or not value.is_floating_point():
+            _fail(f"{what} must be a number or a one-element floating tensor, got {value.dtype} "
+                  f"{tuple(value.shape)}")
+        value = float(value)
+    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+        _fail(f"{what} must be a number or a one-element floating tensor, got {type(value).__name__}")
+    try:
+        v = struct.unpack("f", struct.pack("f", float(value)))[0]
+    except (OverflowError, struct.error):
+        v = math.inf
+    if not math.isfinite(v):
+        _fail(f"{what} {value!r} is not a finite FP32 number")
+    return v
 
 
 def quantize_nf4(experts: torch.Tensor, double_quant: bool = True) -> NF4QuantState:
@@ -403,6 +436,7 @@ class NF4Weights:
             nested_code = _as_tensor(nested_code, "nested_code", _F32, 256, device)
             if offset is None:
                 _fail("'offset' is required with 'nested_absmax' (the mean added back to the 8-bit absmax)")
+            offset = fp32_offset(offset, "'offset'")
         state = NF4QuantState(packed, absmax, shape, nested_absmax, nested_code, offset, dtype or torch.bfloat16)
         return cls(quant_state=state, keep_state=keep_state, library=library)
 

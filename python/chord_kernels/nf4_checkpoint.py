@@ -24,14 +24,12 @@ shapes, sizes or dtypes. Reading happens at load time: it reads the JSON and com
 code table on the host.
 """
 import json
-import math
-import struct
 from typing import Any, List, Mapping, Sequence, Tuple, Union
 
 import torch
 
 from ._ops import _fail
-from .nf4 import NF4_BLOCK_SIZE, NF4_NESTED_BLOCK_SIZE, NF4QuantState, NF4Weights, _constant, resolve_absmax
+from .nf4 import NF4_BLOCK_SIZE, NF4_NESTED_BLOCK_SIZE, NF4QuantState, NF4Weights, _constant, fp32_offset, resolve_absmax
 
 _QS_KEY = ".quant_state.bitsandbytes__"
 _DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
@@ -86,17 +84,6 @@ def _field(meta: dict, name: str, field: str, kind, allowed=None):
     return value
 
 
-def _fp32_offset(value, name: str) -> float:
-    """nested_offset as the FP32 value bitsandbytes restores (torch.tensor(float(x))), finite."""
-    try:
-        v = struct.unpack("f", struct.pack("f", float(value)))[0]
-    except (OverflowError, struct.error):
-        v = math.inf
-    if not math.isfinite(v):
-        _fail(f"bitsandbytes state dict: '{name}' nested_offset {value!r} is not a finite FP32 number")
-    return v
-
-
 def _sized(state_dict: Mapping[str, Any], key: str, dtype: torch.dtype, numel: int) -> torch.Tensor:
     """The tensor under `key`, flattened, if it is `dtype` with `numel` elements."""
     t = _tensor(state_dict, key)
@@ -143,7 +130,7 @@ def _read_one(state_dict: Mapping[str, Any], name: str) -> Tuple[torch.Tensor, t
         return codes, absmax.to(device), n, k, dtype
     _field(meta, name, "nested_blocksize", int, (NF4_NESTED_BLOCK_SIZE,))
     _field(meta, name, "nested_dtype", str, ("float32",))
-    offset = _fp32_offset(_field(meta, name, "nested_offset", (int, float)), name)
+    offset = fp32_offset(_field(meta, name, "nested_offset", (int, float)), f"bitsandbytes state dict: '{name}' nested_offset")
     state = NF4QuantState(
         packed=codes,
         absmax=_sized(state_dict, absmax_key, torch.uint8, blocks).to(device),

@@ -35,6 +35,30 @@ def local_expert_ids(flat_ids: torch.Tensor, expert_map: Optional[torch.Tensor])
     return torch.where(inside, mapped, torch.full_like(mapped, -1))
 
 
+def _integer_tensor(t, name):
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"chord_kernels: '{name}' must be a torch.Tensor, got {type(t).__name__}")
+    if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+        raise TypeError(f"chord_kernels: '{name}' must hold integer expert ids, got {t.dtype}")
+
+
+def _check_routing_args(topk_ids, block_size, num_experts, expert_map):
+    """Metadata only (no values read: the routing stays free of host synchronization)."""
+    _integer_tensor(topk_ids, "topk_ids")
+    if expert_map is not None:
+        _integer_tensor(expert_map, "expert_map")
+        if expert_map.device != topk_ids.device:
+            raise ValueError(f"chord_kernels: 'topk_ids' is on {topk_ids.device}, 'expert_map' on {expert_map.device}")
+    for value, name in ((block_size, "block_size"), (num_experts, "num_experts")):
+        if isinstance(value, (bool, torch.Tensor)) or not hasattr(value, "__index__"):
+            raise TypeError(f"chord_kernels: '{name}' must be an int, got {type(value).__name__}")
+    if block_size < 8 or block_size % 8:
+        raise ValueError(f"chord_kernels: block_size must be a positive multiple of 8 (the indexed GEMM's "
+                         f"alignment), got {block_size}")
+    if num_experts < 1:
+        raise ValueError(f"chord_kernels: num_experts must be >= 1, got {num_experts}")
+
+
 def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: int,
                          expert_map: Optional[torch.Tensor] = None
                          ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -45,6 +69,7 @@ def moe_align_block_size(topk_ids: torch.Tensor, block_size: int, num_experts: i
     expert id (-1 = not on this rank), or None when global ids are local ids. Routes whose
     id is -1 or out of range are dropped, like non-local ones.
     """
+    _check_routing_args(topk_ids, block_size, num_experts, expert_map)
     device = topk_ids.device
     flat = topk_ids.reshape(-1).long()
     num_routes = flat.numel()

@@ -2,6 +2,10 @@
 // launches nothing, and stays usable afterwards.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -12,6 +16,9 @@ namespace {
 
 // Any 16-byte-aligned non-null address: validation fails before it is ever dereferenced.
 void* fake(uintptr_t offset = 0) { return reinterpret_cast<void*>(uintptr_t{0x10000} + offset); }
+// Fake device buffers far enough apart that no call of these tests sees two of them overlap
+// (operators refuse an output that overlaps another buffer of the call).
+void* fake_buffer(int i) { return fake(uintptr_t(i) << 32); }
 
 void expect_invalid(chord_status_t status, const char* argument) {
   CHECK(status == CHORD_ERROR_INVALID_ARGUMENT);
@@ -67,7 +74,7 @@ TEST_CASE("c api: valid input without a driver reports NO_DRIVER and stays usabl
     WARN("a CUDA driver is present; the no-driver path is covered on CPU machines only");
     return;
   }
-  chord_status_t status = chord_int4_dequantize_codes(fake(), fake(), fake(), 1, 64, 64, nullptr);
+  chord_status_t status = chord_int4_dequantize_codes(fake_buffer(0), fake_buffer(1), fake_buffer(2), 1, 64, 64, nullptr);
   CHECK(status == CHORD_ERROR_NO_DRIVER);
   CHECK(std::string(chord_last_error()).find("libcuda") != std::string::npos);
   // Still usable: a later bad call gets its own precise message.
@@ -148,7 +155,8 @@ TEST_CASE("c api: INT4 FP16 format - packed by a src_format flag, checked everyw
                  "src_format");
   // A valid FP16 pack gets as far as the driver (none here) and never misreads the flag.
   const chord_status_t packed =
-      chord_w4a16_pack(p, CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_SCALES_FP16, p, 1, 16, 64, p, p, &tag, nullptr);
+      chord_w4a16_pack(fake_buffer(0), CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_SCALES_FP16, fake_buffer(1), 1, 16,
+                       64, fake_buffer(2), fake_buffer(3), &tag, nullptr);
   CHECK((packed == CHORD_ERROR_NO_DRIVER || packed == CHORD_ERROR_CUDA));
 
   // Both INT4 formats pass every INT4 operator's tag check (the next check is the output's).
@@ -196,8 +204,8 @@ TEST_CASE("c api: zero-point formats - packed by chord_w4a16_pack_zp, twice the 
                  "'zero_points' is a null pointer");
   expect_invalid(chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_CODES, p, p, 1, 16, 48, p, p, &tag, nullptr), "K");
   const chord_status_t packed =
-      chord_w4a16_pack_zp(p, CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_SCALES_FP16, p, p, 1, 16, 64, p, p, &tag,
-                          nullptr);
+      chord_w4a16_pack_zp(fake_buffer(0), CHORD_W4A16_SRC_COMPRESSED | CHORD_W4A16_SRC_SCALES_FP16, fake_buffer(1),
+                          fake_buffer(2), 1, 16, 64, fake_buffer(3), fake_buffer(4), &tag, nullptr);
   CHECK((packed == CHORD_ERROR_NO_DRIVER || packed == CHORD_ERROR_CUDA));
   for (uint32_t format : {uint32_t{CHORD_FORMAT_INT4_G32_ZP}, uint32_t{CHORD_FORMAT_INT4_G32_ZP_FP16}}) {
     chord_w4a16_weight_t w{CHORD_W4A16_MAGIC, format, chord_w4a16_layout_version(), 32, 2, 64, 128, p, p};
@@ -241,9 +249,11 @@ TEST_CASE("c api: group-128 formats - packed by the CHORD_W4A16_SRC_GROUP_128 fl
     expect_invalid(chord_w4a16_pack_zp(p, flags, p, nullptr, 1, 16, 128, p, p, &tag, nullptr),
                    "'zero_points' is a null pointer");
     // A valid group-128 pack gets as far as the driver (none here).
-    const chord_status_t packed = chord_w4a16_pack(p, flags, p, 1, 16, 128, p, p, &tag, nullptr);
+    const chord_status_t packed = chord_w4a16_pack(fake_buffer(0), flags, fake_buffer(1), 1, 16, 128, fake_buffer(2),
+                                                   fake_buffer(3), &tag, nullptr);
     CHECK((packed == CHORD_ERROR_NO_DRIVER || packed == CHORD_ERROR_CUDA));
-    const chord_status_t packed_zp = chord_w4a16_pack_zp(p, flags, p, p, 1, 16, 128, p, p, &tag, nullptr);
+    const chord_status_t packed_zp = chord_w4a16_pack_zp(fake_buffer(0), flags, fake_buffer(1), fake_buffer(2), 1, 16,
+                                                         128, fake_buffer(3), fake_buffer(4), &tag, nullptr);
     CHECK((packed_zp == CHORD_ERROR_NO_DRIVER || packed_zp == CHORD_ERROR_CUDA));
   }
   expect_invalid(chord_w4a16_pack(p, CHORD_W4A16_SRC_GROUP_128 | 2, p, 1, 16, 128, p, p, &tag, nullptr), "src_format");
@@ -266,4 +276,93 @@ TEST_CASE("c api: group-128 formats - packed by the CHORD_W4A16_SRC_GROUP_128 fl
   chord_w4a16_weight_t g32{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32_ZP, chord_w4a16_layout_version(), 128, 2, 64, 256,
                            p, p};
   expect_invalid(chord_w4a16_masked(p, 2, 4, &g32, routing, 0, p, nullptr), "group size 128; supported: 32");
+}
+
+TEST_CASE("c api: an output that overlaps another buffer of the call is refused, naming both", "[capi]") {
+  void* a = fake_buffer(0);
+  void* b = fake_buffer(1);
+  void* c = fake_buffer(2);
+  void* d = fake_buffer(3);
+  char* w = static_cast<char*>(fake_buffer(4));
+  chord_w4a16_weight_t tag{};
+  // Packing: the two outputs, and each output against the sources (E 1, N 16, K 64: 512 weight bytes).
+  expect_invalid(chord_w4a16_pack(a, CHORD_W4A16_SRC_CODES, b, 1, 16, 64, w, w, &tag, nullptr),
+                 "'weight_out' and 'scales_out' overlap");
+  expect_invalid(chord_w4a16_pack(a, CHORD_W4A16_SRC_CODES, b, 1, 16, 64, w, w + 256, &tag, nullptr),
+                 "'weight_out' and 'scales_out' overlap");
+  expect_invalid(chord_w4a16_pack(w, CHORD_W4A16_SRC_CODES, b, 1, 16, 64, w, c, &tag, nullptr),
+                 "'weight_out' and 'src' overlap");
+  expect_invalid(chord_w4a16_pack(a, CHORD_W4A16_SRC_CODES, b, 1, 16, 64, c, b, &tag, nullptr),
+                 "'scales_out' and 'scales' overlap");
+  expect_invalid(chord_w4a16_pack_zp(a, CHORD_W4A16_SRC_CODES, b, w + 64, 1, 16, 64, c, w, &tag, nullptr),
+                 "'scales_out' and 'zero_points' overlap");
+  // Buffers that only touch are fine: the call gets as far as the driver (none here).
+  const chord_status_t touching = chord_w4a16_pack(a, CHORD_W4A16_SRC_CODES, b, 1, 16, 64, w, w + 512, &tag, nullptr);
+  CHECK((touching == CHORD_ERROR_NO_DRIVER || touching == CHORD_ERROR_CUDA));
+  expect_invalid(chord_nf4_pack(a, b, nullptr, nullptr, 0.f, 1, 16, 64, w, w, &tag, nullptr),
+                 "'weight_out' and 'absmax_out' overlap");
+  expect_invalid(chord_int4_dequantize_codes(a, b, a, 1, 64, 64, nullptr), "'out' and 'codes' overlap");
+  // The GEMMs and the dequantize: the output against the activations, the weight and the routing.
+  chord_w4a16_weight_t weight{CHORD_W4A16_MAGIC, CHORD_FORMAT_INT4_G32, chord_w4a16_layout_version(), 32, 2, 64,
+                              128, w, d};
+  const auto* routing = static_cast<const int32_t*>(c);
+  expect_invalid(chord_w4a16_dequantize(&weight, w, nullptr), "'out' and 'weight' overlap");
+  expect_invalid(chord_w4a16_dequantize(&weight, d, nullptr), "'out' and 'scales' overlap");
+  expect_invalid(chord_w4a16_offsets(a, 8, &weight, routing, a, nullptr), "'out' and 'a' overlap");
+  expect_invalid(chord_w4a16_contiguous(a, 8, &weight, routing, c, nullptr), "'out' and 'm_indices' overlap");
+  expect_invalid(chord_w4a16_masked(a, 2, 4, &weight, routing, 0, c, nullptr), "'out' and 'masked_m' overlap");
+  expect_invalid(chord_w4a16_indexed(a, 4, &weight, routing, 16, static_cast<const int32_t*>(b), routing, 1, 16, b,
+                                     nullptr),
+                 "'out' and 'expert_ids' overlap");
+  expect_invalid(chord_moe_activation(CHORD_ACTIVATION_UNARY, "a", CHORD_DTYPE_BF16, a, 4, 64, b, 4,
+                                      static_cast<const int32_t*>(b), 1, nullptr, 0, nullptr, nullptr),
+                 "'out' and 'scatter_idx' overlap");
+}
+
+TEST_CASE("c api: non-finite NF4 offsets, row counts past int32 and bad tuning-json arguments are named", "[capi]") {
+  chord_w4a16_weight_t tag{};
+  for (float offset : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    expect_invalid(chord_nf4_pack(fake_buffer(0), fake_buffer(1), fake_buffer(2), fake_buffer(3), offset, 1, 16, 64,
+                                  fake_buffer(4), fake_buffer(5), &tag, nullptr),
+                   "'offset'");
+  }
+  // Row indices are int32 on the device: INT_MAX rows at most.
+  expect_invalid(chord_moe_activation(CHORD_ACTIVATION_UNARY, "a", CHORD_DTYPE_BF16, fake_buffer(0), int64_t{1} << 31,
+                                      64, fake_buffer(1), int64_t{1} << 31, nullptr, 0, nullptr, 0, nullptr, nullptr),
+                 "'rows'");
+  char text[64];
+  CHECK(chord_w4a16_tuning_json(nullptr, 8, int64_t{1} << 25, 7168, 8, text, sizeof text) == -1);
+  CHECK(std::string(chord_last_error()).find("argument 'N' = 33554432 is out of range") != std::string::npos);
+  CHECK(chord_w4a16_tuning_json(nullptr, 8, 4096, 0, 8, text, sizeof text) == -1);
+  CHECK(std::string(chord_last_error()).find("argument 'K' = 0") != std::string::npos);
+  CHECK(chord_w4a16_tuning_json(nullptr, 8, 4096, 7168, 8, text, -5) == -1);
+  CHECK(std::string(chord_last_error()).find("argument 'capacity' = -5 is negative") != std::string::npos);
+  CHECK(chord_w4a16_last_kernel(text, -5) == -1);
+  CHECK(std::string(chord_last_error()).find("argument 'capacity' = -5 is negative") != std::string::npos);
+}
+
+TEST_CASE("c api: the tuning json's open-ended row ends at INT_MAX tokens whatever E and top_k are", "[capi]") {
+  for (int64_t experts : {8, 48, 256, 65536}) {
+    for (int64_t top_k : {1, 8}) {
+      const int64_t length = chord_w4a16_tuning_json(nullptr, experts, 4096, 7168, top_k, nullptr, 0);
+      REQUIRE(length > 0);
+      std::string text(static_cast<size_t>(length) + 1, '\0');
+      REQUIRE(chord_w4a16_tuning_json(nullptr, experts, 4096, 7168, top_k, text.data(), length + 1) == length);
+      // Every number before a row's config is a token bound: none may pass INT_MAX.
+      INFO("E " << experts << " top_k " << top_k << ": " << text.substr(0, 200));
+      size_t at = 0;
+      int64_t largest = 0;
+      while ((at = text.find('[', at)) != std::string::npos) {
+        ++at;
+        if (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at]))) {
+          const size_t comma = text.find(',', at);
+          const size_t next = text.find(',', comma + 1);
+          largest = std::max<int64_t>(largest, std::stoll(text.substr(comma + 1, next - comma - 1)));
+        }
+      }
+      CHECK(largest > 0);
+      CHECK(largest <= INT32_MAX);
+      if (experts * 1000000000 / top_k > INT32_MAX) CHECK(largest == INT32_MAX);  // clamped, not wrapped
+    }
+  }
 }

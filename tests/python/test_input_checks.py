@@ -1,0 +1,219 @@
+"""Bad values and bad arguments in the Python API answer with a named error before anything
+is packed, allocated or launched (CPU: the pack launch is replaced by the cpu_pack recorder,
+and every check runs before a launch)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+
+import chord_kernels as ck
+from chord_kernels import _ops, nf4
+
+E, N, K = 1, 64, 128
+
+
+def codes(fill=None, dtype=torch.uint8):
+    if fill is None:
+        return torch.randint(0, 16, (E, N, K), dtype=dtype)
+    return torch.full((E, N, K), fill, dtype=dtype)
+
+
+def ones_scale(dtype=torch.float32, group=32):
+    return torch.ones(E, N, K // group, dtype=dtype)
+
+
+@pytest.mark.parametrize("bad, dtype", [(16, torch.uint8), (255, torch.uint8), (-1, torch.int32), (16, torch.int32)])
+def test_pack_refuses_codes_outside_a_nibble(cpu_pack, bad, dtype):
+    weight = codes(dtype=dtype)
+    weight[0, 3, 5] = bad
+    with pytest.raises(ValueError, match=r"codes must be in 0\.\.15"):
+        ck.pack_w4a16(weight, ones_scale())
+    assert not cpu_pack
+    ck.pack_w4a16(codes(15, dtype), ones_scale())  # the domain's ends pack
+    ck.pack_w4a16(codes(0, dtype), ones_scale())
+    assert len(cpu_pack) == 2
+
+
+@pytest.mark.parametrize("value, dtype, what", [
+    (float("nan"), torch.bfloat16, "nan"),
+    (float("inf"), torch.bfloat16, "inf"),
+    (1e5, torch.float16, "inf"),      # above fp16's 65504: the cast overflows
+    (1e-9, torch.float16, "0.0"),     # below fp16's smallest subnormal: the cast flushes
+    (1e39, torch.bfloat16, "inf"),    # float64 past bf16's range
+])
+def test_pack_refuses_scales_that_are_not_finite_in_the_packed_dtype(cpu_pack, value, dtype, what):
+    scale = ones_scale(torch.float64 if value == 1e39 else torch.float32)
+    scale[0, 7, 2] = value
+    with pytest.raises(ValueError, match=r"\(0, 7, 2\).* " + what + r" in torch\.(bfloat16|float16)"):
+        ck.pack_w4a16(codes(), scale, dtype=dtype)
+    assert not cpu_pack
+
+
+def test_pack_keeps_zero_and_representable_scales(cpu_pack):
+    scale = ones_scale()
+    scale[0, 0, 0] = 0.0    # a zero scale is a zero group, not a rounding
+    scale[0, 1, 0] = 6e-8   # fp16 subnormal: rounds, but not to zero
+    scale[0, 2, 0] = -0.25
+    ck.pack_w4a16(codes(), scale, dtype=torch.float16)
+    (launch,) = cpu_pack
+    assert launch["scales"][0, 0, 0].item() == 0.0 and launch["scales"][0, 1, 0].item() > 0
+
+
+def test_pack_refuses_arguments_that_are_not_tensors(cpu_pack):
+    with pytest.raises(TypeError, match="'weight' must be a torch.Tensor, got ndarray"):
+        ck.pack_w4a16(np.zeros((E, N, K), np.uint8), ones_scale())
+    with pytest.raises(TypeError, match="'scale' must be a torch.Tensor, got list"):
+        ck.pack_w4a16(codes(), [[1.0] * 4] * N)
+    with pytest.raises(TypeError, match="'zero_point' must be a torch.Tensor, got list"):
+        ck.pack_w4a16(codes(), ones_scale(), zero_point=[[8] * 4] * N)
+    assert not cpu_pack
+
+
+def pack_op_args(**change):
+    args = dict(src=torch.empty(E, N, K, dtype=torch.uint8), src_format=0,
+                scales=torch.empty(E, N, K // 32, dtype=torch.bfloat16),
+                weight_out=torch.empty(_ops._C.weight_bytes(E, N, K), dtype=torch.uint8),
+                scales_out=torch.empty(_ops._C.scale_bytes(E, N, K), dtype=torch.uint8))
+    args.update(change)
+    return args
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(weight_out=torch.empty(1, dtype=torch.uint8)), "packed weight buffer must be contiguous uint8"),
+    (dict(scales_out=torch.empty(16, dtype=torch.float32)), "packed scales buffer must be contiguous uint8"),
+    (dict(src=torch.empty(E, N, K, dtype=torch.bfloat16)), "'src' must be torch.uint8"),
+    (dict(src=torch.empty(E, N, K // 8, dtype=torch.int32)), "'src' must be torch.uint8"),
+    (dict(src_format=1), "'src' must be torch.int32"),
+    (dict(src=torch.empty(E, N, K * 2, dtype=torch.uint8)), "'src' must have shape"),
+    (dict(scales=torch.empty(E, N, K // 32, dtype=torch.float16)), "'scales' must be torch.bfloat16"),
+    (dict(src_format=0x40), "'src_format' must be"),
+    (dict(src_format=-1), "'src_format' must be"),
+    (dict(scales=torch.empty(E, N - 8, K // 32, dtype=torch.bfloat16)), "N a positive multiple of 16"),
+])
+def test_the_pack_op_checks_its_buffers_and_sources(change, message):
+    """torch.ops.chord.w4a16_pack hands raw pointers to a library that writes weight_bytes
+    through weight_out: its checks (the launch's and the tracing fake's) see every size."""
+    args = pack_op_args(**change)
+    with pytest.raises(ValueError, match=message):
+        _ops._check_pack_args(**args)
+    with FakeTensorMode() as mode, pytest.raises(ValueError, match=message):
+        fake = {k: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for k, v in args.items()}
+        torch.ops.chord.w4a16_pack(**fake)
+
+
+def test_the_pack_op_accepts_what_pack_w4a16_hands_it():
+    assert _ops._check_pack_args(**pack_op_args()) == (E, N, K)
+    g128 = pack_op_args(src_format=_ops.SRC_GROUP_128 | _ops.SRC_SCALES_FP16,
+                        scales=torch.empty(E, N, K // 128, dtype=torch.float16),
+                        scales_out=torch.empty(_ops._C.format_scale_bytes(ck.FORMAT_INT4_G128_FP16, E, N, K),
+                                               dtype=torch.uint8))
+    assert _ops._check_pack_args(**g128) == (E, N, K)
+    compressed = pack_op_args(src_format=_ops.SRC_COMPRESSED, src=torch.empty(E, N, K // 8, dtype=torch.int32))
+    assert _ops._check_pack_args(**compressed) == (E, N, K)
+
+
+def cpu_weight(tag):
+    e, n, k = 2, 64, 128
+    return ck.W4A16Weight(torch.zeros(_ops._C.weight_bytes(e, n, k), dtype=torch.uint8),
+                          torch.zeros(_ops._C.scale_bytes(e, n, k), dtype=torch.uint8), tag)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    (4, -1, "shape E=-1"), (4, 2 ** 40, "out of the packed layout.s range"), (4, 3, "buffer must be contiguous uint8"), (0, 0x1234, "not a chord packed weight"),
+    (6, 100, "shape E=2 N=64 K=100"),
+])
+def test_operators_check_the_tag_before_allocating_their_output(field, value, message):
+    tag = list(ck.expected_tag(2, 64, 128))
+    tag[field] = value
+    p = cpu_weight(tuple(tag))
+    with pytest.raises(ValueError, match=message):
+        ck.dequantize(p)
+    a = torch.zeros(4, 128, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=message):
+        ck.offsets(a, p, torch.zeros(2, dtype=torch.int32))
+    with pytest.raises(ValueError, match=message):
+        ck.indexed(a, p, torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32),
+                   torch.zeros(1, dtype=torch.int32), 2, block_size=16)
+
+
+def test_indexed_checks_top_k_before_allocating():
+    p = cpu_weight(ck.expected_tag(2, 64, 128))
+    with pytest.raises(ValueError, match="top_k must be >= 1, got -1"):
+        ck.indexed(torch.zeros(4, 128, dtype=torch.bfloat16), p, torch.zeros(16, dtype=torch.int32),
+                   torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32), -1, block_size=16)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(block_size=0), ValueError, "block_size must be a positive multiple of 8"),
+    (dict(block_size=12), ValueError, "block_size must be a positive multiple of 8"),
+    (dict(block_size=-16), ValueError, "block_size must be a positive multiple of 8"),
+    (dict(block_size=16.0), TypeError, "'block_size' must be an int"),
+    (dict(num_experts=0), ValueError, "num_experts must be >= 1"),
+    (dict(topk_ids=torch.tensor([[1.7, 0.2]])), TypeError, "'topk_ids' must hold integer expert ids"),
+    (dict(topk_ids=[[1, 0]]), TypeError, "'topk_ids' must be a torch.Tensor"),
+    (dict(expert_map=torch.tensor([0.5, 1.9, 2.2, 3.0])), TypeError, "'expert_map' must hold integer"),
+])
+def test_moe_align_block_size_checks_its_arguments(kwargs, error, message):
+    args = dict(topk_ids=torch.tensor([[1, 0]]), block_size=16, num_experts=4, expert_map=None)
+    args.update(kwargs)
+    with pytest.raises(error, match=message):
+        ck.moe_align_block_size(**args)
+
+
+def test_moe_align_block_size_takes_integer_like_sizes():
+    sorted_ids, expert_ids, ntp = ck.moe_align_block_size(torch.tensor([[1, 0]], dtype=torch.int32),
+                                                          np.int64(16), np.int32(4))
+    assert int(ntp[0]) == 32 and expert_ids.tolist()[:2] == [0, 1]
+
+
+def test_nf4_offset_must_be_a_finite_fp32_number():
+    e, n, k = 1, 16, 128
+    blocks = e * n * k // 64
+    packed = torch.zeros(e * n * k // 2, dtype=torch.uint8)
+    nested = dict(nested_absmax=torch.zeros(1), nested_code=torch.zeros(256))
+    for bad, message in [(float("nan"), "not a finite FP32"), (math.inf, "not a finite FP32"),
+                         (1e39, "not a finite FP32"), ("0.1", "must be a number"),
+                         (torch.zeros(2), "one-element floating tensor")]:
+        with pytest.raises(ValueError, match=message):
+            ck.NF4Weights.from_quant_state(packed, torch.zeros(blocks, dtype=torch.uint8), (e, n, k),
+                                           offset=bad, **nested)
+    with pytest.raises(ValueError, match="CUDA device"):  # a good offset gets as far as packing
+        ck.NF4Weights.from_quant_state(packed, torch.zeros(blocks, dtype=torch.uint8), (e, n, k),
+                                       offset=torch.tensor(0.25), **nested)
+    assert nf4.fp32_offset(0.1, "x") == torch.tensor(0.1).item()
+
+
+def test_nf4_quant_state_absmax_dtype_names_its_form():
+    packed = torch.zeros(32, dtype=torch.uint8)
+    with pytest.raises(ValueError, match="without 'nested_absmax' needs a floating-point"):
+        ck.NF4QuantState(packed, torch.tensor([255], dtype=torch.uint8), (1, 1, 64))
+    with pytest.raises(ValueError, match="needs a uint8 'absmax'"):
+        ck.NF4QuantState(packed, torch.tensor([2.0]), (1, 1, 64), nested_absmax=torch.tensor([0.5]),
+                         nested_code=nf4.dynamic_map_signed(), offset=0.0)
+    with pytest.raises(ValueError, match="and no nested_code"):
+        ck.NF4QuantState(packed, torch.tensor([255], dtype=torch.uint8), (1, 1, 64),
+                         nested_absmax=torch.tensor([0.5]), offset=0.0)
+    with pytest.raises(TypeError, match="'absmax' must be a torch.Tensor"):
+        ck.NF4QuantState(packed, [2.0], (1, 1, 64))
+
+
+def test_layer_refuses_scales_of_another_k_before_packing():
+    layer = ck.IndexedW4A16Layer(1, 64, 1024)
+    with pytest.raises(ValueError, match=r"K = 1024 \(group_size 32\), got \(1, 64, 4\)"):
+        layer.load_weight(torch.zeros(1, 64, 128, dtype=torch.int32), torch.ones(1, 64, 4))
+    assert layer.tag is None
+
+
+def test_checkpoint_readers_refuse_malformed_side_tensors():
+    with pytest.raises(ValueError, match="'g_idx' must be a torch.Tensor, got list"):
+        ck.from_gptq(torch.zeros(1, 32, 64, dtype=torch.int32), torch.ones(1, 8, 64, dtype=torch.float16), None,
+                     list(range(256)))
+    weight, scale = torch.zeros(1, 64, 32, dtype=torch.int32), torch.ones(1, 64, 8)
+    with pytest.raises(ValueError, match="'weight_shape' must be a torch.Tensor, got list"):
+        ck.from_compressed_tensors(weight, scale, weight_shape=[64, 256])
+    with pytest.raises(ValueError, match=r"'weight_shape' must be integer \[2\] or \[1, 2\]"):
+        ck.from_compressed_tensors(weight, scale, weight_shape=torch.tensor([64, 256, 1]))
+    with pytest.raises(ValueError, match=r"'weight_shape' must be integer"):
+        ck.from_compressed_tensors(weight, scale, weight_shape=torch.tensor([64.4, 256.0]))
