@@ -6,7 +6,12 @@
 
 namespace chord {
 namespace {
-KernelSource generate_gemm(const KernelDescriptor& d) { return W4A16GemmConfig::from(d).source(); }
+// A descriptor read back from elsewhere gets the checks descriptor() made when it was built.
+KernelSource generate_gemm(const KernelDescriptor& d) {
+  const W4A16GemmConfig c = W4A16GemmConfig::from(d);
+  if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 kernel descriptor is invalid: {}", why);
+  return c.source();
+}
 KernelSource generate_pack(const KernelDescriptor& d) { return W4A16PackConfig::from(d).source(); }
 const bool kRegistered = register_source_generator(KernelFamily::kW4A16Gemm, generate_gemm) &&
                          register_source_generator(KernelFamily::kW4A16Pack, generate_pack) &&

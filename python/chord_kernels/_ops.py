@@ -703,7 +703,10 @@ def _packed(packed):
 def _dims(p):
     """(E, N, K) of a packed weight whose tag and buffers pass the checks (a dict lookup once a
     tag has passed): the operators size their outputs from it, so a foreign or damaged tag is a
-    ValueError before anything is allocated."""
+    ValueError before anything is allocated. While torch.compile traces, the tag's fields as they
+    are: the traced op's fake checks the tag, and the library's size helpers cannot be traced."""
+    if torch.compiler.is_compiling():
+        return tuple(p.tag[4:7])
     known = _checked_tags.get(p.tag if type(p.tag) is tuple else tuple(p.tag))
     if known is None:
         _check_tag(p.tag, p.weight, p.scales)

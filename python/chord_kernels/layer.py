@@ -47,11 +47,12 @@ class IndexedW4A16Layer(torch.nn.Module):
             raise ValueError(f"chord_kernels: weight must be [{self.num_experts}, {self.n}, {self.k}] codes or "
                              f"[{self.num_experts}, {self.n}, {self.k // 8}] int32, got {tuple(weight.shape)}")
         # pack_w4a16 takes K from the scales and the group size: it must be the layer's K.
-        if not isinstance(scale, torch.Tensor) or scale.dim() not in (2, 3) or \
-                scale.shape[-1] * group_size != self.k:
+        if not isinstance(scale, torch.Tensor):
+            raise TypeError(f"chord_kernels: 'scale' must be a torch.Tensor, got {type(scale).__name__}")
+        if scale.dim() not in (2, 3) or scale.shape[-1] * group_size != self.k:
             raise ValueError(f"chord_kernels: scale must be [{self.num_experts}, {self.n}, K / group_size] with "
                              f"K = {self.k} (group_size {group_size}), got "
-                             f"{tuple(scale.shape) if isinstance(scale, torch.Tensor) else type(scale).__name__}")
+                             f"{tuple(scale.shape)}")
         device = self.packed_weight.device if self.packed_weight.is_cuda else weight.device
         if device.type != "cuda":
             device = torch.device("cuda", torch.cuda.current_device())

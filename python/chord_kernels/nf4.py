@@ -18,6 +18,7 @@ device memory from the host, so nf4_grouped_mm can be captured in a CUDA Graph. 
 """
 import dataclasses
 import math
+import numbers
 import struct
 from typing import Any, Optional, Sequence, Tuple, Union
 
@@ -197,7 +198,7 @@ def fp32_offset(value, what: str) -> float:
             _fail(f"{what} must be a number or a one-element floating tensor, got {value.dtype} "
                   f"{tuple(value.shape)}")
         value = float(value)
-    elif isinstance(value, bool) or not isinstance(value, (int, float)):
+    elif isinstance(value, bool) or not isinstance(value, numbers.Real):  # numpy scalars are Real
         _fail(f"{what} must be a number or a one-element floating tensor, got {type(value).__name__}")
     try:
         v = struct.unpack("f", struct.pack("f", float(value)))[0]

@@ -99,6 +99,14 @@ class LayerConfig:
     device_index: Optional[int] = None
     packed_tag: Tuple[int, ...] = ()
 
+    def __post_init__(self):
+        # The tuning rows and chord's tables are looked up by these: an impossible layer is an
+        # error here, not rows for a shape that cannot exist.
+        for value, name, least in ((self.shape_n, "shape_n", 1), (self.shape_k, "shape_k", 1),
+                                   (self.num_experts, "num_experts", 0)):
+            if isinstance(value, bool) or not hasattr(value, "__index__") or value < least:
+                raise ValueError(f"humming: LayerConfig {name} must be an integer >= {least}, got {value!r}")
+
     @property
     def experts(self) -> int:
         return self.num_experts or 1

@@ -140,7 +140,13 @@ def humming_forward(config: LayerConfig, inputs: torch.Tensor, weight: torch.Ten
             raise ValueError("humming (chord backend): grouped_contiguous needs expert_layout "
                              "(expert_first_token_offset, E + 1 entries)")
         # E + 1 first-row offsets (vLLM's moe_permute) -> the E end rows chord's offsets mode takes.
-        ends = expert_layout[1:] if expert_layout.shape[0] == config.experts + 1 else expert_layout
+        # Anything else (E start or end rows alone would read the same) is refused, not guessed.
+        if tuple(expert_layout.shape) != (config.experts + 1,) or expert_layout.is_floating_point() or \
+                expert_layout.dtype == torch.bool:
+            raise ValueError(f"humming (chord backend): grouped_contiguous expert_layout must be the E + 1 = "
+                             f"{config.experts + 1} integer first-row offsets, got {expert_layout.dtype} "
+                             f"{tuple(expert_layout.shape)}")
+        ends = expert_layout[1:]
         if ends.dtype != torch.int32:
             ends = ends.to(torch.int32)
         return chord_kernels.offsets(inputs, packed, ends, outputs)
@@ -148,6 +154,9 @@ def humming_forward(config: LayerConfig, inputs: torch.Tensor, weight: torch.Ten
         if expert_layout is None:
             raise ValueError("humming (chord backend): grouped_masked needs expert_layout (expert_num_tokens)")
         groups = expert_layout.shape[0]
+        if groups < 1 or inputs.dim() == 2 and inputs.shape[0] % groups:
+            raise ValueError(f"humming (chord backend): grouped_masked takes {groups} groups of equal rows; "
+                             f"inputs has {inputs.shape[0]} rows")
         a = inputs.view(groups, -1, inputs.shape[-1])
         out = outputs.view(groups, a.shape[1], n) if outputs is not None else None
         counts = expert_layout if expert_layout.dtype == torch.int32 else expert_layout.to(torch.int32)

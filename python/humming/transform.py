@@ -68,6 +68,9 @@ def prepare_and_transform_humming_tensors(
     for name in ("weight", "weight_scale"):
         if name not in tensors:
             raise ValueError(f"humming (chord backend): tensor '{name}' is missing; got {sorted(tensors)}")
+        if not isinstance(tensors[name], torch.Tensor):
+            raise TypeError(f"humming (chord backend): '{name}' must be a torch.Tensor, got "
+                            f"{type(tensors[name]).__name__}")
     weight, scale = tensors["weight"], tensors["weight_scale"]
     e = num_experts or 1
     lead = (num_experts,) if num_experts else ()

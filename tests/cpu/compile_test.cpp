@@ -731,6 +731,7 @@ TEST_CASE("compile: a descriptor's k schedule is whole tiles or a cluster split 
     INFO("k schedule " << schedule);
     REQUIRE(c.error() != nullptr);
     CHECK(std::string(c.error()) == "split-K must be 1, 2, 4 or 8");
+    CHECK_THROWS_WITH(chord::generate_kernel_source(d), Catch::Contains("split-K must be 1, 2, 4 or 8"));
   }
   chord::W4A16GemmConfig c = whole;
   c.split_k = 2;

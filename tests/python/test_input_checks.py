@@ -183,6 +183,7 @@ def test_nf4_offset_must_be_a_finite_fp32_number():
         ck.NF4Weights.from_quant_state(packed, torch.zeros(blocks, dtype=torch.uint8), (e, n, k),
                                        offset=torch.tensor(0.25), **nested)
     assert nf4.fp32_offset(0.1, "x") == torch.tensor(0.1).item()
+    assert nf4.fp32_offset(np.float32(0.5), "x") == 0.5 and nf4.fp32_offset(np.int64(2), "x") == 2.0
 
 
 def test_nf4_quant_state_absmax_dtype_names_its_form():
@@ -217,3 +218,23 @@ def test_checkpoint_readers_refuse_malformed_side_tensors():
         ck.from_compressed_tensors(weight, scale, weight_shape=torch.tensor([64, 256, 1]))
     with pytest.raises(ValueError, match=r"'weight_shape' must be integer"):
         ck.from_compressed_tensors(weight, scale, weight_shape=torch.tensor([64.4, 256.0]))
+
+
+def test_operators_trace_in_one_graph_before_any_eager_call():
+    """torch.compile(fullgraph=True) traces an operator whose tag no eager call has checked yet
+    (a fresh vLLM worker's first forward is the compiled one): the output sizes come from the
+    tag's fields while tracing, and the traced op's fake checks the tag."""
+    graphs = []
+
+    def record(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    p = cpu_weight(ck.expected_tag(2, 64, 128))
+    _ops._checked_tags.clear()
+    compiled = torch.compile(lambda w: ck.dequantize(w), fullgraph=True, backend=record)
+    try:
+        compiled(p)
+    except NotImplementedError as e:  # the traced graph runs the CUDA op on CPU tensors
+        assert "CPU" in str(e)
+    assert len(graphs) == 1

@@ -446,7 +446,7 @@ def test_tuning_rows_are_what_vllm_looks_up():
 
 
 @pytest.mark.parametrize("make", [
-    lambda: facade.AWQWeightSchema(zero_point=False),
+    lambda: facade.AWQWeightSchema(bits=4, group_size=128, zero_point=False),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "awq", "bits": 8, "group_size": 128,
                                                  "zero_point": True}),
     lambda: facade.BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 128,
@@ -512,3 +512,85 @@ def test_gptq_and_compressed_tensors_zero_points_match_vllms_pack_cols():
     assert torch.equal(v2[0].to(torch.int32), zeros.T) and torch.equal(v1[0].to(torch.int32), zeros.T)
     ct = pack_cols(zeros, 4, k // group, n).T.contiguous()  # [N/8, K/G], packed along N
     assert torch.equal(unpack_compressed_tensors_zero_point(ct)[0].to(torch.int32), zeros.T)
+
+
+_SERVED_CONFIGS = {
+    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True},
+    "gptq asymmetric v2": {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": False,
+                           "checkpoint_format": "gptq_v2"},
+    "gptq channel-wise": {"quant_method": "gptq", "bits": 4, "group_size": -1, "desc_act": False, "sym": True},
+    "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+    "awq, AutoAWQ's key names": {"quant_method": "awq", "w_bit": 4, "q_group_size": 64, "zero_point": True,
+                                 "version": "GEMM"},
+}
+
+
+@pytest.mark.parametrize("label", sorted(_SERVED_CONFIGS))
+def test_quantization_humming_creates_every_served_checkpoints_linear_weights(label, monkeypatch):
+    """`--quantization humming` on a GPTQ / AWQ checkpoint: vLLM's HummingLinearMethod registers
+    the checkpoint's tensors from our schema's get_tensors_attrs, with the shapes the checkpoint
+    stores (K 256, N 2 x 128 stacked)."""
+    import vllm.model_executor.parameter as vllm_parameter
+    from vllm.model_executor.layers.quantization.humming import HummingConfig, HummingLinearMethod
+    # vLLM's parameters read the tensor-parallel group: one rank, without a distributed setup.
+    monkeypatch.setattr(vllm_parameter, "get_tensor_model_parallel_rank", lambda: 0)
+    monkeypatch.setattr(vllm_parameter, "get_tensor_model_parallel_world_size", lambda: 1)
+    config = _SERVED_CONFIGS[label]
+    layer_config = HummingConfig.from_config(dict(config)).get_quant_config_for_layer(
+        "model.layers.0.mlp.gate_up_proj", "linear")
+    layer = torch.nn.Module()
+    HummingLinearMethod(layer_config).create_weights(layer, 256, [128, 128], 256, 256, torch.float16,
+                                                     weight_loader=lambda *args, **kwargs: None)
+    # vLLM adds an empty `weight` placeholder where the checkpoint has none.
+    params = {name: tuple(p.shape) for name, p in layer.named_parameters() if name != "weight"}
+    group = config.get("group_size", config.get("q_group_size"))
+    groups = 1 if group == -1 else 256 // group
+    if config["quant_method"] == "gptq":
+        assert params == {"qweight": (32, 256), "scales": (groups, 256), "qzeros": (groups, 32), "g_idx": (256,)}
+    else:
+        assert params == {"qweight": (256, 32), "scales": (groups, 256), "qzeros": (groups, 32)}
+
+
+@pytest.mark.parametrize("config", list(_SERVED_CONFIGS.values()) + [
+    {"quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
+     "strategy": "group", "group_size": 128, "symmetric": False},
+    {"quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
+     "strategy": "channel", "symmetric": True},
+    {"quant_method": "humming", "dtype": "uint4", "group_size": 128, "has_zero_point": True},
+])
+def test_moe_scales_and_zero_points_are_loadable_by_vllms_moe_loader(config):
+    """vLLM's fused-MoE weight loader routes every tensor named *scale* or *zero* by the
+    parameter's quant_method (prepare_moe_param copies scale_type into it) and refuses any but
+    tensor / channel / group / block: each of our MoE tensors of that kind must carry one."""
+    from vllm.model_executor.layers.fused_moe.routed_experts import FusedMoeWeightScaleSupported
+    from vllm.model_executor.layers.quantization.humming import prepare_moe_param
+    schema = facade.BaseWeightSchema.from_config(dict(config))
+    attrs = schema.get_padded_tensors_attrs(shape_n=256, shape_k=256, param_dtype=torch.bfloat16, num_experts=4)
+    loaded_by_kind = [name for name in attrs if "scale" in name or "zero" in name]
+    assert loaded_by_kind
+    supported = {kind.value for kind in FusedMoeWeightScaleSupported}
+    for name in loaded_by_kind:
+        a = attrs[name]
+        param = prepare_moe_param(torch.empty(a["shape"], dtype=a["dtype"]), name, dict(a.get("extra_attrs", {})))
+        assert getattr(param, "quant_method", None) in supported, name
+
+
+@pytest.mark.parametrize("config", list(_SERVED_CONFIGS.values()) + [
+    {"quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
+     "strategy": "channel", "symmetric": False},
+    {"quant_method": "compressed-tensors", "format": "pack-quantized", "type": "int", "num_bits": 4,
+     "strategy": "group", "group_size": 64, "symmetric": True},
+    {"quant_method": "humming", "dtype": "uint4", "scale_type": "channel", "has_zero_point": True},
+])
+def test_linear_tensors_construct_as_vllms_parameters(config, monkeypatch):
+    """vLLM's linear path builds each tensor's parameter class from its attributes
+    (prepare_param): a channel scale with an input dim, for one, fails to construct."""
+    import vllm.model_executor.parameter as vllm_parameter
+    from vllm.model_executor.layers.quantization.humming import prepare_param
+    monkeypatch.setattr(vllm_parameter, "get_tensor_model_parallel_rank", lambda: 0)
+    monkeypatch.setattr(vllm_parameter, "get_tensor_model_parallel_world_size", lambda: 1)
+    attrs = facade.BaseWeightSchema.from_config(dict(config)).get_tensors_attrs(256, 256, torch.bfloat16)
+    for name, a in attrs.items():
+        extra = dict(a.get("extra_attrs", {}), weight_loader=lambda *args, **kwargs: None)
+        param = prepare_param(torch.empty(a["shape"], dtype=a["dtype"]), name, extra)
+        assert tuple(param.shape) == tuple(a["shape"]), name

@@ -5,7 +5,7 @@ W = (code - zero) * scale. Converted to the humming form: codes repacked along K
 ([.., N, K/8]), scales N-first, the zero points packed along N ([.., N/8, K/g]). Served: 4
 bits, zero_point: true, group size a multiple of 32 or -1 (channel-wise)."""
 import dataclasses
-from typing import Any, Optional
+from typing import Any, ClassVar, Dict, List, Optional
 
 import torch
 
@@ -15,26 +15,30 @@ from humming.schema.base import (
     BaseWeightSchema,
     add_expert_dim,
     check_param_dtype,
+    config_flag,
     int4_bits_and_group_problems,
     require_tensors,
     unsupported,
 )
 from humming.schema.humming import HummingWeightSchema
-from humming.utils.weight import pack_int4, pack_zero_point, scale_group
+from humming.utils.weight import pack_int4, pack_zero_point, scale_attrs, scale_group, scale_kind
 
 
 @dataclasses.dataclass(kw_only=True)
 class AWQWeightSchema(BaseWeightSchema):
     quant_method: str = "awq"
-    bits: int = 4
-    group_size: int = 128
+    bits: Optional[int] = None  # required, as vLLM's AWQ config requires them
+    group_size: Optional[int] = None
     zero_point: bool = True
     version: Optional[str] = "gemm"
     modules_to_not_convert: Any = None
 
+    # AutoAWQ's own names, which vLLM's AWQ config reads too.
+    KWARGS_ALIAS: ClassVar[Dict[str, List[str]]] = {"bits": ["w_bit"], "group_size": ["q_group_size"]}
+
     def __post_init__(self):
-        problems = int4_bits_and_group_problems(self.bits, self.group_size)
-        if not self.zero_point:
+        problems = int4_bits_and_group_problems(self.bits, self.group_size, "AWQ")
+        if not config_flag(self.zero_point, "zero_point", "AWQ"):
             problems.append("zero_point: false")
         if self.version not in (None, "gemm", "GEMM"):
             problems.append(f"version '{self.version}' (the GEMM packing is served)")
@@ -45,12 +49,14 @@ class AWQWeightSchema(BaseWeightSchema):
         if has_bias:
             raise unsupported("a bias")
         groups = shape_k // scale_group(self.group_size, shape_k)
+        kind = scale_kind(self.group_size, shape_k)  # vLLM's MoE loader needs it on scales and zeros
         packed = {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8}
         return add_expert_dim({
             "qweight": {"shape": (shape_k, shape_n // 8), "dtype": torch.int32, "extra_attrs": dict(packed)},
-            "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32, "extra_attrs": dict(packed)},
+            "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
+                       "extra_attrs": dict(packed, scale_type=kind)},
             "scales": {"shape": (groups, shape_n), "dtype": param_dtype,
-                       "extra_attrs": {"input_dim": 0, "output_dim": 1}},
+                       "extra_attrs": scale_attrs(self.group_size, shape_k, 0, 1)},
         }, num_experts)
 
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:

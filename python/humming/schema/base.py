@@ -20,6 +20,8 @@ def unsupported(what: str) -> NotImplementedError:
 
 
 def _config_kwargs(cls, config: Dict[str, Any]) -> Dict[str, Any]:
+    if not isinstance(config, dict):
+        raise TypeError(f"humming: a {cls.__name__} config must be a dict, got {type(config).__name__}")
     kwargs = {}
     for field in dataclasses.fields(cls):
         if not field.init:
@@ -77,6 +79,9 @@ class BaseWeightSchema:
                                  num_experts: Optional[int] = None, has_bias: bool = False,
                                  pad_n_to_multiple: int = 1, pad_k_to_multiple: int = 1,
                                  stack_size: int = 1) -> Dict[str, Dict[str, Any]]:
+        for value, name in ((pad_n_to_multiple, "pad_n_to_multiple"), (pad_k_to_multiple, "pad_k_to_multiple")):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"humming: {name} must be a positive integer, got {value!r}")
         padded_n = math.ceil(shape_n / pad_n_to_multiple) * pad_n_to_multiple
         padded_k = math.ceil(shape_k / pad_k_to_multiple) * pad_k_to_multiple
         attrs = self.get_tensors_attrs(shape_n, shape_k, param_dtype, num_experts, has_bias, stack_size)
@@ -147,9 +152,30 @@ class BaseInputSchema:
         raise NotImplementedError
 
 
-def int4_bits_and_group_problems(bits: int, group_size: int) -> List[str]:
+def config_int(value: Any, key: str, method: str) -> int:
+    """A config's integer field as JSON holds it: an int, never a string, float or bool (a
+    config that spells one differently is malformed, and guessing could pick another layout)."""
+    if value is None:
+        raise ValueError(f"humming: the {method} config lacks '{key}'")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"humming: {method} '{key}' must be an integer, got {value!r}")
+    return value
+
+
+def config_flag(value: Any, key: str, method: str) -> bool:
+    """A config's true / false field: a bool only. The string "false" is truthy, so reading
+    one by truth value would, for `sym`, drop the zero points and dequantize wrongly."""
+    if not isinstance(value, bool):
+        raise ValueError(f"humming: {method} '{key}' must be true or false, got {value!r}")
+    return value
+
+
+def int4_bits_and_group_problems(bits: int, group_size: int, method: str = "GPTQ / AWQ") -> List[str]:
     """What a GPTQ / AWQ config's bits and group_size ask for that chord cannot serve: 4 bits,
-    a group a multiple of 32, or -1 (one group per row)."""
+    a group a multiple of 32, or -1 (one group per row). A missing or malformed value is a
+    ValueError naming the key."""
+    config_int(bits, "bits", method)
+    config_int(group_size, "group_size", method)
     problems = []
     if bits != 4:
         problems.append(f"{bits}-bit weights")

@@ -13,8 +13,8 @@ from typing import Any, Optional
 import torch
 
 from humming import dtypes
-from humming.schema.base import (BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, require_tensors,
-                                  unsupported)
+from humming.schema.base import (BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, config_flag,
+                                  config_int, require_tensors, unsupported)
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema, int4_tensor_attrs
 from humming.utils.weight import GROUP_SIZE, scale_group
 
@@ -33,6 +33,8 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
     dynamic: Any = False
 
     def __post_init__(self):
+        config_flag(self.symmetric, "symmetric", "compressed-tensors")
+        config_int(self.num_bits, "num_bits", "compressed-tensors")
         problems = []
         if self.format != "pack-quantized":
             problems.append(f"format '{self.format}'")

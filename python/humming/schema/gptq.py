@@ -11,18 +11,18 @@ from typing import Any, Optional
 import torch
 
 from humming import dtypes
-from humming.schema.base import (BaseWeightSchema, check_param_dtype, int4_bits_and_group_problems, require_tensors,
-                                  unsupported)
+from humming.schema.base import (BaseWeightSchema, add_expert_dim, check_param_dtype, config_flag,
+                                  int4_bits_and_group_problems, require_tensors, unsupported)
 from humming.schema.humming import HummingWeightSchema
-from humming.utils.weight import pack_zero_point, scale_group
+from humming.utils.weight import pack_zero_point, scale_attrs, scale_group, scale_kind
 from chord_kernels.checkpoint import unpack_gptq_zeros
 
 
 @dataclasses.dataclass(kw_only=True)
 class GPTQWeightSchema(BaseWeightSchema):
     quant_method: str = "gptq"
-    bits: int = 4
-    group_size: int = 128
+    bits: Optional[int] = None  # required, as vLLM's GPTQ config requires them
+    group_size: Optional[int] = None
     desc_act: bool = False
     sym: bool = True
     checkpoint_format: Optional[str] = None
@@ -31,8 +31,9 @@ class GPTQWeightSchema(BaseWeightSchema):
     dynamic: Any = None
 
     def __post_init__(self):
-        problems = int4_bits_and_group_problems(self.bits, self.group_size)
-        if self.desc_act:
+        problems = int4_bits_and_group_problems(self.bits, self.group_size, "GPTQ")
+        config_flag(self.sym, "sym", "GPTQ")
+        if config_flag(self.desc_act, "desc_act", "GPTQ"):
             problems.append("desc_act (act-order, g_idx)")
         for key in ("checkpoint_format", "format"):
             if getattr(self, key) not in (None, "gptq", "gptq_v2"):
@@ -44,6 +45,26 @@ class GPTQWeightSchema(BaseWeightSchema):
     def zeros_format(self) -> str:
         """How qzeros store the zero point: "v2" (as is) for format gptq_v2, else "v1" (zero - 1)."""
         return "v2" if "gptq_v2" in (self.format, self.checkpoint_format) else "v1"
+
+    def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
+        """The checkpoint's tensors as vLLM registers them (`--quantization humming` and the MoE
+        method): qweight packed along K, qzeros along N, and g_idx, which a GPTQ checkpoint
+        stores whatever sym and desc_act say (the conversion reads qzeros only when sym is
+        false, and desc_act is refused)."""
+        if has_bias:
+            raise unsupported("a bias")
+        groups = shape_k // scale_group(self.group_size, shape_k)
+        kind = scale_kind(self.group_size, shape_k)
+        return add_expert_dim({
+            "qweight": {"shape": (shape_k // 8, shape_n), "dtype": torch.int32,
+                        "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 0, "packed_factor": 8}},
+            "scales": {"shape": (groups, shape_n), "dtype": param_dtype,
+                       "extra_attrs": scale_attrs(self.group_size, shape_k, 0, 1)},
+            "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
+                       "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8,
+                                       "scale_type": kind}},
+            "g_idx": {"shape": (shape_k,), "dtype": torch.int32, "extra_attrs": {"input_dim": 0}},
+        }, num_experts)
 
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:
         return HummingWeightSchema(b_dtype=dtypes.uint4, weight_scale_group_size=max(self.group_size, 0),

@@ -14,9 +14,11 @@ from humming.schema.base import (
     as_dtype,
     check_param_dtype,
     check_scale_dtype,
+    config_flag,
     unsupported,
 )
-from humming.utils.weight import GROUP_SIZE, dequantize_weight, pack_zero_point, quantize_weight, scale_group
+from humming.utils.weight import (GROUP_SIZE, dequantize_weight, pack_zero_point, quantize_weight, scale_attrs,
+                                  scale_group, scale_kind)
 
 
 def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, group_size, zero_point_name=None):
@@ -27,11 +29,12 @@ def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, grou
     if has_bias:
         raise unsupported("a bias")
     group = scale_group(group_size, shape_k)
+    kind = scale_kind(group_size, shape_k)  # vLLM's MoE loader needs it on the scales and the zero points
     attrs = {} if zero_point_name is None else {
         zero_point_name: {
             "shape": (shape_n // 8, shape_k // group),
             "dtype": torch.int32,
-            "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 0, "packed_factor": 8},
+            "extra_attrs": {"input_dim": 1, "output_dim": 0, "packed_dim": 0, "packed_factor": 8, "scale_type": kind},
         },
     }
     return attrs | {
@@ -43,7 +46,7 @@ def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, grou
         "weight_scale": {
             "shape": (shape_n, shape_k // group),
             "dtype": param_dtype,
-            "extra_attrs": {"input_dim": 1, "output_dim": 0, "scale_type": "group" if group < shape_k else "channel"},
+            "extra_attrs": scale_attrs(group_size, shape_k, 1, 0),
         },
     }
 
@@ -78,6 +81,8 @@ class HummingWeightSchema(BaseWeightSchema):
             raise ValueError(f"HummingWeightSchema: quant_method must be 'humming', got '{self.quant_method}'")
         if self.b_dtype is None:
             raise ValueError("HummingWeightSchema: b_dtype is required")
+        config_flag(self.has_zero_point, "has_zero_point", "humming")
+        config_flag(self.is_fp_zero_point, "is_fp_zero_point", "humming")
         self.b_dtype = as_dtype(self.b_dtype)
         # A signed 4-bit weight is stored with the +8 offset: the same codes as uint4.
         if self.b_dtype == dtypes.int4:
@@ -154,8 +159,9 @@ class HummingWeightSchema(BaseWeightSchema):
         param_dtype = check_param_dtype(param_dtype or torch.bfloat16)
         check_scale_dtype(schema.bs_dtype, param_dtype)
         # The scales are computed in the model dtype, the one chord stores them in.
+        # schema.group_size: 0 for channel scales, whatever weight_scale_group_size says.
         weight, scale, _, _ = quantize_weight(tensor, schema.b_dtype, dtypes.DataType.from_torch_dtype(param_dtype),
-                                              schema.weight_scale_group_size, pack=True)
+                                              schema.group_size, pack=True)
         out = {"weight": weight, "weight_scale": scale}
         if schema.has_zero_point:  # symmetric codes in a zero-point schema: every zero point is 8
             out["zero_point"] = pack_zero_point(torch.full(scale.shape, 8, dtype=torch.int32, device=scale.device))
