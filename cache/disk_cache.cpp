@@ -4,6 +4,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <random>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -186,8 +187,13 @@ void DiskCache::store(const KernelKey& key, const std::vector<char>& cubin) {
   const Layer* layer = writable_layer();
   if (layer == nullptr) return;
   static std::atomic<uint64_t> counter{0};
+  // A random part per process besides the pid: a store killed mid-write leaves its temp file
+  // for a day, and a restarted container (or one beside it on a shared folder) often has the
+  // same pid and makes its stores in the same order, so pid and counter alone would collide.
+  static const uint64_t process_tag = (uint64_t{std::random_device{}()} << 32) ^ std::random_device{}();
   const std::string name = key.hex() + ".cubin";
-  const std::string temp = fmt::format(".{}.{}.{}.tmp", key.hex(), getpid(), counter.fetch_add(1));
+  const std::string temp =
+      fmt::format(".{}.{}.{:016x}.{}.tmp", key.hex(), getpid(), process_tag, counter.fetch_add(1));
   const int error = write_new_file(layer->fd, temp, encode_cache_entry(key, cubin),
                                    role_ == FolderRole::kShared ? 0644 : 0600);
   if (error != 0) {

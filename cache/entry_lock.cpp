@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -15,9 +16,16 @@
 namespace chord {
 
 EntryLock::EntryLock(int dir_fd, const std::string& name, mode_t mode, std::chrono::milliseconds patience) {
-  int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+  // O_NONBLOCK: something planted under the lock's name (a FIFO) must not block the open.
+  int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
   if (fd < 0) {
     warn(fmt::format("cannot open the kernel cache lock {}: {}; compiling without it", name, std::strerror(errno)));
+    return;
+  }
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    warn(fmt::format("kernel cache lock {} is not a regular file; compiling without it", name));
+    ::close(fd);
     return;
   }
   // Polled rather than blocking so that a holder that never finishes cannot hang this

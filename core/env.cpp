@@ -112,10 +112,12 @@ std::string default_cache_dir() {
   return home ? *home + "/.cache/chord" : "";
 }
 
+// An empty value is an empty list: setting CHORD_CACHE_READONLY_DIRS= is how a user of the
+// wheel turns its kernel layer off (the package sets the variable only where it is unset).
 std::vector<std::string> read_path_list(const char* name) {
   std::vector<std::string> paths;
   const char* value = get(name);
-  if (value == nullptr) return paths;
+  if (value == nullptr || *value == '\0') return paths;
   std::string list(value);
   size_t start = 0;
   for (;;) {

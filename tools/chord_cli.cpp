@@ -1,20 +1,25 @@
 // The `chord` command line: precompile kernels into the disk cache, describe the install, show
 // the config the resolver picks for a GEMM shape.
 #include <chrono>
+#include <cerrno>
 #include <climits>
 #include <map>
 #include <memory>
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <fcntl.h>
+#include <random>
 #include <string>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 #include "chord/chord.h"
 #include "core/arch.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
+#include "core/safe_file.hpp"
 #include "jit/compiler.hpp"
 #include "jit/cuda_headers.hpp"
 #include "jit/kernel_source.hpp"
@@ -225,10 +230,14 @@ int precompile(const Args& args) {
   auto& runtime = shared ? *shared : chord::JitRuntime::global();
   auto start = std::chrono::steady_clock::now();
   uint64_t compiles_before = chord::nvrtc_compile_count();
+  size_t missing = 0;  // kernels no cache folder holds afterwards
   for (size_t i = 0; i < descriptors.size(); ++i) {
     std::string name = chord::generate_kernel_source(descriptors[i]).name;
     progress(i, descriptors.size(), name);
-    runtime.compile(descriptors[i]);
+    const auto kernel = runtime.compile(descriptors[i]);
+    struct stat st{};
+    const bool stored = ::stat(runtime.disk_cache().entry_path(kernel->key).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    if (kernel->entry_path.empty() && !stored) ++missing;
   }
   progress(descriptors.size(), descriptors.size(), "done");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -237,7 +246,35 @@ int precompile(const Args& args) {
               static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
               static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
               runtime.disk_cache().memory_only() ? " (memory only: the cache dir is unusable)" : "");
+  // A precompile is for the folder: one that ends without every kernel in it (an unusable
+  // folder, a full disk, a name another file holds) failed, whatever it compiled.
+  if (missing > 0) {
+    std::fprintf(stderr, "chord precompile: %zu of %zu kernels are not in %s (the warnings above say why)\n", missing,
+                 descriptors.size(), runtime.disk_cache().dir().c_str());
+    return 1;
+  }
   return 0;
+}
+
+// Writes `bytes` to `path` as a fresh file renamed over whatever holds the name, so never
+// through a symlink, into a FIFO or over a file left half-written. Returns "" or why not.
+std::string replace_file(const std::string& path, const std::vector<char>& bytes) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (base.empty() || base == "." || base == "..") return "the path names a folder, not a file";
+  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return std::string(std::strerror(errno));
+  const std::string temp = fmt::format(".{}.{}.{:08x}.tmp", base, getpid(), std::random_device{}());
+  std::string why;
+  if (const int error = chord::write_new_file(dir_fd, temp, bytes, 0644); error != 0) {
+    why = std::strerror(error);
+  } else if (::renameat(dir_fd, temp.c_str(), dir_fd, base.c_str()) != 0) {
+    why = std::strerror(errno);
+    ::unlinkat(dir_fd, temp.c_str(), 0);
+  }
+  ::close(dir_fd);
+  return why;
 }
 
 // Compiles `source` without the cache, with ptxas's verbose report (registers, spills, stack,
@@ -248,11 +285,8 @@ int write_cubin(const chord::KernelSource& source, const chord::Arch& arch, cons
   std::string log;
   const std::vector<char> cubin =
       chord::compile_to_cubin(chord::CompileRequest{source.name, source.text, arch, options}, "", &log);
-  FILE* f = std::fopen(path.c_str(), "wb");
-  bool written = f != nullptr && std::fwrite(cubin.data(), 1, cubin.size(), f) == cubin.size();
-  if (f != nullptr && std::fclose(f) != 0) written = false;
-  if (!written) {
-    std::fprintf(stderr, "chord config: cannot write '%s'\n", path.c_str());
+  if (const std::string why = replace_file(path, cubin); !why.empty()) {
+    std::fprintf(stderr, "chord config: cannot write '%s': %s\n", path.c_str(), why.c_str());
     return 1;
   }
   std::printf("%s", log.c_str());
@@ -437,7 +471,8 @@ const std::vector<Command>& commands() {
          "compile a kernel set into the kernel cache (or into a folder for others)",
          "Compiles a kernel set, or the kernels of a model's MoE layer, ahead of time, so that a server's first "
          "call does not wait for NVRTC. "
-         "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord.",
+         "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord. "
+         "Exits 1 unless the folder holds every kernel of the set at the end.",
          {{"--arch", "ARCH", true, arches},
           {"--profile", "NAME", false, "the kernel set: " + join(chord::kernel_set_names())},
           {"--moe", "E,H,I", false,
@@ -498,7 +533,7 @@ const std::vector<Command>& commands() {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_cli(int argc, char** argv) {
   try {
     if (argc < 2) throw UsageError{"missing command: one of precompile, info, config"};
     const std::string name = argv[1];
@@ -538,4 +573,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "chord: error: %s\n", e.what());
     return 1;
   }
+}
+
+int main(int argc, char** argv) {
+  const int status = run_cli(argc, argv);
+  // What the command printed is its answer (a config line, a cubin report): an output that
+  // could not take it (a full disk, a closed pipe) is a failure, not a silent success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "chord: error: cannot write the output: %s\n", std::strerror(errno));
+    return status != 0 ? status : 1;
+  }
+  return status;
 }

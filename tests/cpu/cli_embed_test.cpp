@@ -423,3 +423,61 @@ TEST_CASE("cli: config --candidates lists the decode tile search's tiles, the ru
                                           &code);
   CHECK(prefill.find("decode tile search") == std::string::npos);
 }
+
+TEST_CASE("cli: precompile fails when the folder does not end up holding every kernel", "[cli]") {
+  TempDir dir;
+  const std::string file = dir.path() + "/a-file";
+  std::ofstream(file) << "x";
+  int code = -1;
+  std::string out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + file,
+                                &code);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(out.find("2 of 2 kernels are not in") != std::string::npos);
+  // A name another file holds (a folder): that kernel is not stored, the precompile fails.
+  const std::string layer = dir.path() + "/layer";
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  REQUIRE(code == 0);
+  const std::vector<std::string> entries = chord::test::cache_files(layer, ".cubin");
+  REQUIRE(entries.size() == 2);
+  REQUIRE(std::remove((layer + "/kernels/" + entries[0]).c_str()) == 0);
+  REQUIRE(run_command("mkdir -p " + layer + "/kernels/" + entries[0] + "/x", &code).empty());
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(out.find("1 of 2 kernels are not in") != std::string::npos);
+}
+
+TEST_CASE("cli: config --cubin replaces what holds the name: a symlink, not its target; a FIFO, without blocking",
+          "[cli]") {
+  TempDir dir;
+  const std::string cli = std::string(CHORD_CLI_PATH) +
+                          " config --arch sm_90a --mode contiguous --n 64 --k 128 --experts 8 --rows 16 --cubin ";
+  const std::string target = dir.path() + "/target";
+  std::ofstream(target) << "keep";
+  int code = -1;
+  run_command("ln -s " + target + " " + dir.path() + "/link && mkfifo " + dir.path() + "/fifo", &code);
+  REQUIRE(code == 0);
+  for (const char* name : {"/link", "/fifo"}) {
+    const std::string out = run_command("timeout 120 " + cli + dir.path() + name, &code);
+    INFO(name << ": " << out);
+    CHECK(code == 0);
+    std::ifstream cubin(dir.path() + name, std::ios::binary);
+    char magic[4] = {};
+    cubin.read(magic, 4);
+    CHECK(std::string(magic, 4) == "\x7f" "ELF");
+  }
+  std::ifstream kept(target);
+  std::string text;
+  kept >> text;
+  CHECK(text == "keep");
+  const std::string out = run_command(cli + dir.path() + "/no-such-folder/k.cubin", &code);
+  CHECK(code == 1);
+  CHECK(out.find("No such file or directory") != std::string::npos);
+}
+
+TEST_CASE("cli: an output that cannot be written is a failure", "[cli]") {
+  int code = -1;
+  run_command(std::string(CHORD_CLI_PATH) + " --version > /dev/full", &code);
+  CHECK(code == 1);
+}

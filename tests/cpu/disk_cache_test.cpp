@@ -386,3 +386,42 @@ TEST_CASE("disk cache: temp files a killed store left behind are removed on open
   std::sort(left.begin(), left.end());
   CHECK(left == std::vector<std::string>{".new.123.1.tmp", "old-but-not-ours.tmp"});
 }
+
+// A cache folder whose dequantize entry was stored and then removed: (kernels folder, key hex).
+std::pair<std::string, std::string> stored_then_removed(const TempDir& dir) {
+  { chord::JitRuntime(dir.path()).compile(dequant_descriptor()); }
+  const std::string entry = cubin_entries(dir.path()).at(0);
+  const std::string kernels = dir.path() + "/kernels/";
+  REQUIRE(unlink((kernels + entry).c_str()) == 0);
+  return {kernels, entry.substr(0, entry.size() - std::string(".cubin").size())};
+}
+
+TEST_CASE("disk cache: a FIFO planted under an entry's lock name neither hangs nor stops the compile", "[cache]") {
+  TempDir dir;
+  const auto [kernels, hex] = stored_then_removed(dir);
+  unlink((kernels + hex + ".lock").c_str());
+  REQUIRE(mkfifo((kernels + hex + ".lock").c_str(), 0600) == 0);
+  const int status = chord::test::run_in_child([&] {
+    alarm(20);  // a hang fails the test instead of the suite
+    return chord::JitRuntime(dir.path()).compile(dequant_descriptor())->cubin.empty() ? 1 : 0;
+  });
+  CHECK(status == 0);
+  CHECK(cubin_entries(dir.path()).size() == 1);  // stored without the lock
+}
+
+TEST_CASE("disk cache: a temp file left with this process's pid does not turn the cache off", "[cache]") {
+  // A restarted container often has the pid of the process whose store was killed, and makes
+  // the same stores in the same order: temp names must not be pid and counter alone.
+  TempDir dir;
+  const auto [kernels, hex] = stored_then_removed(dir);
+  const int status = chord::test::run_in_child([&, kernels = kernels, hex = hex] {
+    for (int counter = 0; counter < 4; ++counter) {
+      write_bytes(kernels + "." + hex + "." + std::to_string(getpid()) + "." + std::to_string(counter) + ".tmp", {'x'});
+    }
+    chord::JitRuntime runtime(dir.path());
+    runtime.compile(dequant_descriptor());
+    return runtime.disk_cache().memory_only() ? 1 : 0;
+  });
+  CHECK(status == 0);
+  CHECK(cubin_entries(dir.path()).size() == 1);
+}

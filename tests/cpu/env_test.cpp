@@ -145,9 +145,13 @@ TEST_CASE("env: integers take digits only, with no sign and no space on either s
   CHECK(chord::read_environment().w4a16_bm == 64);
 }
 
-TEST_CASE("env: read-only cache folders are absolute paths separated by ':'", "[env]") {
-  for (const char* bad : {"", "relative", "/a::/b", "/a:", ":/a", "/a: /b", "/a :/b"}) {
+TEST_CASE("env: read-only cache folders are absolute paths separated by ':', and empty means none", "[env]") {
+  for (const char* bad : {"relative", "/a::/b", "/a:", ":/a", "/a: /b", "/a :/b", ":"}) {
     expect_rejected("CHORD_CACHE_READONLY_DIRS", bad);
+  }
+  {
+    ScopedEnv none("CHORD_CACHE_READONLY_DIRS", std::string(""));  // how the wheel's layer is turned off
+    CHECK(chord::read_environment().cache_readonly_dirs.empty());
   }
   ScopedEnv ok("CHORD_CACHE_READONLY_DIRS", std::string("/opt/chord/kernels:/usr/share/chord"));
   CHECK(chord::read_environment().cache_readonly_dirs ==
