@@ -31,8 +31,10 @@ bool make_dirs(const std::string& path, mode_t mode) {
 std::string untrusted(const std::string& path, const struct stat& st, FolderRole role) {
   const uid_t me = ::geteuid();
   const bool read_only = role == FolderRole::kReadOnly;
-  const char* other_choice = read_only ? "or remove it from CHORD_CACHE_READONLY_DIRS"
-                                       : "or set CHORD_CACHE_DIR to a folder of your own";
+  const char* other_choice = read_only                        ? "or remove it from CHORD_CACHE_READONLY_DIRS"
+                             : role == FolderRole::kShared ? "or choose another --out folder"
+                                                           : "or set CHORD_CACHE_DIR to a folder of your own";
+  const char* good_mode = role == FolderRole::kPrivate ? "0700 is best" : "0755 is fine";
   if (st.st_uid != me && !(read_only && st.st_uid == 0)) {
     return fmt::format("{} belongs to uid {}, not to you (uid {}){}, so its kernels cannot be trusted; remove it, {}",
                        path, st.st_uid, me, read_only ? " or root" : "", other_choice);
@@ -40,7 +42,7 @@ std::string untrusted(const std::string& path, const struct stat& st, FolderRole
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
     return fmt::format("{} is writable by group or others (mode {:04o}), so anyone among them could plant kernels "
                        "there; check its contents and run `chmod go-w {}` ({}), {}",
-                       path, st.st_mode & 07777, path, read_only ? "0755 is fine" : "0700 is best", other_choice);
+                       path, st.st_mode & 07777, path, good_mode, other_choice);
   }
   return "";
 }
@@ -69,6 +71,12 @@ CacheFolder open_cache_folder(const std::string& dir, FolderRole role) {
   CacheFolder folder;
   const mode_t mode = role == FolderRole::kShared ? 0755 : 0700;
   const std::string kernels = dir + "/kernels";
+  // An existing folder is judged before anything is created in it.
+  struct stat existing;
+  if (role != FolderRole::kReadOnly && ::stat(dir.c_str(), &existing) == 0 && S_ISDIR(existing.st_mode)) {
+    folder.problem = untrusted(dir, existing, role);
+    if (!folder.problem.empty()) return folder;
+  }
   if (role != FolderRole::kReadOnly && !make_dirs(kernels, mode)) {
     folder.problem = fmt::format("cannot create {}: {}", kernels, std::strerror(errno));
     return folder;

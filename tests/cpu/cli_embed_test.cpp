@@ -481,3 +481,18 @@ TEST_CASE("cli: an output that cannot be written is a failure", "[cli]") {
   run_command(std::string(CHORD_CLI_PATH) + " --version > /dev/full", &code);
   CHECK(code == 1);
 }
+
+TEST_CASE("cli: precompile --out refuses a folder others can write, before creating anything in it", "[cli]") {
+  TempDir dir;
+  const std::string open_folder = dir.path() + "/open";
+  int code = -1;
+  run_command("mkdir -m 0777 " + open_folder, &code);
+  REQUIRE(code == 0);
+  const std::string out =
+      run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + open_folder, &code);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK(out.find("choose another --out folder") != std::string::npos);
+  CHECK(out.find("0755 is fine") != std::string::npos);
+  CHECK(chord::test::list_dir(open_folder).empty());  // no kernels/ made inside it
+}
