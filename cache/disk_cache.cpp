@@ -100,6 +100,13 @@ const DiskCache::Layer* DiskCache::writable_layer() const {
   return &layers_[0];
 }
 
+bool DiskCache::reads_layer(const std::string& dir) const {
+  for (const Layer& layer : layers_) {
+    if (!layer.writable && layer.kernels_dir == dir + "/kernels") return true;
+  }
+  return false;
+}
+
 std::string DiskCache::entry_path(const KernelKey& key) const {
   return dir_ + "/kernels/" + key.hex() + ".cubin";
 }

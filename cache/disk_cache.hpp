@@ -56,6 +56,8 @@ class DiskCache {
   std::string entry_path(const KernelKey& key) const;
   const std::string& dir() const { return dir_; }
   bool memory_only() const { return memory_only_.load(); }
+  // Whether the read-only folder `dir` passed its checks and is searched.
+  bool reads_layer(const std::string& dir) const;
   uint64_t rebuilds() const { return rebuilds_.load(); }
 
   // How long lock() waits for another process's compile of the same key.

@@ -432,7 +432,9 @@ int info(const Args&) {
                 bytes / 1048576.0, note);
   };
   folder("cache", environment.cache_dir, cache.memory_only() ? " (not written: memory only)" : "");
-  for (const std::string& dir : environment.cache_readonly_dirs) folder("read-only cache", dir, "");
+  for (const std::string& dir : environment.cache_readonly_dirs) {
+    folder("read-only cache", dir, cache.reads_layer(dir) ? "" : " (not used: see the warning above)");
+  }
   std::string why;
   if (!chord::driver_available(&why)) {
     std::printf("GPUs: none (%s)\n", why.c_str());

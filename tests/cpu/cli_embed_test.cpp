@@ -496,3 +496,20 @@ TEST_CASE("cli: precompile --out refuses a folder others can write, before creat
   CHECK(out.find("0755 is fine") != std::string::npos);
   CHECK(chord::test::list_dir(open_folder).empty());  // no kernels/ made inside it
 }
+
+TEST_CASE("cli: info marks the read-only cache folders it does not use", "[cli]") {
+  TempDir dir;
+  int code = -1;
+  run_command("mkdir -p " + dir.path() + "/good/kernels " + dir.path() + "/open/kernels && chmod 0777 " + dir.path() +
+                  "/open/kernels",
+              &code);
+  REQUIRE(code == 0);
+  const std::string out = run_command("CHORD_CACHE_DIR=" + dir.path() + "/cache CHORD_CACHE_READONLY_DIRS=" +
+                                          dir.path() + "/good:" + dir.path() + "/open " + CHORD_CLI_PATH + " info",
+                                      &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("read-only cache: " + dir.path() + "/good (0 entries, 0.0 MiB)\n") != std::string::npos);
+  CHECK(out.find("read-only cache: " + dir.path() + "/open (0 entries, 0.0 MiB) (not used: see the warning above)") !=
+        std::string::npos);
+}
