@@ -231,13 +231,25 @@ int precompile(const Args& args) {
   auto start = std::chrono::steady_clock::now();
   uint64_t compiles_before = chord::nvrtc_compile_count();
   size_t missing = 0;  // kernels no cache folder holds afterwards
+  std::vector<std::string> unreadable;  // --out: what others could not read (made before this run)
+  auto readable_by_others = [](const std::string& path, mode_t need) {
+    struct stat st{};
+    return ::stat(path.c_str(), &st) == 0 && (st.st_mode & need) == need;
+  };
+  if (shared) {
+    for (const std::string& folder : {out_dir, out_dir + "/kernels"}) {
+      if (!readable_by_others(folder, S_IROTH | S_IXOTH)) unreadable.push_back(folder);
+    }
+  }
   for (size_t i = 0; i < descriptors.size(); ++i) {
     std::string name = chord::generate_kernel_source(descriptors[i]).name;
     progress(i, descriptors.size(), name);
     const auto kernel = runtime.compile(descriptors[i]);
+    const std::string entry = runtime.disk_cache().entry_path(kernel->key);
     struct stat st{};
-    const bool stored = ::stat(runtime.disk_cache().entry_path(kernel->key).c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    const bool stored = ::stat(entry.c_str(), &st) == 0 && S_ISREG(st.st_mode);
     if (kernel->entry_path.empty() && !stored) ++missing;
+    if (shared && stored && !readable_by_others(entry, S_IROTH)) unreadable.push_back(entry);
   }
   progress(descriptors.size(), descriptors.size(), "done");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -246,6 +258,14 @@ int precompile(const Args& args) {
               static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
               static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
               runtime.disk_cache().memory_only() ? " (memory only: the cache dir is unusable)" : "");
+  // --out keeps the modes of what was there before (a folder or entries made 0700 / 0600 as a
+  // user cache): the layer is for others, so say what they cannot read.
+  if (!unreadable.empty()) {
+    std::fprintf(stderr,
+                 "chord precompile: warning: %zu of the layer's folders and entries are not readable by others "
+                 "(e.g. %s); for them to use it: chmod 0755 the folders, 0644 the entries\n",
+                 unreadable.size(), unreadable.front().c_str());
+  }
   // A precompile is for the folder: one that ends without every kernel in it (an unusable
   // folder, a full disk, a name another file holds) failed, whatever it compiled.
   if (missing > 0) {

@@ -513,3 +513,20 @@ TEST_CASE("cli: info marks the read-only cache folders it does not use", "[cli]"
   CHECK(out.find("read-only cache: " + dir.path() + "/open (0 entries, 0.0 MiB) (not used: see the warning above)") !=
         std::string::npos);
 }
+
+TEST_CASE("cli: precompile --out into an existing folder others cannot read says so", "[cli]") {
+  TempDir dir;
+  const std::string layer = dir.path() + "/layer";
+  int code = -1;
+  run_command("mkdir -m 0700 " + layer, &code);
+  REQUIRE(code == 0);
+  std::string out =
+      run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("not readable by others (e.g. " + layer + ")") != std::string::npos);
+  run_command("chmod 0755 " + layer, &code);
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  CHECK(code == 0);
+  CHECK(out.find("not readable by others") == std::string::npos);  // kernels/ 0755 and entries 0644 as made
+}
