@@ -17,7 +17,7 @@ namespace chord {
 
 EntryLock::EntryLock(int dir_fd, const std::string& name, mode_t mode, std::chrono::milliseconds patience) {
   // O_NONBLOCK: something planted under the lock's name (a FIFO) must not block the open.
-  int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, mode);
+  int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
   if (fd < 0) {
     warn(fmt::format("cannot open the kernel cache lock {}: {}; compiling without it", name, std::strerror(errno)));
     return;

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
-#include <random>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -276,24 +275,22 @@ int precompile(const Args& args) {
   return 0;
 }
 
-// Writes `bytes` to `path` as a fresh file renamed over whatever holds the name, so never
-// through a symlink, into a FIFO or over a file left half-written. Returns "" or why not.
-std::string replace_file(const std::string& path, const std::vector<char>& bytes) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
-  if (base.empty() || base == "." || base == "..") return "the path names a folder, not a file";
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd < 0) return std::string(std::strerror(errno));
-  const std::string temp = fmt::format(".{}.{}.{:08x}.tmp", base, getpid(), std::random_device{}());
-  std::string why;
-  if (const int error = chord::write_new_file(dir_fd, temp, bytes, 0644); error != 0) {
-    why = std::strerror(error);
-  } else if (::renameat(dir_fd, temp.c_str(), dir_fd, base.c_str()) != 0) {
-    why = std::strerror(errno);
-    ::unlinkat(dir_fd, temp.c_str(), 0);
+// Writes `bytes` to the output file `path`, as a shell redirection would (a device or pipe,
+// such as /dev/stdout or >(cuobjdump -), is written to, not replaced), with two guards: a
+// FIFO without a reader fails at once instead of blocking, and a symlink is followed only if
+// this user or root made it (the rule of Linux's protected_symlinks, which not every host
+// turns on). Returns "" or why not.
+std::string write_output_file(const std::string& path, const std::vector<char>& bytes) {
+  struct stat link{};
+  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != ::geteuid() && link.st_uid != 0) {
+    return fmt::format("it is a symlink made by uid {}, not by you or root", link.st_uid);
   }
-  ::close(dir_fd);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
+  if (fd < 0) return std::string(std::strerror(errno));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a pipe with a reader: block as a write does
+  std::string why;
+  if (!chord::write_all(fd, bytes.data(), bytes.size())) why = std::strerror(errno);
+  if (::close(fd) != 0 && why.empty()) why = std::strerror(errno);
   return why;
 }
 
@@ -305,7 +302,7 @@ int write_cubin(const chord::KernelSource& source, const chord::Arch& arch, cons
   std::string log;
   const std::vector<char> cubin =
       chord::compile_to_cubin(chord::CompileRequest{source.name, source.text, arch, options}, "", &log);
-  if (const std::string why = replace_file(path, cubin); !why.empty()) {
+  if (const std::string why = write_output_file(path, cubin); !why.empty()) {
     std::fprintf(stderr, "chord config: cannot write '%s': %s\n", path.c_str(), why.c_str());
     return 1;
   }
@@ -602,7 +599,7 @@ int main(int argc, char** argv) {
   // What the command printed is its answer (a config line, a cubin report): an output that
   // could not take it (a full disk, a closed pipe) is a failure, not a silent success.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    std::fprintf(stderr, "chord: error: cannot write the output: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "chord: error: cannot write the output (a full disk, or a closed pipe)\n");
     return status != 0 ? status : 1;
   }
   return status;

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <unistd.h>
 #include <vector>
 
 #include "chord/chord.h"
@@ -448,32 +449,63 @@ TEST_CASE("cli: precompile fails when the folder does not end up holding every k
   CHECK(out.find("1 of 2 kernels are not in") != std::string::npos);
 }
 
-TEST_CASE("cli: config --cubin replaces what holds the name: a symlink, not its target; a FIFO, without blocking",
+TEST_CASE("cli: config --cubin writes like a redirection: through its own symlink, to stdout, never blocking on a FIFO",
           "[cli]") {
   TempDir dir;
   const std::string cli = std::string(CHORD_CLI_PATH) +
                           " config --arch sm_90a --mode contiguous --n 64 --k 128 --experts 8 --rows 16 --cubin ";
   const std::string target = dir.path() + "/target";
-  std::ofstream(target) << "keep";
   int code = -1;
   run_command("ln -s " + target + " " + dir.path() + "/link && mkfifo " + dir.path() + "/fifo", &code);
   REQUIRE(code == 0);
-  for (const char* name : {"/link", "/fifo"}) {
-    const std::string out = run_command("timeout 120 " + cli + dir.path() + name, &code);
-    INFO(name << ": " << out);
-    CHECK(code == 0);
-    std::ifstream cubin(dir.path() + name, std::ios::binary);
+  auto starts_as_elf = [](const std::string& path) {
+    std::ifstream cubin(path, std::ios::binary);
     char magic[4] = {};
     cubin.read(magic, 4);
-    CHECK(std::string(magic, 4) == "\x7f" "ELF");
-  }
-  std::ifstream kept(target);
-  std::string text;
-  kept >> text;
-  CHECK(text == "keep");
-  const std::string out = run_command(cli + dir.path() + "/no-such-folder/k.cubin", &code);
+    return std::string(magic, 4) == "\x7f" "ELF";
+  };
+  std::string out = run_command(cli + dir.path() + "/link", &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(starts_as_elf(target));  // this user's symlink is followed
+  out = run_command("timeout 120 " + cli + dir.path() + "/fifo", &code);  // no reader: fails, never blocks
+  CHECK(code == 1);
+  CHECK(out.find("No such device or address") != std::string::npos);
+  out = run_command(cli + "/dev/stdout | head -c 4 | od -c | head -1", &code);
+  CHECK(out.find("177   E   L   F") != std::string::npos);
+  out = run_command(cli + dir.path() + "/no-such-folder/k.cubin", &code);
   CHECK(code == 1);
   CHECK(out.find("No such file or directory") != std::string::npos);
+  if (geteuid() == 0) {  // a symlink another user planted is not followed
+    run_command("ln -s " + target + " " + dir.path() + "/planted && chown -h 65534 " + dir.path() + "/planted", &code);
+    REQUIRE(code == 0);
+    out = run_command(cli + dir.path() + "/planted", &code);
+    CHECK(code == 1);
+    CHECK(out.find("symlink made by uid 65534") != std::string::npos);
+  }
+}
+
+TEST_CASE("cli: a temp file a killed store left under this pid does not keep precompile from storing", "[cli]") {
+  // A restarted container often has the pid of the process whose store was killed, and makes
+  // the same stores in the same order: a fresh process (exec keeps the shell's pid) with temp
+  // files planted under the names pid and counter alone would give.
+  TempDir first, second;
+  int code = -1;
+  run_command("CHORD_CACHE_DIR=" + first.path() + " " + CHORD_CLI_PATH + " precompile --arch sm_90a --profile dequant",
+              &code);
+  REQUIRE(code == 0);
+  std::string plant;
+  for (const std::string& entry : chord::test::cache_files(first.path(), ".cubin")) {
+    const std::string hex = entry.substr(0, entry.size() - std::string(".cubin").size());
+    plant += "for c in 0 1 2 3; do : > " + second.path() + "/kernels/." + hex + ".$$.$c.tmp; done; ";
+  }
+  const std::string out = run_command("mkdir -m 0700 -p " + second.path() + "/kernels && sh -c '" + plant +
+                                          "exec env CHORD_CACHE_DIR=" + second.path() + " " + CHORD_CLI_PATH +
+                                          " precompile --arch sm_90a --profile dequant'",
+                                      &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(chord::test::cache_files(second.path(), ".cubin").size() == 2);
 }
 
 TEST_CASE("cli: an output that cannot be written is a failure", "[cli]") {

@@ -408,20 +408,3 @@ TEST_CASE("disk cache: a FIFO planted under an entry's lock name neither hangs n
   CHECK(status == 0);
   CHECK(cubin_entries(dir.path()).size() == 1);  // stored without the lock
 }
-
-TEST_CASE("disk cache: a temp file left with this process's pid does not turn the cache off", "[cache]") {
-  // A restarted container often has the pid of the process whose store was killed, and makes
-  // the same stores in the same order: temp names must not be pid and counter alone.
-  TempDir dir;
-  const auto [kernels, hex] = stored_then_removed(dir);
-  const int status = chord::test::run_in_child([&, kernels = kernels, hex = hex] {
-    for (int counter = 0; counter < 4; ++counter) {
-      write_bytes(kernels + "." + hex + "." + std::to_string(getpid()) + "." + std::to_string(counter) + ".tmp", {'x'});
-    }
-    chord::JitRuntime runtime(dir.path());
-    runtime.compile(dequant_descriptor());
-    return runtime.disk_cache().memory_only() ? 1 : 0;
-  });
-  CHECK(status == 0);
-  CHECK(cubin_entries(dir.path()).size() == 1);
-}

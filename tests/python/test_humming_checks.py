@@ -107,3 +107,13 @@ def test_grouped_contiguous_takes_only_the_e_plus_1_offsets(monkeypatch):
             forward.humming_forward(layer, inputs, torch.zeros(1), expert_layout=bad)
     forward.humming_forward(layer, inputs, torch.zeros(1), expert_layout=torch.tensor([0, 3, 5, 8, 10]))
     assert called[0].tolist() == [3, 5, 8, 10] and called[0].dtype == torch.int32
+
+
+@pytest.mark.parametrize("cfg", [GPTQ, AWQ, CT, {"quant_method": "humming", "dtype": "uint4", "group_size": 128,
+                                                 "has_zero_point": True}])
+def test_one_group_per_gpu_is_still_a_group_scale(cfg):
+    """Under tensor parallelism a GPU's K can be a single group (intermediate 256 on 2 GPUs, group
+    128): its scales are still sharded along K by vLLM's loaders, so they stay group scales."""
+    attrs = BaseWeightSchema.from_config(cfg).get_tensors_attrs(256, 128, torch.bfloat16)
+    kinds = {name: a["extra_attrs"].get("scale_type") for name, a in attrs.items() if "scale" in name or "zero" in name}
+    assert kinds and set(kinds.values()) == {"group"}, kinds

@@ -49,14 +49,14 @@ class AWQWeightSchema(BaseWeightSchema):
         if has_bias:
             raise unsupported("a bias")
         groups = shape_k // scale_group(self.group_size, shape_k)
-        kind = scale_kind(self.group_size, shape_k)  # vLLM's MoE loader needs it on scales and zeros
+        kind = scale_kind(self.group_size)  # vLLM's MoE loader needs it on scales and zeros
         packed = {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8}
         return add_expert_dim({
             "qweight": {"shape": (shape_k, shape_n // 8), "dtype": torch.int32, "extra_attrs": dict(packed)},
             "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
                        "extra_attrs": dict(packed, scale_type=kind)},
             "scales": {"shape": (groups, shape_n), "dtype": param_dtype,
-                       "extra_attrs": scale_attrs(self.group_size, shape_k, 0, 1)},
+                       "extra_attrs": scale_attrs(self.group_size, 0, 1)},
         }, num_experts)
 
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:

@@ -50,16 +50,17 @@ class GPTQWeightSchema(BaseWeightSchema):
         """The checkpoint's tensors as vLLM registers them (`--quantization humming` and the MoE
         method): qweight packed along K, qzeros along N, and g_idx, which a GPTQ checkpoint
         stores whatever sym and desc_act say (the conversion reads qzeros only when sym is
-        false, and desc_act is refused)."""
+        false, and desc_act is refused). Registered so that the checkpoint's names have a
+        parameter to load into; vLLM's MoE loader leaves g_idx unloaded, which nothing reads."""
         if has_bias:
             raise unsupported("a bias")
         groups = shape_k // scale_group(self.group_size, shape_k)
-        kind = scale_kind(self.group_size, shape_k)
+        kind = scale_kind(self.group_size)
         return add_expert_dim({
             "qweight": {"shape": (shape_k // 8, shape_n), "dtype": torch.int32,
                         "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 0, "packed_factor": 8}},
             "scales": {"shape": (groups, shape_n), "dtype": param_dtype,
-                       "extra_attrs": scale_attrs(self.group_size, shape_k, 0, 1)},
+                       "extra_attrs": scale_attrs(self.group_size, 0, 1)},
             "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
                        "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8,
                                        "scale_type": kind}},

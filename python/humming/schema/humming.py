@@ -29,7 +29,7 @@ def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, grou
     if has_bias:
         raise unsupported("a bias")
     group = scale_group(group_size, shape_k)
-    kind = scale_kind(group_size, shape_k)  # vLLM's MoE loader needs it on the scales and the zero points
+    kind = scale_kind(group_size)  # vLLM's MoE loader needs it on the scales and the zero points
     attrs = {} if zero_point_name is None else {
         zero_point_name: {
             "shape": (shape_n // 8, shape_k // group),
@@ -46,7 +46,7 @@ def int4_tensor_attrs(weight_name, shape_n, shape_k, param_dtype, has_bias, grou
         "weight_scale": {
             "shape": (shape_n, shape_k // group),
             "dtype": param_dtype,
-            "extra_attrs": scale_attrs(group_size, shape_k, 1, 0),
+            "extra_attrs": scale_attrs(group_size, 1, 0),
         },
     }
 

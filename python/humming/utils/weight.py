@@ -33,19 +33,21 @@ def scale_group(group_size: int, shape_k: int) -> int:
     return group
 
 
-def scale_kind(group_size: int, shape_k: int) -> str:
-    """How vLLM loads a layer's scales (and zero points): "group" for several groups along K,
+def scale_kind(group_size: int) -> str:
+    """How vLLM loads a layer's scales (and zero points): "group" for groups along K,
     "channel" for one per row (vLLM's fused-MoE loader shards the two differently, and takes
-    no other kind for a tensor named *scale* or *zero*)."""
-    return "group" if scale_group(group_size, shape_k) < shape_k else "channel"
+    no other kind for a tensor named *scale* or *zero*). Decided by the config alone, as vLLM's
+    own GPTQ / AWQ methods decide it: under tensor parallelism a GPU's share of K can be a
+    single group of a grouped layer, whose scales must still be sharded along K."""
+    return "channel" if group_size in (0, -1) else "group"
 
 
-def scale_attrs(group_size: int, shape_k: int, input_dim: int, output_dim: int) -> dict:
+def scale_attrs(group_size: int, input_dim: int, output_dim: int) -> dict:
     """vLLM's parameter attributes of a layer's scales. Groups along K: a group-quant scale
     with both dims. One per row: a channel scale, which takes the output dim only (vLLM's
     linear ChannelQuantScaleParameter refuses an input dim), and says itself whether it is
     stored K-first, as vLLM's MoE loader would otherwise infer from the two dims."""
-    if scale_kind(group_size, shape_k) == "group":
+    if scale_kind(group_size) == "group":
         return {"input_dim": input_dim, "output_dim": output_dim, "scale_type": "group"}
     return {"output_dim": output_dim, "scale_type": "channel", "is_transposed": input_dim < output_dim}
 
