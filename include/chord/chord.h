@@ -251,7 +251,7 @@ CHORD_EXPORT chord_status_t chord_nf4_offsets(const void* x_dev, int dtype, int6
  *        CHORD_ACTIVATION_BINARY_INTERLEAVED: a = in[r, 2j], b = in[r, 2j + 1], n = in_cols / 2.
  * in [rows, in_cols], out [out_rows, n], both dtype, n a multiple of 8, not overlapping.
  * Rows: dst = r (out_rows >= rows); or, with scatter_idx [rows, scatter_cols] int32, every
- * scatter_idx[r, c] >= 0 receives row r; or, with group_rows [groups] int32, rows are
+ * scatter_idx[r, c] in [0, out_rows) receives row r (others are skipped); or, with group_rows [groups] int32, rows are
  * `groups` equal blocks and row i of block g is written only if i < group_rows[g].
  * num_valid (one int32 on the device, may be NULL): rows (or, with scatter_idx,
  * destinations) >= *num_valid are skipped. Rows not written keep their contents. No host

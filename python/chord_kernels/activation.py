@@ -35,6 +35,8 @@ def _check_index(t, name):
 def _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_valid):
     if kind not in KINDS.values():
         _fail(f"activation kind {kind} is unknown; known: {KINDS}")
+    if "\x00" in expression:  # the library takes a C string: the text would end there, unchecked
+        _fail("the activation expression contains a NUL character")
     if inputs.dtype not in _DTYPES or out.dtype != inputs.dtype:
         _fail(f"inputs and out must both be bfloat16 or float16, got {inputs.dtype} and {out.dtype}")
     if inputs.dim() != 2 or out.dim() != 2 or not inputs.is_contiguous() or not out.is_contiguous():
@@ -45,8 +47,14 @@ def _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_vali
         _fail(f"out must have {n} columns for inputs of {inputs.shape[1]}, got {out.shape[1]}")
     for t, name in ((scatter_idx, "scatter_idx"), (group_rows, "group_rows"), (num_valid, "num_valid")):
         _check_index(t, name)
-    if scatter_idx is not None and inputs.shape[0] and scatter_idx.numel() % inputs.shape[0]:
-        _fail(f"scatter_idx has {scatter_idx.numel()} entries, not a multiple of the {inputs.shape[0]} input rows")
+    rows = inputs.shape[0]
+    if scatter_idx is not None and rows:
+        # [rows, C] or flat [rows * C]; a [C, rows] tensor has the count but not the layout.
+        if scatter_idx.dim() not in (1, 2) or (scatter_idx.dim() == 2 and scatter_idx.shape[0] != rows) or \
+                scatter_idx.numel() == 0 or scatter_idx.numel() % rows:
+            _fail(f"scatter_idx must be [{rows}, C] or [{rows} * C] with C >= 1, got shape {tuple(scatter_idx.shape)}")
+    if group_rows is not None and rows and (group_rows.dim() != 1 or group_rows.numel() == 0 or rows % group_rows.numel()):
+        _fail(f"group_rows must be [G] with G >= 1 dividing the {rows} input rows, got shape {tuple(group_rows.shape)}")
     if num_valid is not None and num_valid.numel() != 1:
         _fail(f"num_valid must hold one count, got shape {tuple(num_valid.shape)}")
 
@@ -77,7 +85,9 @@ def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Option
 
     kind: "unary" (a = in[r, j]), "binary_split" (a = in[r, j], b = in[r, n + j]) or
     "binary_interleaved" (a = in[r, 2j], b = in[r, 2j + 1]); n = out's width, a multiple of 8.
-    scatter_idx int32 [rows, C]: row r goes to every scatter_idx[r, c] >= 0 (else dst = r).
+    scatter_idx int32 [rows, C] (or flat [rows * C]): row r goes to every scatter_idx[r, c] >= 0
+    below out's row count (the others are skipped: device data the host does not read) (else
+    dst = r).
     group_rows int32 [G]: rows are G equal blocks; row i of block g is written if
     i < group_rows[g]. num_valid int32 [1]: rows (destinations, with a scatter) from
     num_valid[0] on are skipped. Rows not written keep out's contents (new out: uninitialized).

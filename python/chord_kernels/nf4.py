@@ -298,6 +298,14 @@ def _check_nf4_tag(tag, weight, absmax):
     return _ops._check_packed(_NF4, tag, weight, absmax)
 
 
+def _nf4_dims(w) -> Tuple[int, int, int]:
+    """(E, N, K) of NF4 weights whose tag passes the checks, before an output is sized from it
+    (while torch.compile traces: the tag's fields; the traced op's fake checks them)."""
+    if torch.compiler.is_compiling():
+        return tuple(w.tag[4:7])
+    return _check_nf4_tag(w.tag, w.weight, w.absmax)[1:]
+
+
 def _dtype_code(dtype, name):
     code = _DTYPE_CODES.get(dtype)
     if code is None:
@@ -365,6 +373,43 @@ def _as_tensor(value, name, dtype, numel, device):
     return value.contiguous().reshape(-1)
 
 
+def _checked_state(packed, absmax, shape, nested_absmax, nested_code, offset, dtype) -> NF4QuantState:
+    """A QuantState's parts checked against its shape: the pack reads E*N*K/2 packed bytes, an
+    absmax per 64-block (FP32, or uint8 with the nested FP32 absmax per 256 blocks and the
+    256-entry code) and the offset by value, through raw pointers; a part of another size or
+    dtype would be read out of bounds or misread. Returns the state of the checked tensors."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__"):
+        _fail(f"'shape' must be (E, N, K) or (N, K), got {shape!r}")
+    if any(isinstance(d, bool) or not hasattr(d, "__index__") for d in shape):
+        _fail(f"'shape' must hold integers, got {tuple(shape)!r}")
+    shape = tuple(int(d) for d in shape)
+    if len(shape) == 2:
+        shape = (1,) + shape
+    if len(shape) != 3 or min(shape) < 1 or shape[2] % NF4_BLOCK_SIZE:
+        _fail(f"'shape' must be (E, N, K) with K a positive multiple of {NF4_BLOCK_SIZE}, got {shape}")
+    e, n, k = shape
+    if not isinstance(packed, torch.Tensor):
+        raise TypeError(f"chord_kernels: 'packed' must be a torch.Tensor, got {type(packed).__name__}")
+    if dtype not in _DTYPE_CODES and dtype != torch.float32:
+        _fail(f"'dtype' must be torch.bfloat16, torch.float16 or torch.float32 (the experts' dtype), got {dtype!r}")
+    device = packed.device
+    blocks = e * n * k // NF4_BLOCK_SIZE
+    packed = _as_tensor(packed, "packed", _U8, e * n * k // 2, device)
+    if nested_absmax is None:
+        if nested_code is not None or offset is not None:
+            _fail("'nested_code' / 'offset' given without 'nested_absmax': pass all three (double-quantized "
+                  "absmax) or none (FP32 absmax)")
+        absmax = _as_tensor(absmax, "absmax", _F32, blocks, device)
+    else:
+        absmax = _as_tensor(absmax, "absmax", _U8, blocks, device)
+        nested_absmax = _as_tensor(nested_absmax, "nested_absmax", _F32, -(-blocks // NF4_NESTED_BLOCK_SIZE), device)
+        nested_code = _as_tensor(nested_code, "nested_code", _F32, 256, device)
+        if offset is None:
+            _fail("'offset' is required with 'nested_absmax' (the mean added back to the 8-bit absmax)")
+        offset = fp32_offset(offset, "'offset'")
+    return NF4QuantState(packed, absmax, shape, nested_absmax, nested_code, offset, dtype)
+
+
 class NF4Weights:
     """NF4 experts [E, N, K] packed for chord's NF4 operators.
 
@@ -387,7 +432,11 @@ class NF4Weights:
         if isinstance(experts, torch.Tensor) and experts.device.type != "cuda":
             _fail(f"'experts' must be on a CUDA device (packing runs there), got {experts.device}; quantize_nf4 "
                   "alone runs on any device")
+        if quant_state is not None and not isinstance(quant_state, NF4QuantState):
+            raise TypeError(f"chord_kernels: 'quant_state' must be an NF4QuantState, got {type(quant_state).__name__}")
         state = quant_state if quant_state is not None else quantize_nf4(experts, double_quant)
+        state = _checked_state(state.packed, state.absmax, state.shape, state.nested_absmax, state.nested_code,
+                               state.offset, state.dtype)
         self._pack(state, _native(library))
         self.quant_state = state if keep_state else None
 
@@ -414,31 +463,7 @@ class NF4Weights:
                 nested_absmax, nested_code, offset = qs.state2.absmax, qs.state2.code, qs.offset
         if shape is None:
             raise TypeError("chord_kernels: from_quant_state needs the logical 'shape' (E, N, K)")
-        shape = tuple(int(s) for s in shape)
-        if len(shape) == 2:
-            shape = (1,) + shape
-        if len(shape) != 3 or min(shape) < 1 or shape[2] % NF4_BLOCK_SIZE:
-            _fail(f"'shape' must be (E, N, K) with K a positive multiple of {NF4_BLOCK_SIZE}, got {shape}")
-        e, n, k = shape
-        if not isinstance(packed, torch.Tensor):
-            raise TypeError(f"chord_kernels: 'packed' must be a torch.Tensor, got {type(packed).__name__}")
-        device = packed.device
-        blocks = e * n * k // NF4_BLOCK_SIZE
-        packed = _as_tensor(packed, "packed", _U8, e * n * k // 2, device)
-        if nested_absmax is None:
-            if nested_code is not None or offset is not None:
-                _fail("'nested_code' / 'offset' given without 'nested_absmax': pass all three (double-quantized "
-                      "absmax) or none (FP32 absmax)")
-            absmax = _as_tensor(absmax, "absmax", _F32, blocks, device)
-        else:
-            absmax = _as_tensor(absmax, "absmax", _U8, blocks, device)
-            nested_absmax = _as_tensor(nested_absmax, "nested_absmax", _F32, -(-blocks // NF4_NESTED_BLOCK_SIZE),
-                                       device)
-            nested_code = _as_tensor(nested_code, "nested_code", _F32, 256, device)
-            if offset is None:
-                _fail("'offset' is required with 'nested_absmax' (the mean added back to the 8-bit absmax)")
-            offset = fp32_offset(offset, "'offset'")
-        state = NF4QuantState(packed, absmax, shape, nested_absmax, nested_code, offset, dtype or torch.bfloat16)
+        state = _checked_state(packed, absmax, shape, nested_absmax, nested_code, offset, dtype or torch.bfloat16)
         return cls(quant_state=state, keep_state=keep_state, library=library)
 
     def _pack(self, state: NF4QuantState, native):
@@ -495,7 +520,7 @@ class NF4Weights:
         bit-identical to bitsandbytes' dequantize_4bit of the QuantState."""
         dtype = dtype or self.dtype
         code = _dtype_code(dtype, "dtype")
-        out = torch.empty(self.shape, dtype=dtype, device=self.weight.device)
+        out = torch.empty(_nf4_dims(self), dtype=dtype, device=self.weight.device)
         if _compiling(library):
             torch.ops.chord.nf4_dequantize(self.weight, self.absmax, self.tag, code, out)
         else:
@@ -519,7 +544,7 @@ def nf4_grouped_mm(x: torch.Tensor, offsets: torch.Tensor, w: NF4Weights,
     if not isinstance(w, NF4Weights):
         raise TypeError(f"chord_kernels: 'w' must be NF4Weights (or a W4A16Weight), got {type(w).__name__}")
     if out is None:
-        out = torch.empty((x.shape[0], w.tag[5]), dtype=x.dtype, device=x.device)
+        out = torch.empty((x.shape[0], _nf4_dims(w)[1]), dtype=x.dtype, device=x.device)
     if _compiling(library):
         torch.ops.chord.nf4_offsets(x, w.weight, w.absmax, w.tag, offsets, out)
     else:

@@ -238,3 +238,60 @@ def test_operators_trace_in_one_graph_before_any_eager_call():
     except NotImplementedError as e:  # the traced graph runs the CUDA op on CPU tensors
         assert "CPU" in str(e)
     assert len(graphs) == 1
+
+
+def test_nf4_quant_state_given_directly_is_checked_like_from_quant_state():
+    """NF4Weights(quant_state=...) hands the state's tensors to the GPU pack by pointer: every
+    part is checked against the shape first (a short packed or an fp16 absmax would be read out
+    of bounds or misread)."""
+    e, n, k = 1, 16, 128
+    blocks = e * n * k // 64
+    good = dict(packed=torch.zeros(e * n * k // 2, dtype=torch.uint8), absmax=torch.zeros(blocks), shape=(e, n, k))
+    for change, message in [(dict(packed=torch.zeros(10, dtype=torch.uint8)), "'packed' must have 1024 elements"),
+                            (dict(absmax=torch.zeros(blocks, dtype=torch.float16)), "'absmax' must be torch.float32"),
+                            (dict(absmax=torch.zeros(1)), "'absmax' must have 32 elements"),
+                            (dict(shape=(1, 16, 64.9)), "'shape' must hold integers"),
+                            (dict(shape="1,16,128"), "'shape' must be"),
+                            (dict(dtype="float16"), "'dtype' must be")]:
+        args = dict(good, **change)
+        state = object.__new__(ck.NF4QuantState)  # as a caller could build one, bypassing __post_init__
+        for field, value in dict(dict(nested_absmax=None, nested_code=None, offset=None, dtype=torch.bfloat16),
+                                 **args).items():
+            object.__setattr__(state, field, value)
+        with pytest.raises(ValueError, match=message):
+            ck.NF4Weights(quant_state=state)
+    with pytest.raises(TypeError, match="must be an NF4QuantState"):
+        ck.NF4Weights(quant_state={"packed": good["packed"]})
+
+
+def test_nf4_operators_check_the_tag_before_allocating():
+    w = object.__new__(ck.NF4Weights)
+    w.weight = torch.zeros(64 * 128 // 2, dtype=torch.uint8)
+    w.absmax = torch.zeros(64 * 128 // 16, dtype=torch.uint8)
+    w.tag = (ck.expected_nf4_tag(1, 64, 128)[:4]) + (2 ** 40, 64, 128)
+    w.dtype = torch.bfloat16
+    w.quant_state = None
+    with pytest.raises(ValueError, match="E=1099511627776"):
+        w.dequantize()
+    with pytest.raises(ValueError, match="E=1099511627776"):
+        ck.nf4_grouped_mm(torch.zeros(4, 128, dtype=torch.bfloat16), torch.zeros(1, dtype=torch.int32), w)
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(expression="a * b\x00 + garbage ) ("), "NUL"),
+    (dict(scatter_idx=torch.zeros(2, 8, dtype=torch.int32)), r"scatter_idx must be \[8, C\]"),
+    (dict(scatter_idx=torch.zeros(8, 1, 1, dtype=torch.int32)), r"scatter_idx must be \[8, C\]"),
+    (dict(scatter_idx=torch.zeros(0, dtype=torch.int32)), r"scatter_idx must be \[8, C\]"),
+    (dict(group_rows=torch.zeros(0, dtype=torch.int32)), r"group_rows must be \[G\] with G >= 1"),
+    (dict(group_rows=torch.zeros(3, dtype=torch.int32)), r"group_rows must be \[G\] with G >= 1 dividing"),
+])
+def test_activation_layout_arguments_are_checked(change, message):
+    from chord_kernels import activation
+    args = dict(inputs=torch.zeros(8, 64, dtype=torch.bfloat16), kind=activation.KINDS["binary_split"],
+                expression="a * b", out=torch.zeros(16, 32, dtype=torch.bfloat16), scatter_idx=None, group_rows=None,
+                num_valid=None)
+    args.update(change)
+    with pytest.raises(ValueError, match=message):
+        activation._check_args(**args)
+    args = dict(args, **{k: None for k in ("scatter_idx", "group_rows")}, expression="a * b")
+    activation._check_args(**args)  # the rest was fine
