@@ -75,6 +75,8 @@ def may_process_input(config: LayerConfig, inputs: torch.Tensor, *, outputs: Opt
     to do, else `outputs` (allocated when None) written by one activation kernel (see
     humming.ops.process_input for the layouts)."""
     config.check_device(inputs.device)
+    if layout not in ops.LAYOUTS:  # even when there is nothing to do: a caller's typo is an error
+        raise unsupported(f"input layout '{layout}' (served: {', '.join(ops.LAYOUTS)})")
     if token_scales is not None or group_scales is not None or config.input_quant_mode.should_quantize:
         raise unsupported("input quantization")
     nothing_to_do = (activation_type in (None, "none") and not activation_impl and outputs is None
@@ -131,7 +133,9 @@ def humming_forward(config: LayerConfig, inputs: torch.Tensor, weight: torch.Ten
         if sorted_ids is None or expert_ids is None or num_tokens_padded is None:
             raise ValueError("humming (chord backend): the indexed GEMM needs sorted_ids, expert_ids and "
                              "num_tokens_padded")
-        rows = _parse(tuning_config) or heuristic_rows(config.experts)
+        # Empty rows are rows: the caller's lookup over them fell back as block_for does.
+        parsed = _parse(tuning_config)
+        rows = parsed if parsed is not None else heuristic_rows(config.experts)
         block = block_for(rows, valid_shape_m)
         return chord_kernels.indexed(inputs, packed, sorted_ids, expert_ids, num_tokens_padded, top_k, outputs,
                                      block_size=block)

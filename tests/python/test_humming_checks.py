@@ -117,3 +117,22 @@ def test_one_group_per_gpu_is_still_a_group_scale(cfg):
     attrs = BaseWeightSchema.from_config(cfg).get_tensors_attrs(256, 128, torch.bfloat16)
     kinds = {name: a["extra_attrs"].get("scale_type") for name, a in attrs.items() if "scale" in name or "zero" in name}
     assert kinds and set(kinds.values()) == {"group"}, kinds
+
+
+def test_tuning_rows_are_checked_and_empty_rows_fall_back_as_the_caller_does():
+    from humming.tune import FALLBACK_BLOCK, block_for
+    assert block_for([], 16) == FALLBACK_BLOCK  # what vLLM's own lookup over no rows uses
+    with pytest.raises(ValueError, match="a tuning row must be"):
+        block_for([[-1, 100, {"backend": "chord"}]], 16)
+    with pytest.raises(ValueError, match="tuning rows must be a list"):
+        block_for({"block_shape": [16]}, 16)
+
+
+def test_an_unknown_input_layout_is_refused_even_with_nothing_to_do(monkeypatch):
+    layer = LayerConfig(a_dtype=dtypes.bfloat16, b_dtype=dtypes.uint4, c_dtype=dtypes.bfloat16,
+                        bs_dtype=dtypes.bfloat16, shape_n=64, shape_k=128, num_experts=4)
+    monkeypatch.setattr(LayerConfig, "check_device", lambda self, device: None)
+    with pytest.raises(NotImplementedError, match="input layout 'bogus'"):
+        forward.may_process_input(layer, torch.zeros(4, 128, dtype=torch.bfloat16), layout="bogus")
+    inputs = torch.zeros(4, 128, dtype=torch.bfloat16)
+    assert forward.may_process_input(layer, inputs)[0] is inputs

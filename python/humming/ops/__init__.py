@@ -11,7 +11,7 @@ from humming.schema.base import unsupported
 
 # What the activation "none" computes: a copy in the requested row layout.
 IDENTITY = "a"
-_LAYOUTS = ("normal", "scatter", "grouped_mask")
+LAYOUTS = ("normal", "scatter", "grouped_mask")
 
 
 def _as_int32(t: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
@@ -59,8 +59,8 @@ def process_input(
         raise unsupported(f"Hadamard rotation (block {hadamard_block_size})")
     if zero_invalid:
         raise unsupported("zero_invalid input processing")
-    if layout not in _LAYOUTS:
-        raise unsupported(f"input layout '{layout}' (served: {', '.join(_LAYOUTS)})")
+    if layout not in LAYOUTS:
+        raise unsupported(f"input layout '{layout}' (served: {', '.join(LAYOUTS)})")
     scatter_idx = scatter_idx if scatter_idx is not None else indices
     expert_tokens = expert_tokens if expert_tokens is not None else expert_layout
     if activation_type in (None, "none"):

@@ -69,7 +69,14 @@ FALLBACK_BLOCK = 64
 
 def block_for(rows: List[list], valid_shape_m: int) -> int:
     """The routing block of the row covering valid_shape_m, found as vLLM finds it."""
-    for lower, upper, config in rows:
+    if not isinstance(rows, list):
+        raise ValueError(f"humming (chord backend): tuning rows must be a list, got {type(rows).__name__}")
+    for row in rows:
+        if not (isinstance(row, (list, tuple)) and len(row) == 3 and isinstance(row[2], dict)
+                and isinstance(row[2].get("block_shape"), (list, tuple)) and row[2]["block_shape"]):
+            raise ValueError(f"humming (chord backend): a tuning row must be [lower, upper, {{'block_shape': "
+                             f"[block, ...], ...}}], got {row!r}")
+        lower, upper, config = row
         if lower < valid_shape_m <= upper:
             return int(config["block_shape"][0])
     return FALLBACK_BLOCK
