@@ -33,8 +33,8 @@ REGS_PER_SM = 65536
 MAX_WARPS_PER_SM = 64
 
 # Kernel names: the tile, the weight kind's suffix (_f16, _zpg128, _nf4, ...), then _sk<split>,
-# _gs<form> and _stk (the stream-K schedule) where they are not the defaults
-# (jit/families/w4a16.cpp).
+# _gs<form> and _nr<run> where they are not the defaults (jit/families/w4a16.cpp). _stk is the
+# stream-K schedule the library no longer builds: bench/results files that measured it name it.
 MMA_NAME = re.compile(r"w4a16_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)k(\d+)s(\d+)w(\d+)x(\d+)"
                       r"(?:_(?!sk\d|gs\d|stk$|nr\d)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?(_stk)?(?:_nr(\d+))?$")
 WGMMA_NAME = re.compile(r"w4a16_wgmma(?:_ws)?_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)wg(\d+)s(\d+)")

@@ -235,7 +235,7 @@ int precompile(const Args& args) {
     struct stat st{};
     return ::stat(path.c_str(), &st) == 0 && (st.st_mode & need) == need;
   };
-  if (shared) {
+  if (shared && !runtime.disk_cache().memory_only()) {  // a refused folder has its own warning
     for (const std::string& folder : {out_dir, out_dir + "/kernels"}) {
       if (!readable_by_others(folder, S_IROTH | S_IXOTH)) unreadable.push_back(folder);
     }
@@ -491,7 +491,7 @@ const std::vector<Command>& commands() {
          "Compiles a kernel set, or the kernels of a model's MoE layer, ahead of time, so that a server's first "
          "call does not wait for NVRTC. "
          "Needs no GPU. The cache is CHORD_CACHE_DIR, by default $XDG_CACHE_HOME/chord or ~/.cache/chord. "
-         "Exits 1 unless the folder holds every kernel of the set at the end.",
+         "Exits 1 if a kernel ends up in no cache folder it searches (the warnings say why).",
          {{"--arch", "ARCH", true, arches},
           {"--profile", "NAME", false, "the kernel set: " + join(chord::kernel_set_names())},
           {"--moe", "E,H,I", false,
@@ -507,7 +507,8 @@ const std::vector<Command>& commands() {
            "call"},
           {"--out", "DIR", false,
            "compile into DIR instead of the cache: a folder for others to read through CHORD_CACHE_READONLY_DIRS "
-           "(folders 0755, entries 0644)"}},
+           "(new folders 0755, new entries 0644; an existing folder not yours, or writable by group or others, is "
+           "refused)"}},
          sets,
          precompile,
          "(--profile NAME | --moe E,H,I)"},

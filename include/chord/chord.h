@@ -216,7 +216,8 @@ CHORD_EXPORT int64_t chord_nf4_absmax_bytes(int64_t E, int64_t N, int64_t K);
  *   nested_absmax_dev  NULL: absmax_dev is FP32 [E*N*K/64] (compress_statistics=False);
  *                      else absmax_dev is uint8 [E*N*K/64], nested_absmax_dev FP32
  *                      [ceil(E*N*K/64 / 256)] (state2.absmax), nested_code_dev FP32 [256]
- *                      (state2.code) and offset the FP32 offset (compress_statistics=True).
+ *                      (state2.code) and offset the FP32 offset (compress_statistics=True),
+ *                      which must be finite (CHORD_ERROR_INVALID_ARGUMENT otherwise).
  * The absmax is resolved once, in FP32, as dequantize_4bit does: code[q] * absmax2 + offset.
  * weight_out_dev / absmax_out_dev: caller-allocated (sizes above), 16-byte aligned; *weight
  * is filled in. Needs N % 16 == 0 and K % 64 == 0 (the GEMM also needs N, K multiples of

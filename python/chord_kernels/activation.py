@@ -85,9 +85,9 @@ def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Option
 
     kind: "unary" (a = in[r, j]), "binary_split" (a = in[r, j], b = in[r, n + j]) or
     "binary_interleaved" (a = in[r, 2j], b = in[r, 2j + 1]); n = out's width, a multiple of 8.
-    scatter_idx int32 [rows, C] (or flat [rows * C]): row r goes to every scatter_idx[r, c] >= 0
-    below out's row count (the others are skipped: device data the host does not read) (else
-    dst = r).
+    scatter_idx int32 [rows, C] (or flat [rows * C]): row r goes to every scatter_idx[r, c] in
+    [0, out's rows); other entries are skipped (device data the host does not read). Without
+    scatter_idx, dst = r.
     group_rows int32 [G]: rows are G equal blocks; row i of block g is written if
     i < group_rows[g]. num_valid int32 [1]: rows (destinations, with a scatter) from
     num_valid[0] on are skipped. Rows not written keep out's contents (new out: uninitialized).
