@@ -24,9 +24,12 @@ tail -2 "$out/bench.txt"
 if [ -z "${CHORD_SKIP_PORTABLE:-}" ]; then  # set it to save device time when the portable family is unchanged
   CHORD_W4A16_ENGINE=portable build/tests/chord_gpu_tests > "$out/gpu_tests_portable.log" 2>&1
   echo "portable: $(grep -E 'test cases|All tests passed' "$out/gpu_tests_portable.log" | tail -1)"
-  CHORD_W4A16_ENGINE=portable python3 bench/bench_w4a16.py --quick --out /tmp/portable > /dev/null 2>&1
-  cp /tmp/portable/bench.json "$out/bench_portable.json" 2>/dev/null || echo "portable bench failed"
+  # Fresh folders: a warm machine keeps /tmp, and a failed run must not report the last call's files.
+  portable=$(mktemp -d /tmp/portable.XXXXXX)
+  CHORD_W4A16_ENGINE=portable python3 bench/bench_w4a16.py --quick --out "$portable" > /dev/null 2>&1
+  cp "$portable/bench.json" "$out/bench_portable.json" 2>/dev/null || echo "portable bench failed"
 fi
-OUT=/tmp/py timeout 240 scripts/test_python_gpu.sh > /tmp/py.txt 2>&1
-cp /tmp/py/pytest.log "$out/pytest.log" 2>/dev/null || cp /tmp/py.txt "$out/pytest.log"
+py_out=$(mktemp -d /tmp/py.XXXXXX)
+OUT=$py_out timeout 240 scripts/test_python_gpu.sh > "$py_out.txt" 2>&1
+cp "$py_out/pytest.log" "$out/pytest.log" 2>/dev/null || cp "$py_out.txt" "$out/pytest.log"
 grep -E "^=+ .*(passed|failed)|overhead" "$out/pytest.log" | tail -4

@@ -17,7 +17,8 @@ set_name=${1:?usage: lab/device_peers.sh suite|generalization [SECONDS]}
 budget=${2:-550}
 start=$(date +%s)
 elapsed() { echo $(( $(date +%s) - start )); }
-left() { echo $(( budget - $(elapsed) )); }
+# At least 1 s: timeout takes 0 as no limit and refuses a negative one.
+left() { local l=$(( budget - $(elapsed) )); echo $(( l > 0 ? l : 1 )); }
 out=${OUT:-/tmp/chord-out}
 runs=$(mktemp -d /tmp/peers.XXXXXX)
 mkdir -p "$out"

@@ -6,6 +6,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out=${OUT:-/tmp/chord-py-out}
 mkdir -p "$out"
+out=$(cd "$out" && pwd)  # absolute: pytest runs from /tmp below
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 export CHORD_CACHE_DIR=${CHORD_CACHE_DIR:-/tmp/chord-cache}
 scripts/install_wheel.sh "$out/pip_install.log" || exit 1

@@ -6,8 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=${CHORD_PY_CI_DIR:-/tmp/chord-py-ci}
-rm -rf "$work"
 mkdir -p "$work"
+rm -rf "$work/venv" "$work/dist"  # a fresh environment; the folder itself (and its mode) stays
 
 python=${PYTHON:-python3}
 if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
