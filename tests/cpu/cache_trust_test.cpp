@@ -279,3 +279,33 @@ TEST_CASE("cache trust: CHORD_JIT_DUMP_SOURCE replaces a symlink planted beside 
     CHECK(read_text(dumped).find("chord_entry") != std::string::npos);
   }
 }
+
+TEST_CASE("cache trust: a symlink another user made where the cache folder would be is not followed", "[cache_trust]") {
+  TempDir dir;
+  chmod(dir.path().c_str(), 01777);  // a shared parent, as /tmp is
+  const std::string ours = dir.path() + "/ours", link = dir.path() + "/cache";
+  REQUIRE(mkdir(ours.c_str(), 0700) == 0);
+  const int planted = chord::test::run_as_other_user([&] { return symlink(ours.c_str(), link.c_str()) == 0 ? 0 : 1; });
+  if (planted < 0) {
+    WARN("skipped: switching to a second uid needs root (or CAP_SETUID); this process has neither");
+    return;
+  }
+  REQUIRE(planted == 0);
+  {
+    CaptureStderr err;
+    bool memory_only = false;
+    CHECK(compiled_afresh(link, &memory_only));
+    CHECK(memory_only);
+    const std::string warning = err.text();
+    INFO(warning);
+    CHECK(warning.find(link + " is a symlink made by uid " + std::to_string(chord::test::kOtherUid)) !=
+          std::string::npos);
+  }
+  CHECK(chord::test::list_dir(ours).empty());  // nothing was made where the link points
+  // A link of our own is followed as before.
+  const std::string own = dir.path() + "/own-link";
+  REQUIRE(symlink(ours.c_str(), own.c_str()) == 0);
+  bool memory_only = true;
+  CHECK(compiled_afresh(own, &memory_only));
+  CHECK_FALSE(memory_only);
+}
