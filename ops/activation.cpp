@@ -41,13 +41,9 @@ void moe_activation(const ActivationCall& call, CUstream stream) {
   if (call.scatter_idx) require_pointer(call.scatter_idx, "scatter_idx", 4);
   if (call.group_rows) require_pointer(call.group_rows, "group_rows", 4);
   if (call.num_valid) require_pointer(call.num_valid, "num_valid", 4);
-  const auto in_begin = reinterpret_cast<uintptr_t>(call.in);
-  const auto out_begin = reinterpret_cast<uintptr_t>(call.out);
-  const uintptr_t in_end = in_begin + static_cast<uintptr_t>(call.rows * call.in_cols * 2);
-  const uintptr_t out_end = out_begin + static_cast<uintptr_t>(call.out_rows * n * 2);
-  CHORD_REQUIRE(in_end <= out_begin || out_end <= in_begin, "in and out overlap");
-  require_disjoint({call.out, call.out_rows * n * 2, "out"},
-                   {{call.scatter_idx, call.rows * call.scatter_cols * 4, "scatter_idx"},
+  require_disjoint({{call.out, call.out_rows * n * 2, "out"}},
+                   {{call.in, call.rows * call.in_cols * 2, "in"},
+                    {call.scatter_idx, call.rows * call.scatter_cols * 4, "scatter_idx"},
                     {call.group_rows, call.groups * 4, "group_rows"},
                     {call.num_valid, 4, "num_valid"}});
 

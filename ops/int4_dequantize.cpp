@@ -23,7 +23,7 @@ void int4_dequantize(Int4SourceFormat format, const void* weight, const void* sc
   require_pointer(weight, weight_name, format == kInt4Codes ? 8 : 4);
   require_pointer(scales, "scales", 2);
   require_pointer(out, "out", 16);
-  require_disjoint({out, experts * n * k * 2, "out"},
+  require_disjoint({{out, experts * n * k * 2, "out"}},
                    {{weight, format == kInt4Codes ? experts * n * k : experts * n * k / 2, weight_name},
                     {scales, experts * n * (k / 32) * 2, "scales"}});
 

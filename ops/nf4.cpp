@@ -60,14 +60,12 @@ void nf4_pack(const void* packed, const void* absmax, const void* nested_absmax,
   require_pointer(absmax_out, "absmax_out", 16);
   CHORD_REQUIRE(weight != nullptr, "argument 'weight' is a null pointer");
   const int64_t blocks = experts * n * (k / kNF4BlockSize);
-  const Buffer inputs[] = {{packed, experts * n * k / 2, "packed"},
-                           {absmax, blocks * (nested ? 1 : 4), "absmax"},
-                           {nested_absmax, (blocks + kNF4NestedBlockSize - 1) / kNF4NestedBlockSize * 4, "nested_absmax"},
-                           {nested_code, 256 * 4, "nested_code"}};
-  const Buffer weight_buffer{weight_out, nf4_weight_bytes(experts, n, k), "weight_out"};
-  const Buffer absmax_buffer{absmax_out, nf4_absmax_bytes(experts, n, k), "absmax_out"};
-  require_disjoint(weight_buffer, {absmax_buffer, inputs[0], inputs[1], inputs[2], inputs[3]});
-  require_disjoint(absmax_buffer, {inputs[0], inputs[1], inputs[2], inputs[3]});
+  require_disjoint({{weight_out, nf4_weight_bytes(experts, n, k), "weight_out"},
+                    {absmax_out, nf4_absmax_bytes(experts, n, k), "absmax_out"}},
+                   {{packed, experts * n * k / 2, "packed"},
+                    {absmax, blocks * (nested ? 1 : 4), "absmax"},
+                    {nested_absmax, (blocks + kNF4NestedBlockSize - 1) / kNF4NestedBlockSize * 4, "nested_absmax"},
+                    {nested_code, 256 * 4, "nested_code"}});
   NF4KernelConfig config;
   config.absmax_form = nested ? kNF4AbsmaxNested : kNF4AbsmaxFP32;
   NF4PackArgs args{packed,     absmax, nested_absmax,           nested_code,        weight_out, absmax_out, offset,
@@ -83,7 +81,7 @@ void nf4_dequantize(const chord_w4a16_weight_t* weight, int dtype, void* out, CU
   config.dequant = true;
   config.element = static_cast<NF4Element>(element_of(dtype, "dtype"));
   require_pointer(out, "out", 16);
-  require_disjoint({out, weight->experts * weight->n * weight->k * 2, "out"},
+  require_disjoint({{out, weight->experts * weight->n * weight->k * 2, "out"}},
                    {{weight->weight_dev, nf4_weight_bytes(weight->experts, weight->n, weight->k), "weight"},
                     {weight->scales_dev, nf4_absmax_bytes(weight->experts, weight->n, weight->k), "absmax"}});
   NF4DequantArgs args{weight->weight_dev, weight->scales_dev, out, static_cast<int>(weight->experts),

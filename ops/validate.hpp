@@ -29,18 +29,22 @@ struct Buffer {
   const char* name;
 };
 
-// An output may not share a byte with another buffer of the call: the kernels read their inputs
-// while the outputs are written (and no operator works in place), so an overlap would give a
-// silently wrong result. Null or empty buffers (arguments a call does not use) are skipped.
-inline void require_disjoint(const Buffer& out, std::initializer_list<Buffer> others) {
-  const auto begin = reinterpret_cast<uintptr_t>(out.data);
-  const uintptr_t end = begin + static_cast<uintptr_t>(out.bytes);
-  for (const Buffer& other : others) {
-    if (other.data == nullptr || other.bytes <= 0 || out.data == nullptr || out.bytes <= 0) continue;
+// No output may share a byte with another output or an input of the call: the kernels read
+// their inputs while the outputs are written (and no operator works in place), so an overlap
+// would give a silently wrong result. Null or empty buffers (arguments a call does not use)
+// are skipped.
+inline void require_disjoint(std::initializer_list<Buffer> outputs, std::initializer_list<Buffer> inputs) {
+  auto check = [](const Buffer& out, const Buffer& other) {
+    if (other.data == nullptr || other.bytes <= 0 || out.data == nullptr || out.bytes <= 0) return;
+    const auto begin = reinterpret_cast<uintptr_t>(out.data);
     const auto other_begin = reinterpret_cast<uintptr_t>(other.data);
-    const uintptr_t other_end = other_begin + static_cast<uintptr_t>(other.bytes);
-    CHORD_REQUIRE(end <= other_begin || other_end <= begin,
+    CHORD_REQUIRE(begin + static_cast<uintptr_t>(out.bytes) <= other_begin ||
+                      other_begin + static_cast<uintptr_t>(other.bytes) <= begin,
                   "arguments '{}' and '{}' overlap (no operator works in place)", out.name, other.name);
+  };
+  for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+    for (auto later = out + 1; later != outputs.end(); ++later) check(*out, *later);
+    for (const Buffer& in : inputs) check(*out, in);
   }
 }
 

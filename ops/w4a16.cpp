@@ -227,10 +227,10 @@ void require_out_disjoint(const void* out, int64_t out_rows, const void* a, int6
   const Buffer out_buffer{out, out_rows * w->n * 2, "out"};
   const int64_t scale_bytes = w4a16_is_nf4(kind) ? nf4_absmax_bytes(w->experts, w->n, w->k)
                                                  : w4a16_format_scale_bytes(w->format, w->experts, w->n, w->k);
-  require_disjoint(out_buffer, {{a, a_rows * w->k * 2, "a"},
-                                {w->weight_dev, w->experts * w->n * (w->k / 2), "weight"},
-                                {w->scales_dev, scale_bytes, "scales"}});
-  require_disjoint(out_buffer, routing);
+  require_disjoint({out_buffer}, {{a, a_rows * w->k * 2, "a"},
+                                  {w->weight_dev, w->experts * w->n * (w->k / 2), "weight"},
+                                  {w->scales_dev, scale_bytes, "scales"}});
+  require_disjoint({out_buffer}, routing);
 }
 
 W4A16Args base_args(const void* a, const chord_w4a16_weight_t* w, void* out, W4A16Mode mode) {
@@ -553,15 +553,12 @@ W4A16PackConfig checked_pack_source(const void* src, int src_format_flags, const
   CHORD_REQUIRE(weight != nullptr, "argument 'weight' is a null pointer");
   if (zero_point) require_pointer(zero_points, "zero_points", 1);
   const int64_t groups = experts * n * (k / (g128 ? kW4A16Group128 : kW4A16GroupSize));
-  const Buffer inputs[] = {{src, src_format == kInt4Codes ? experts * n * k : experts * n * k / 2, "src"},
-                           {scales, groups * 2, "scales"},
-                           {zero_points, groups, "zero_points"}};
-  const Buffer weight_buffer{weight_out, w4a16_weight_bytes(experts, n, k), "weight_out"};
-  const Buffer scales_buffer{
-      scales_out, w4a16_format_scale_bytes(int4_format(zero_point, fp16, g128), experts, n, k),
-      "scales_out"};
-  require_disjoint(weight_buffer, {scales_buffer, inputs[0], inputs[1], inputs[2]});
-  require_disjoint(scales_buffer, {inputs[0], inputs[1], inputs[2]});
+  require_disjoint(
+      {{weight_out, w4a16_weight_bytes(experts, n, k), "weight_out"},
+       {scales_out, w4a16_format_scale_bytes(int4_format(zero_point, fp16, g128), experts, n, k), "scales_out"}},
+      {{src, src_format == kInt4Codes ? experts * n * k : experts * n * k / 2, "src"},
+       {scales, groups * 2, "scales"},
+       {zero_points, groups, "zero_points"}});
   W4A16PackConfig config;
   config.source_format = static_cast<Int4SourceFormat>(src_format);
   config.element = fp16 ? kNF4FP16 : kNF4BF16;

@@ -248,7 +248,7 @@ int precompile(const Args& args) {
     struct stat st{};
     const bool stored = ::stat(entry.c_str(), &st) == 0 && S_ISREG(st.st_mode);
     if (kernel->entry_path.empty() && !stored) ++missing;
-    if (shared && stored && !readable_by_others(entry, S_IROTH)) unreadable.push_back(entry);
+    if (shared && stored && (st.st_mode & S_IROTH) == 0) unreadable.push_back(entry);
   }
   progress(descriptors.size(), descriptors.size(), "done");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
