@@ -700,18 +700,23 @@ def _packed(packed):
     return packed
 
 
-def _dims(p):
-    """(E, N, K) of a packed weight whose tag and buffers pass the checks (a dict lookup once a
-    tag has passed): the operators size their outputs from it, so a foreign or damaged tag is a
-    ValueError before anything is allocated. While torch.compile traces, the tag's fields as they
-    are: the traced op's fake checks the tag, and the library's size helpers cannot be traced."""
+def _tag_dims(tag, check):
+    """(E, N, K) of a packed weight (INT4 or NF4) whose tag has passed `check`, its format's tag
+    and buffer checks (a dict lookup once a tag has passed): the operators size their outputs
+    from it, so a foreign or damaged tag is a ValueError before anything is allocated. While
+    torch.compile traces, the tag's fields as they are: the traced op's fake checks the tag, and
+    the library's size helpers cannot be traced."""
     if torch.compiler.is_compiling():
-        return tuple(p.tag[4:7])
-    known = _checked_tags.get(p.tag if type(p.tag) is tuple else tuple(p.tag))
+        return tuple(tag[4:7])
+    known = _checked_tags.get(tag if type(tag) is tuple else tuple(tag))
     if known is None:
-        _check_tag(p.tag, p.weight, p.scales)
-        known = _checked_tags[tuple(p.tag)]
+        check()
+        known = _checked_tags[tuple(tag)]
     return known[:3]
+
+
+def _dims(p):
+    return _tag_dims(p.tag, lambda: _check_tag(p.tag, p.weight, p.scales))
 
 
 def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:

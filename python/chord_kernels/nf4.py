@@ -299,11 +299,7 @@ def _check_nf4_tag(tag, weight, absmax):
 
 
 def _nf4_dims(w) -> Tuple[int, int, int]:
-    """(E, N, K) of NF4 weights whose tag passes the checks, before an output is sized from it
-    (while torch.compile traces: the tag's fields; the traced op's fake checks them)."""
-    if torch.compiler.is_compiling():
-        return tuple(w.tag[4:7])
-    return _check_nf4_tag(w.tag, w.weight, w.absmax)[1:]
+    return _ops._tag_dims(w.tag, lambda: _check_nf4_tag(w.tag, w.weight, w.absmax))
 
 
 def _dtype_code(dtype, name):

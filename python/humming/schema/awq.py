@@ -16,12 +16,13 @@ from humming.schema.base import (
     add_expert_dim,
     check_param_dtype,
     config_flag,
+    k_first_scales_and_zeros,
     int4_bits_and_group_problems,
     require_tensors,
     unsupported,
 )
 from humming.schema.humming import HummingWeightSchema
-from humming.utils.weight import pack_int4, pack_zero_point, scale_attrs, scale_group, scale_kind
+from humming.utils.weight import pack_int4, pack_zero_point, scale_group
 
 
 @dataclasses.dataclass(kw_only=True)
@@ -48,15 +49,10 @@ class AWQWeightSchema(BaseWeightSchema):
     def get_tensors_attrs(self, shape_n, shape_k, param_dtype, num_experts=None, has_bias=False, stack_size=1):
         if has_bias:
             raise unsupported("a bias")
-        groups = shape_k // scale_group(self.group_size, shape_k)
-        kind = scale_kind(self.group_size)  # vLLM's MoE loader needs it on scales and zeros
-        packed = {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8}
         return add_expert_dim({
-            "qweight": {"shape": (shape_k, shape_n // 8), "dtype": torch.int32, "extra_attrs": dict(packed)},
-            "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
-                       "extra_attrs": dict(packed, scale_type=kind)},
-            "scales": {"shape": (groups, shape_n), "dtype": param_dtype,
-                       "extra_attrs": scale_attrs(self.group_size, 0, 1)},
+            "qweight": {"shape": (shape_k, shape_n // 8), "dtype": torch.int32,
+                        "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8}},
+            **k_first_scales_and_zeros(self.group_size, shape_n, shape_k, param_dtype),
         }, num_experts)
 
     def to_humming_schema(self, param_dtype=None) -> HummingWeightSchema:

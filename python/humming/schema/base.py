@@ -7,7 +7,7 @@ from typing import Any, ClassVar, Dict, List, Optional, Tuple
 import torch
 
 from humming import dtypes
-from humming.utils.weight import GROUP_SIZE
+from humming.utils.weight import GROUP_SIZE, scale_attrs, scale_group, scale_kind
 
 
 SERVED = ("chord serves INT4 W4A16: bfloat16 or float16 activations (the model dtype) x 4-bit integer weights, "
@@ -34,6 +34,18 @@ def _config_kwargs(cls, config: Dict[str, Any]) -> Dict[str, Any]:
                 kwargs[field.name] = config[alias]
                 break
     return kwargs
+
+
+def k_first_scales_and_zeros(group_size: int, shape_n: int, shape_k: int, param_dtype: torch.dtype):
+    """The scales [K/G, N] and qzeros int32 [K/G, N/8] (packed along N) that GPTQ and AWQ
+    checkpoints both store, with the attributes vLLM's linear parameters and MoE loader need."""
+    groups = shape_k // scale_group(group_size, shape_k)
+    return {
+        "scales": {"shape": (groups, shape_n), "dtype": param_dtype, "extra_attrs": scale_attrs(group_size, 0, 1)},
+        "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
+                   "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8,
+                                   "scale_type": scale_kind(group_size)}},
+    }
 
 
 def add_expert_dim(attrs: Dict[str, Dict[str, Any]], num_experts: Optional[int]) -> Dict[str, Dict[str, Any]]:

@@ -12,9 +12,10 @@ import torch
 
 from humming import dtypes
 from humming.schema.base import (BaseWeightSchema, add_expert_dim, check_param_dtype, config_flag,
-                                  int4_bits_and_group_problems, require_tensors, unsupported)
+                                  int4_bits_and_group_problems, k_first_scales_and_zeros, require_tensors,
+                                  unsupported)
 from humming.schema.humming import HummingWeightSchema
-from humming.utils.weight import pack_zero_point, scale_attrs, scale_group, scale_kind
+from humming.utils.weight import pack_zero_point, scale_group
 from chord_kernels.checkpoint import unpack_gptq_zeros
 
 
@@ -54,16 +55,10 @@ class GPTQWeightSchema(BaseWeightSchema):
         parameter to load into; vLLM's MoE loader leaves g_idx unloaded, which nothing reads."""
         if has_bias:
             raise unsupported("a bias")
-        groups = shape_k // scale_group(self.group_size, shape_k)
-        kind = scale_kind(self.group_size)
         return add_expert_dim({
             "qweight": {"shape": (shape_k // 8, shape_n), "dtype": torch.int32,
                         "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 0, "packed_factor": 8}},
-            "scales": {"shape": (groups, shape_n), "dtype": param_dtype,
-                       "extra_attrs": scale_attrs(self.group_size, 0, 1)},
-            "qzeros": {"shape": (groups, shape_n // 8), "dtype": torch.int32,
-                       "extra_attrs": {"input_dim": 0, "output_dim": 1, "packed_dim": 1, "packed_factor": 8,
-                                       "scale_type": kind}},
+            **k_first_scales_and_zeros(self.group_size, shape_n, shape_k, param_dtype),
             "g_idx": {"shape": (shape_k,), "dtype": torch.int32, "extra_attrs": {"input_dim": 0}},
         }, num_experts)
 
