@@ -597,7 +597,8 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     weight: codes 0..15 as uint8 (or int32) [E, N, K] / [N, K], or the compressed-tensors
     pack-quantized int32 [E, N, K/8] / [N, K/8] (8 codes per word, least significant
     first). Which one is inferred from the last dimension against K = group_size *
-    scale.shape[-1].
+    scale.shape[-1]; int32 words that all hold one nibble (codes under a group_size 8x too
+    large) are refused.
     scale: [E, N, K/group_size] / [N, K/group_size] (rounded to `dtype` if not `dtype`).
     group_size: weights per scale along K: 32, or any multiple of 32 that divides K (64 and
     128 as GPTQ and compressed-tensors store them; K itself for one scale per row). A multiple
@@ -647,6 +648,15 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
     elif last * 8 == k:
         if weight.dtype != torch.int32:
             _fail(f"the compressed-tensors form must be int32 [E, N, K/8], got {weight.dtype}")
+        # Unpacked int32 codes with a group_size 8x too large have this shape too. Real packed
+        # words fill their upper nibbles; words that are all single nibbles, not all zero, are
+        # such codes, and packing them as words would be a silently wrong weight. All-zero
+        # words pass: vLLM's dummy load leaves int32 parameters as allocated.
+        if weight.numel() and not torch.compiler.is_compiling() and not bool(torch.any(weight & -16)) \
+                and bool(torch.any(weight)):
+            _fail(f"'weight' int32 [E, N, {last}] holds only values 0..15: unpacked codes, not packed words. "
+                  f"With codes, K = {last} and group_size = {last} / scale.shape[-1] (group_size {group_size} "
+                  f"gives K = {k})")
         src = weight.contiguous()
         src_format = SRC_COMPRESSED
     else:

@@ -295,3 +295,16 @@ def test_activation_layout_arguments_are_checked(change, message):
         activation._check_args(**args)
     args = dict(args, **{k: None for k in ("scatter_idx", "group_rows")}, expression="a * b")
     activation._check_args(**args)  # the rest was fine
+
+
+def test_pack_refuses_unpacked_codes_read_as_packed_words(cpu_pack):
+    # int32 codes [E, N, K] with group_size 8x too large have the packed form's shape [E, N, K'/8].
+    scale = torch.ones(E, N, K // 32, dtype=torch.float32)
+    with pytest.raises(ValueError, match=r"only values 0\.\.15: unpacked codes"):
+        ck.pack_w4a16(codes(dtype=torch.int32), scale, group_size=256)
+    assert not cpu_pack
+    ck.pack_w4a16(codes(dtype=torch.int32), scale, group_size=32)  # the right group size packs as codes
+    words = torch.randint(-2**31, 2**31 - 1, (E, N, K // 8), dtype=torch.int32)
+    ck.pack_w4a16(words, scale)  # real packed words pack
+    ck.pack_w4a16(torch.zeros(E, N, K // 8, dtype=torch.int32), scale)  # as a dummy load leaves them
+    assert len(cpu_pack) == 3
