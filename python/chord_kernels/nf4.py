@@ -430,11 +430,13 @@ class NF4Weights:
                   "alone runs on any device")
         if quant_state is not None and not isinstance(quant_state, NF4QuantState):
             raise TypeError(f"chord_kernels: 'quant_state' must be an NF4QuantState, got {type(quant_state).__name__}")
-        state = quant_state if quant_state is not None else quantize_nf4(experts, double_quant)
-        state = _checked_state(state.packed, state.absmax, state.shape, state.nested_absmax, state.nested_code,
-                               state.offset, state.dtype)
+        given = quant_state if quant_state is not None else quantize_nf4(experts, double_quant)
+        state = _checked_state(given.packed, given.absmax, given.shape, given.nested_absmax, given.nested_code,
+                               given.offset, given.dtype)
         self._pack(state, _native(library))
-        self.quant_state = state if keep_state else None
+        # The state kept is the one given or quantized, as quantize_nf4 returns it (the offset a
+        # tensor); the checked copy only feeds the pack.
+        self.quant_state = given if keep_state else None
 
     @classmethod
     def from_quant_state(cls, packed: torch.Tensor, absmax: Any = None, shape: Optional[Sequence[int]] = None, *,

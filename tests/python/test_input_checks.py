@@ -308,3 +308,17 @@ def test_pack_refuses_unpacked_codes_read_as_packed_words(cpu_pack):
     ck.pack_w4a16(words, scale)  # real packed words pack
     ck.pack_w4a16(torch.zeros(E, N, K // 8, dtype=torch.int32), scale)  # as a dummy load leaves them
     assert len(cpu_pack) == 3
+
+
+def test_nf4_keep_state_keeps_the_state_as_given(monkeypatch):
+    """keep_state keeps the QuantState as quantize_nf4 (or the caller) made it, its offset a
+    tensor; the checked copy that feeds the pack is not what the caller gets back."""
+    packed_states = []
+    monkeypatch.setattr(ck.NF4Weights, "_pack", lambda self, state, native: packed_states.append(state))
+    monkeypatch.setattr(nf4, "_native", lambda library: None)
+    given = ck.quantize_nf4(torch.randn(2, 64, 128))
+    w = ck.NF4Weights(quant_state=given, keep_state=True)
+    assert w.quant_state is given and isinstance(w.quant_state.offset, torch.Tensor)
+    (checked,) = packed_states
+    assert checked.offset == float(given.offset)  # the pack takes the offset by value
+    assert ck.NF4Weights(quant_state=given).quant_state is None
