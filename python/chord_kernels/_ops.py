@@ -146,8 +146,9 @@ def expected_tag(experts: int, n: int, k: int, dtype: torch.dtype = torch.bfloat
 
 # -- checks (metadata only) ---------------------------------------------------------------
 
-# tag -> (E, N, K, weight bytes, scale bytes), filled by the first check of each distinct tag
-# (the per-call path then costs one dict lookup).
+# (family label, tag) -> (E, N, K, weight bytes, scale bytes), filled by the first check of each
+# distinct tag (the per-call path then costs one dict lookup). Keyed by the family too: a tag that
+# passed NF4's checks has not passed INT4's.
 _checked_tags = {}
 
 
@@ -162,6 +163,9 @@ def checked_bytes(size_fn, e, n, k):
     if size < 0:
         _fail(f"shape E={e} N={n} K={k} is out of the packed layout's range ({size_fn.__name__})")
     return size
+
+
+_INT4_LABEL = "packed weight"  # the INT4 formats' _PackedFormat.label
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,7 +188,7 @@ def _check_packed(spec, tag, weight, second):
     every call. Returns (tag, E, N, K)."""
     if type(tag) is not tuple:
         tag = tuple(tag)
-    known = _checked_tags.get(tag)
+    known = _checked_tags.get((spec.label, tag))
     if known is None:
         label, group_field = spec.label, spec.group_field
         if len(tag) != 7:
@@ -202,7 +206,7 @@ def _check_packed(spec, tag, weight, second):
         if e < 1 or n < PACK_N or k < PACK_K or n % PACK_N or k % PACK_K:
             _fail(f"{label} shape E={e} N={n} K={k} is invalid (N % {PACK_N} == 0, K % {PACK_K} == 0)")
         known = (e, n, k) + tuple(spec.buffer_bytes(e, n, k))
-        _checked_tags[tag] = known
+        _checked_tags[(spec.label, tag)] = known
     e, n, k, weight_bytes, second_bytes = known
     _check_buffer(weight, spec.weight_what, weight_bytes, e, n, k)
     _check_buffer(second, spec.second_what, second_bytes, e, n, k)
@@ -236,7 +240,7 @@ def _int4_format(fmt):
     else:
         scale_bytes = lambda e, n, k: checked_bytes(_C.scale_bytes, e, n, k)  # noqa: E731
     return _PackedFormat(
-        label="packed weight", group_field="group_size", format=fmt,
+        label=_INT4_LABEL, group_field="group_size", format=fmt,
         format_message=(f"packed weight format {{fmt}} is not INT4 ({FORMAT_INT4_G32}: bfloat16, "
                         f"{FORMAT_INT4_G32_FP16}: float16, {FORMAT_INT4_G32_ZP} / {FORMAT_INT4_G32_ZP_FP16}: "
                         f"the same with zero points, {FORMAT_INT4_G128} / {FORMAT_INT4_G128_FP16} / "
@@ -351,17 +355,20 @@ def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_toke
     _check_act(a, "inputs", dtype, 2)
     if a.shape[1] != k:
         _fail(f"'inputs' has K = {a.shape[1]}, the packed weight has K = {k}")
-    if top_k < 1:
-        _fail(f"top_k must be >= 1, got {top_k}")
-    if block_size < 8 or block_size % 8:
-        _fail(f"block_size must be a positive multiple of 8 (the moe_align_block_size alignment), got {block_size}")
+    if top_k < 1 or top_k > 1024:
+        _fail(f"top_k must be in 1..1024, got {top_k}")
+    if block_size < 8 or block_size > 1024 or block_size % 8:
+        _fail(f"block_size must be a multiple of 8 in 8..1024 (the moe_align_block_size alignment), got {block_size}")
     _check_tensor(sorted_ids, "sorted_ids", _I32, 1)
     _check_tensor(expert_ids, "expert_ids", _I32, 1)
     _check_tensor(num_tokens_padded, "num_tokens_padded", _I32, 1)
+    # moe_align_block_size (chord's and vLLM's) makes one expert id per block of sorted ids. The
+    # kernel reads block p's expert at expert_ids[p // block_size], so a block_size other than
+    # the routing's would run rows on the wrong experts: the count must match exactly.
     blocks = -(-sorted_ids.shape[0] // block_size)
-    if expert_ids.shape[0] < blocks:
+    if expert_ids.shape[0] != blocks:
         _fail(f"'expert_ids' has {expert_ids.shape[0]} entries; {sorted_ids.shape[0]} sorted ids in blocks of "
-              f"{block_size} need {blocks}")
+              f"{block_size} make {blocks}: pass the block_size the routing was aligned with")
     if num_tokens_padded.shape[0] < 1:
         _fail("'num_tokens_padded' is empty")
     _check_out(out, (a.shape[0] * top_k, n), "outputs", dtype)
@@ -710,23 +717,25 @@ def _packed(packed):
     return packed
 
 
-def _tag_dims(tag, check):
-    """(E, N, K) of a packed weight (INT4 or NF4) whose tag has passed `check`, its format's tag
-    and buffer checks (a dict lookup once a tag has passed): the operators size their outputs
+def _tag_dims(tag, label, check):
+    """(E, N, K) of a packed weight of the family `label` (a _PackedFormat's: INT4 or NF4) whose
+    tag has passed `check`, its format's tag and buffer checks (a dict lookup once a tag has
+    passed under that family): the operators size their outputs
     from it, so a foreign or damaged tag is a ValueError before anything is allocated. While
     torch.compile traces, the tag's fields as they are: the traced op's fake checks the tag, and
     the library's size helpers cannot be traced."""
     if torch.compiler.is_compiling():
         return tuple(tag[4:7])
-    known = _checked_tags.get(tag if type(tag) is tuple else tuple(tag))
+    key = (label, tag if type(tag) is tuple else tuple(tag))
+    known = _checked_tags.get(key)
     if known is None:
         check()
-        known = _checked_tags[tuple(tag)]
+        known = _checked_tags[key]
     return known[:3]
 
 
 def _dims(p):
-    return _tag_dims(p.tag, lambda: _check_tag(p.tag, p.weight, p.scales))
+    return _tag_dims(p.tag, _INT4_LABEL, lambda: _check_tag(p.tag, p.weight, p.scales))
 
 
 def dequantize(packed: W4A16Weight, *, library=None) -> torch.Tensor:
@@ -802,7 +811,7 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     """Grouped GEMM on vLLM's moe_align_block_size routing.
 
     inputs [M, K] (packed.dtype); sorted_ids int32 [capacity] route ids (token * top_k + k; ids >=
-    M * top_k are padding); expert_ids int32 [>= ceil(capacity / block_size)] (-1 = expert
+    M * top_k are padding); expert_ids int32 [ceil(capacity / block_size)] (-1 = expert
     not on this rank); num_tokens_padded int32 [1]; block_size: the alignment the routing
     was built with. Row id of a route reads inputs[id // top_k] (down projection: top_k = 1
     with inputs [M * top_k, K]). Returns [M * top_k, N]; only valid routes' rows are
@@ -812,8 +821,8 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     top_k = int(top_k)
     block_size = int(block_size)
     if outputs is None:
-        if top_k < 1:
-            _fail(f"top_k must be >= 1, got {top_k}")
+        if top_k < 1 or top_k > 1024:
+            _fail(f"top_k must be in 1..1024, got {top_k}")
         outputs = torch.empty((inputs.shape[0] * top_k, _dims(p)[1]), dtype=p.dtype, device=inputs.device)
     if _compiling(library):
         torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,

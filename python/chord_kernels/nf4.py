@@ -299,7 +299,7 @@ def _check_nf4_tag(tag, weight, absmax):
 
 
 def _nf4_dims(w) -> Tuple[int, int, int]:
-    return _ops._tag_dims(w.tag, lambda: _check_nf4_tag(w.tag, w.weight, w.absmax))
+    return _ops._tag_dims(w.tag, _NF4.label, lambda: _check_nf4_tag(w.tag, w.weight, w.absmax))
 
 
 def _dtype_code(dtype, name):

@@ -140,7 +140,7 @@ def test_operators_check_the_tag_before_allocating_their_output(field, value, me
 
 def test_indexed_checks_top_k_before_allocating():
     p = cpu_weight(ck.expected_tag(2, 64, 128))
-    with pytest.raises(ValueError, match="top_k must be >= 1, got -1"):
+    with pytest.raises(ValueError, match=r"top_k must be in 1\.\.1024, got -1"):
         ck.indexed(torch.zeros(4, 128, dtype=torch.bfloat16), p, torch.zeros(16, dtype=torch.int32),
                    torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32), -1, block_size=16)
 
@@ -322,3 +322,47 @@ def test_nf4_keep_state_keeps_the_state_as_given(monkeypatch):
     (checked,) = packed_states
     assert checked.offset == float(given.offset)  # the pack takes the offset by value
     assert ck.NF4Weights(quant_state=given).quant_state is None
+
+
+def test_indexed_block_size_must_be_the_routings():
+    """The kernel reads block p's expert at expert_ids[p // block_size]: a block_size larger
+    than the routing's would run rows on the wrong experts, so the expert id count must be
+    exactly the routing's block count."""
+    p = cpu_weight(ck.expected_tag(2, 64, 128))
+    topk = torch.randint(0, 2, (40, 2), dtype=torch.int32)
+    sorted_ids, expert_ids, ntp = ck.moe_align_block_size(topk, 16, 2)
+    a = torch.zeros(40, 128, dtype=torch.bfloat16)
+    out = torch.zeros(80, 64, dtype=torch.bfloat16)
+    for block in (8, 32, 64):
+        with pytest.raises(ValueError, match=f"blocks of {block} make .*the block_size the routing was aligned"):
+            ck.indexed(a, p, sorted_ids, expert_ids, ntp, 2, out, block_size=block)
+    with pytest.raises(ValueError, match="must be on a CUDA device"):  # the routing's block passes every check
+        ck.indexed(a, p, sorted_ids, expert_ids, ntp, 2, out, block_size=16)
+
+
+@pytest.mark.parametrize("top_k, block, message", [(1025, 16, r"top_k must be in 1\.\.1024"),
+                                                   (2, 1032, r"multiple of 8 in 8\.\.1024")])
+def test_indexed_bounds_match_the_library(top_k, block, message):
+    p = cpu_weight(ck.expected_tag(2, 64, 128))
+    a = torch.zeros(4, 128, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match=message):
+        _ops._check_indexed_args(a, p.weight, p.scales, p.tag, torch.zeros(block, dtype=torch.int32),
+                                 torch.zeros(1, dtype=torch.int32), torch.zeros(1, dtype=torch.int32), top_k, block,
+                                 torch.zeros(4 * top_k, 64, dtype=torch.bfloat16))
+
+
+def test_a_tag_checked_as_nf4_is_not_taken_as_int4():
+    """The tag cache is per family: an NF4 tag that passed NF4's checks is still refused by the
+    INT4 operators, whatever the order of the calls."""
+    e, n, k = 1, 64, 128
+    w = object.__new__(ck.NF4Weights)
+    w.weight = torch.zeros(e * n * k // 2, dtype=torch.uint8)
+    w.absmax = torch.zeros(_ops._C.nf4_absmax_bytes(e, n, k), dtype=torch.uint8)
+    w.tag = tuple(ck.expected_nf4_tag(e, n, k))
+    assert nf4._nf4_dims(w) == (e, n, k)  # cached under NF4
+    p = ck.W4A16Weight(w.weight, w.absmax, w.tag)
+    with pytest.raises(ValueError, match="is not INT4"):
+        ck.dequantize(p)
+    with pytest.raises(ValueError, match="is not INT4"):
+        _ops._check_offsets_args(torch.zeros(4, k, dtype=torch.bfloat16), w.weight, w.absmax, w.tag,
+                                 torch.zeros(e, dtype=torch.int32), torch.zeros(4, n, dtype=torch.bfloat16))
