@@ -717,6 +717,16 @@ def _packed(packed):
     return packed
 
 
+def _leading(t, name, dim):
+    """The shape of activation `t`, which must be a `dim`-dimensional tensor: the operators size
+    their outputs from it before the launch checks run."""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"chord_kernels: '{name}' must be a torch.Tensor, got {type(t).__name__}")
+    if t.dim() != dim:
+        _fail(f"'{name}' must have {dim} dimensions, got shape {tuple(t.shape)}")
+    return tuple(t.shape)
+
+
 def _tag_dims(tag, label, check):
     """(E, N, K) of a packed weight of the family `label` (a _PackedFormat's: INT4 or NF4) whose
     tag has passed `check`, its format's tag and buffer checks (a dict lookup once a tag has
@@ -759,7 +769,7 @@ def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
     contiguous_alignment()). Returns [m, N]; padding rows are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((a.shape[0], _dims(p)[1]), dtype=p.dtype, device=a.device)
+        outputs = torch.empty((_leading(a, "a", 2)[0], _dims(p)[1]), dtype=p.dtype, device=a.device)
     if _compiling(library):
         torch.ops.chord.w4a16_contiguous(a, p.weight, p.scales, p.tag, m_indices, outputs)
     else:
@@ -774,7 +784,7 @@ def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expecte
     config only). Returns [G, max_m, N]; rows past masked_m[g] are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((a.shape[0], a.shape[1], _dims(p)[1]), dtype=p.dtype, device=a.device)
+        outputs = torch.empty(_leading(a, "a", 3)[:2] + (_dims(p)[1],), dtype=p.dtype, device=a.device)
     expected_m = int(expected_m)
     if _compiling(library):
         torch.ops.chord.w4a16_masked(a, p.weight, p.scales, p.tag, masked_m, expected_m, outputs)
@@ -790,7 +800,7 @@ def offsets(x: torch.Tensor, packed: W4A16Weight, offs: torch.Tensor,
     offs[E-1] are left untouched."""
     p = _packed(packed)
     if outputs is None:
-        outputs = torch.empty((x.shape[0], _dims(p)[1]), dtype=p.dtype, device=x.device)
+        outputs = torch.empty((_leading(x, "x", 2)[0], _dims(p)[1]), dtype=p.dtype, device=x.device)
     if _compiling(library):
         torch.ops.chord.w4a16_offsets(x, p.weight, p.scales, p.tag, offs, outputs)
     else:
@@ -823,7 +833,8 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     if outputs is None:
         if top_k < 1 or top_k > 1024:
             _fail(f"top_k must be in 1..1024, got {top_k}")
-        outputs = torch.empty((inputs.shape[0] * top_k, _dims(p)[1]), dtype=p.dtype, device=inputs.device)
+        outputs = torch.empty((_leading(inputs, "inputs", 2)[0] * top_k, _dims(p)[1]), dtype=p.dtype,
+                              device=inputs.device)
     if _compiling(library):
         torch.ops.chord.w4a16_indexed(inputs, p.weight, p.scales, p.tag, sorted_ids, expert_ids, num_tokens_padded,
                                       top_k, block_size, outputs)

@@ -15,7 +15,7 @@ import torch
 
 from ._native import lib as _C
 from ._native import native as _native
-from ._ops import _check_current, _check_device, _compiling, _define_op, _fail, _raw_stream
+from ._ops import _check_current, _check_device, _compiling, _define_op, _fail, _leading, _raw_stream
 
 KINDS = {
     "unary": int(_C.ACTIVATION_UNARY),
@@ -99,6 +99,7 @@ def moe_activation(inputs: torch.Tensor, kind: str, expression: str, out: Option
         raise TypeError(f"chord_kernels: the activation expression must be a str, got {type(expression).__name__}")
     code = KINDS[kind]
     if out is None:
+        _leading(inputs, "inputs", 2)
         n = inputs.shape[-1] if kind == "unary" else inputs.shape[-1] // 2
         rows = out_rows if out_rows is not None else (
             scatter_idx.numel() if scatter_idx is not None else inputs.shape[0])

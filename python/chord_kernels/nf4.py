@@ -542,7 +542,7 @@ def nf4_grouped_mm(x: torch.Tensor, offsets: torch.Tensor, w: NF4Weights,
     if not isinstance(w, NF4Weights):
         raise TypeError(f"chord_kernels: 'w' must be NF4Weights (or a W4A16Weight), got {type(w).__name__}")
     if out is None:
-        out = torch.empty((x.shape[0], _nf4_dims(w)[1]), dtype=x.dtype, device=x.device)
+        out = torch.empty((_ops._leading(x, "x", 2)[0], _nf4_dims(w)[1]), dtype=x.dtype, device=x.device)
     if _compiling(library):
         torch.ops.chord.nf4_offsets(x, w.weight, w.absmax, w.tag, offsets, out)
     else:

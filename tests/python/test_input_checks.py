@@ -366,3 +366,17 @@ def test_a_tag_checked_as_nf4_is_not_taken_as_int4():
     with pytest.raises(ValueError, match="is not INT4"):
         _ops._check_offsets_args(torch.zeros(4, k, dtype=torch.bfloat16), w.weight, w.absmax, w.tag,
                                  torch.zeros(e, dtype=torch.int32), torch.zeros(4, n, dtype=torch.bfloat16))
+
+
+def test_operators_check_the_activation_rank_before_sizing_their_output():
+    p = cpu_weight(ck.expected_tag(2, 64, 128))
+    one_d = torch.zeros(128, dtype=torch.bfloat16)
+    calls = [("a", lambda: ck.contiguous(torch.zeros((), dtype=torch.bfloat16), p, torch.zeros(1, dtype=torch.int32))),
+             ("a", lambda: ck.masked(one_d, p, torch.zeros(2, dtype=torch.int32), 1)),
+             ("x", lambda: ck.offsets(one_d, p, torch.zeros(2, dtype=torch.int32))),
+             ("inputs", lambda: ck.indexed(one_d, p, torch.zeros(16, dtype=torch.int32), torch.zeros(1, dtype=torch.int32),
+                                           torch.zeros(1, dtype=torch.int32), 2, block_size=16)),
+             ("inputs", lambda: ck.moe_activation(torch.zeros((), dtype=torch.bfloat16), "unary", "a"))]
+    for name, call in calls:
+        with pytest.raises(ValueError, match=f"'{name}' must have . dimensions"):
+            call()
