@@ -33,6 +33,16 @@ Arch arch_for_device(int major, int minor) {
   return Arch{major, minor, family};
 }
 
+int max_shared_bytes_per_block(const Arch& arch) {
+  switch (arch.sm()) {
+    case 80: return 163 * 1024;
+    case 90:
+    case 100:
+    case 103: return 227 * 1024;
+    default: return 99 * 1024;  // sm_86, sm_89, sm_120 (and the smallest of any other)
+  }
+}
+
 const char* const* supported_arch_names() { return kSupported; }
 
 }  // namespace chord

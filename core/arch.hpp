@@ -23,6 +23,11 @@ Arch parse_arch(const std::string& name);
 // the arch-specific variant where one exists (9.0 -> sm_90a, 10.x -> sm_10xa).
 Arch arch_for_device(int major, int minor);
 
+// The most dynamic shared memory one CTA may opt into on a GPU of this arch (the driver's
+// CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN): 227 KiB on sm_90 / sm_100 / sm_103,
+// 163 KiB on sm_80, 99 KiB on sm_86 / sm_89 / sm_120. A kernel that asks for more fails to load.
+int max_shared_bytes_per_block(const Arch& arch);
+
 // Arches chord knows how to compile for (CI compiles every template for each).
 const char* const* supported_arch_names();  // null-terminated list
 

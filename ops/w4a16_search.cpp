@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cache/kernel_key.hpp"
+#include "core/arch.hpp"
 #include "core/error.hpp"
 #include "tuning_tables/tuning_table.hpp"
 
@@ -54,6 +55,7 @@ const char* cannot_run(const W4A16GemmConfig& c, const W4A16Problem& p) {
   if (c.split_k > 1 && (p.arch.sm() < 90 || p.k / c.block_k < 2 * c.split_k)) {
     return "split-K needs sm_90+ and two k blocks per split";
   }
+  if (c.smem_bytes() > max_shared_bytes_per_block(p.arch)) return "shared memory exceeds the GPU's per-CTA limit";
   return nullptr;
 }
 

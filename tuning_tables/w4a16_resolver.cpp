@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "core/arch.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "tuning_tables/tuning_table.hpp"
@@ -103,6 +104,11 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
     const double ctas = expected_active_tiles(p, c.block_m) * (p.n / c.block_n);
     if (ctas > 0 && ctas < p.sm_count) c.block_n = 64;
   }
+  // GPUs with less shared memory per CTA (99 KiB on sm_86 / sm_89 / sm_120: the NF4 prefill
+  // tile at 4 stages takes 115 KiB) run fewer stages.
+  while (c.stages > 2 && w4a16_config_for_weight(c, p.weight).smem_bytes() > max_shared_bytes_per_block(p.arch)) {
+    --c.stages;
+  }
   return c;
 }
 
@@ -198,6 +204,7 @@ const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const E
   if (const char* why = run.error()) return why;
   if (const char* why = run.shape_error(p.n, p.k)) return why;
   if (p.mode == kW4A16Indexed && p.block_size % run.block_m != 0) return "BLOCK_M does not divide the routing block";
+  if (run.smem_bytes() > max_shared_bytes_per_block(p.arch)) return "shared memory exceeds this GPU's per-CTA limit";
   return nullptr;
 }
 
@@ -212,10 +219,15 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
   // The table: that of CHORD_W4A16_PROFILE's split, else of the split whose GEMMs hold (N, K).
   const std::string split = e.w4a16_table.value_or(detect_split(p.arch, p.n, p.k));
   const TuningTable* table = split.empty() || split == "heuristic" ? nullptr : find_tuning_table(p.arch, split);
-  if (e.w4a16_table && !split.empty() && split != "heuristic" &&
-      (table == nullptr || table->range_row_for(p.rows_per_expert, nf4) == nullptr)) {
-    fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", split,
-         p.arch.name());
+  if (e.w4a16_table && !split.empty() && split != "heuristic") {
+    if (table == nullptr) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}' names no tuning table for {} (see tuning_tables/)", split,
+           p.arch.name());
+    }
+    if (table->range_row_for(p.rows_per_expert, nf4) == nullptr) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_PROFILE='{}': the {} table has no row for {} rows per expert", split,
+           p.arch.name(), p.rows_per_expert);
+    }
   }
   std::vector<W4A16Candidate> list;
   list.reserve(16);
@@ -377,13 +389,21 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // The best candidate the call can run (a forced config starts from a one-role one); the
   // heuristic, last, when none can.
   W4A16Candidate* best = &list.back();
+  const char* best_rejected = nullptr;
   for (auto& candidate : list) {
     if (forced && candidate.promotion()) continue;
     candidate.runs = w4a16_config_for_weight(candidate.config, p.weight);
-    if (rejection(candidate.runs, p, e) == nullptr) {
+    best_rejected = rejection(candidate.runs, p, e);
+    if (best_rejected == nullptr) {
       best = &candidate;
       break;
     }
+  }
+  // Unforced, a config every candidate's check refused would fail to compile or to load: say so
+  // here (a forced one is judged after its knobs apply, below).
+  if (!forced && best_rejected != nullptr) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "no W4A16 kernel config fits this call ({} N={} K={} on {}): {}",
+         w4a16_mode_name(p.mode), p.n, p.k, p.arch.name(), best_rejected);
   }
   W4A16GemmConfig c = forced ? best->config : best->runs;
   // A forced engine: the best config where it has that engine, else the engine's defaults.
@@ -422,6 +442,10 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     if (p.mode == kW4A16Indexed && p.block_size % c.block_m != 0) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_* force BLOCK_M = {}, which does not divide the routing block_size {}",
            c.block_m, p.block_size);
+    }
+    if (c.smem_bytes() > max_shared_bytes_per_block(p.arch)) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_* force a config of {} bytes of shared memory; {} allows {} per CTA",
+           c.smem_bytes(), p.arch.name(), max_shared_bytes_per_block(p.arch));
     }
   }
   // The tile schedulers give each of the BLOCK_M rows one thread: a narrow-N prefill tile

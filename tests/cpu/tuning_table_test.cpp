@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chord/chord.h"
+#include "core/arch.hpp"
 #include "core/env.hpp"
 #include "core/error.hpp"
 #include "core/model_shapes.hpp"
@@ -121,6 +122,43 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("mode": "grouped")")), Catch::Contains("grouped"));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("engine": "tcgen05")")), Catch::Contains("tcgen05"));
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("n": 4096)")), Catch::Contains("'n' and 'k'"));
+  // An integer past int's range is refused, not wrapped (4294967304 would read as 8).
+  std::string wide = good_row;
+  wide.replace(wide.find("\"block_m\": 8"), 12, "\"block_m\": 4294967304");
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(wide)), Catch::Contains("'block_m' is out of range"));
+  // Deep nesting is refused while parsing (reading it back would recurse once per level).
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  std::string nested = good_row;
+  nested.replace(nested.find("\"x\""), 3, deep);
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(nested)), Catch::Contains("nested deeper than"));
+}
+
+TEST_CASE("tuning: every config fits the shared memory one CTA may take on its arch", "[tuning]") {
+  // 99 KiB per CTA on sm_86 / sm_89 / sm_120: the NF4 prefill tile takes 3 stages there, 4 elsewhere.
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a"}) {
+    for (chord::W4A16WeightKind weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightInt4Zp,
+                                          chord::kW4A16WeightInt4G128, chord::kW4A16WeightNF4Fp16}) {
+      for (int64_t rows : {1, 8, 16, 64, 512, 4096}) {
+        for (chord::W4A16Mode mode : {chord::kW4A16Contiguous, chord::kW4A16Masked, chord::kW4A16Offsets,
+                                      chord::kW4A16Indexed}) {
+          chord::W4A16Problem p;
+          p.arch = chord::parse_arch(arch);
+          p.mode = mode;
+          p.weight = weight;
+          p.n = 4096;
+          p.k = 7168;
+          p.experts = 48;
+          p.rows_per_expert = rows;
+          p.block_size = 64;
+          const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+          INFO(arch << " weight " << weight << " rows " << rows << " mode " << mode);
+          CHECK(c.smem_bytes() <= chord::max_shared_bytes_per_block(p.arch));
+        }
+      }
+    }
+  }
+  CHECK(chord::max_shared_bytes_per_block(chord::parse_arch("sm_86")) == 99 * 1024);
+  CHECK(chord::max_shared_bytes_per_block(chord::parse_arch("sm_90a")) == 227 * 1024);
 }
 
 TEST_CASE("tuning: weight rows are validated as their weight kind runs them, each kind covering every count",
