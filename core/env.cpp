@@ -66,7 +66,7 @@ std::optional<int> read_digit(const char* name, int most) {
   return v[0] - '0';
 }
 
-// One of 1, 2, 4, 8 (the n blocks of a run; no sign, no space).
+// One of 1, 2, 4, 8 (the n blocks of a run, the split-K; no sign, no space).
 std::optional<int> read_power_of_two_to_8(const char* name) {
   const char* value = get(name);
   if (value == nullptr) return std::nullopt;
@@ -271,7 +271,7 @@ Environment read_environment() {
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");
   e.w4a16_stages = read_positive_int("CHORD_W4A16_STAGES");
   e.w4a16_warps_n = read_positive_int("CHORD_W4A16_WARPS_N");
-  e.w4a16_split_k = read_positive_int("CHORD_W4A16_SPLIT_K");
+  e.w4a16_split_k = read_power_of_two_to_8("CHORD_W4A16_SPLIT_K");  // checked even where a WGMMA call ignores it
   e.w4a16_group_sums = read_digit("CHORD_W4A16_GROUP_SUMS", 1);
   e.w4a16_n_run = read_power_of_two_to_8("CHORD_W4A16_N_RUN");
   e.w4a16_search = read_flag("CHORD_W4A16_SEARCH").value_or(true);

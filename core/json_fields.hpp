@@ -2,7 +2,9 @@
 // field, a field of the wrong type, an integer that is not one or out of range, or a field
 // the reader does not know is an error naming where it is.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -19,11 +21,15 @@ T json_field(const nlohmann::json& object, const char* key, const std::string& w
   auto it = object.find(key);
   CHORD_REQUIRE(it != object.end(), "{}: missing field '{}'", where, key);
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-    // Integers only, in range: a float or a huge value would convert with undefined behaviour.
+    // Integers only, in range of T (and of +-2^40): a float would convert with undefined
+    // behaviour, and a value past T's range would wrap (4294967304 read as 8).
     CHORD_REQUIRE(it->is_number_integer(), "{}: field '{}' must be an integer", where, key);
-    const bool fits = it->is_number_unsigned() ? it->template get<uint64_t>() <= uint64_t{1} << 40
-                                               : it->template get<int64_t>() >= -(int64_t{1} << 40) &&
-                                                     it->template get<int64_t>() <= int64_t{1} << 40;
+    constexpr int64_t kLeast = std::max<int64_t>(-(int64_t{1} << 40), std::numeric_limits<T>::min());
+    constexpr uint64_t kMost = std::min<uint64_t>(uint64_t{1} << 40, std::numeric_limits<T>::max());
+    const bool fits = it->is_number_unsigned()
+                          ? it->template get<uint64_t>() <= kMost
+                          : it->template get<int64_t>() >= kLeast &&
+                                (it->template get<int64_t>() < 0 || uint64_t(it->template get<int64_t>()) <= kMost);
     CHORD_REQUIRE(fits, "{}: field '{}' is out of range", where, key);
   }
   if constexpr (std::is_same_v<T, bool>) {
@@ -33,6 +39,21 @@ T json_field(const nlohmann::json& object, const char* key, const std::string& w
     return it->template get<T>();
   } catch (const nlohmann::json::exception&) {
     fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: field '{}' has the wrong type", where, key);
+  }
+}
+
+// Parses a whole JSON text; `what` names it for the messages ("tuning table sm90a_ep8.json").
+// Nesting deeper than the files' own few levels is refused while parsing: reading a value
+// copies it recursively, and 150000 levels of arrays would overflow the stack.
+inline nlohmann::json parse_json_file(const std::string& what, const std::string& text) {
+  constexpr int kMaxDepth = 16;
+  try {
+    return nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+      if (depth > kMaxDepth) fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: nested deeper than {} levels", what, kMaxDepth);
+      return true;
+    });
+  } catch (const nlohmann::json::exception& e) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: not valid JSON: {}", what, e.what());
   }
 }
 

@@ -198,12 +198,7 @@ std::vector<const ShapeSplit*> ModelShapes::kernel_sets() const {
 }
 
 ModelShapes parse_model_shapes(const std::string& name, const std::string& json_text) {
-  json doc;
-  try {
-    doc = json::parse(json_text);
-  } catch (const json::exception& e) {
-    fail(CHORD_ERROR_INVALID_ARGUMENT, "shapes file {}: not valid JSON: {}", name, e.what());
-  }
+  const json doc = parse_json_file("shapes file " + name, json_text);
   const std::string where = "shapes file " + name;
   CHORD_REQUIRE(doc.is_object(), "{}: the top level must be an object", where);
   require_known_json_keys(doc, kFileKeys, where);

@@ -372,12 +372,17 @@ int config(const Args& args) {
   p.k = static_cast<int>(number(args, "--k", 0));
   p.experts = static_cast<int>(number(args, "--experts", 0, 1));
   p.rows_per_expert = number(args, "--rows", 0, 0, int64_t{1} << 40);
-  p.a_rows = static_cast<int>(number(args, "--a-rows", 0));
+  // Row counts within the operators' bound (2^30; the config arithmetic adds a tile to them in
+  // int), block sizes as moe_align_block_size makes them: a config for a call no operator takes
+  // would not be the one it runs.
+  constexpr long long kMaxRows = 1LL << 30;
+  p.a_rows = static_cast<int>(number(args, "--a-rows", 0, 0, kMaxRows));
   p.num_groups = static_cast<int>(number(args, "--groups", 0));
-  p.max_m = static_cast<int>(number(args, "--max-m", 0));
-  p.capacity = static_cast<int>(number(args, "--capacity", 0));
-  p.top_k = static_cast<int>(number(args, "--top-k", 0));
-  p.block_size = static_cast<int>(number(args, "--block-size", 0, 1));
+  p.max_m = static_cast<int>(number(args, "--max-m", 0, 0, kMaxRows));
+  p.capacity = static_cast<int>(number(args, "--capacity", 0, 0, kMaxRows));
+  p.top_k = static_cast<int>(number(args, "--top-k", 0, 0, 1024));
+  p.block_size = static_cast<int>(number(args, "--block-size", 0, 8, 1024));
+  if (p.block_size % 8 != 0) throw UsageError{"--block-size must be a multiple of 8 (as moe_align_block_size makes it)"};
   p.sm_count = static_cast<int>(number(args, "--sms", 132, 1));
   const std::string cubin_path = args.count("--cubin") ? args.at("--cubin") : "";
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;

@@ -50,12 +50,7 @@ TuningTable parse_tuning_table(const std::string& name, const std::string& json_
 }
 
 TuningTable parse_tuning_table(const std::string& name, const std::string& json_text, const ModelShapes& shapes) {
-  json doc;
-  try {
-    doc = json::parse(json_text);
-  } catch (const json::exception& e) {
-    fail(CHORD_ERROR_INVALID_ARGUMENT, "tuning table {}: not valid JSON: {}", name, e.what());
-  }
+  const json doc = parse_json_file("tuning table " + name, json_text);
   CHORD_REQUIRE(doc.is_object(), "tuning table {}: the top level must be an object", name);
   require_known_json_keys(doc, kTableKeys, "tuning table " + name);
   TuningTable table;

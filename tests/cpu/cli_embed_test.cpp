@@ -168,6 +168,33 @@ TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "
   CHECK(out.find("engine=") != std::string::npos);
 }
 
+TEST_CASE("cli: config takes the routing block and row counts the operators take", "[cli]") {
+  const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a --mode indexed --n 7168 --k 2048 "
+                                                        "--experts 48 --rows 170 ";
+  // A block that is not a multiple of 8 in 8..1024 has no tile: it used to print BLOCK_M 4 and exit 0.
+  for (const std::string& bad : {"--block-size 12", "--block-size 3", "--block-size 2048", "--capacity 2147483647",
+                                 "--a-rows 2147483000", "--max-m 1073741825", "--top-k 1025"}) {
+    int code = 0;
+    const std::string out = run_command(cli + bad, &code);
+    INFO(bad << ": " << out);
+    CHECK(code != 0);
+    CHECK(out.find("block_m=") == std::string::npos);
+  }
+  int code = 0;
+  const std::string out = run_command(cli + "--block-size 16", &code);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK(out.find("block_m=16") != std::string::npos);
+  // A table that exists but has no row for the rows is named as such.
+  const std::string beyond = run_command(std::string("CHORD_W4A16_PROFILE=ep8 ") + CHORD_CLI_PATH +
+                                             " config --arch sm_90a --mode contiguous --n 4096 --k 7168 --experts 48 "
+                                             "--rows 1000000001",
+                                         &code);
+  INFO(beyond);
+  CHECK(code == 1);
+  CHECK(beyond.find("the sm_90a table has no row for 1000000001 rows per expert") != std::string::npos);
+}
+
 TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
   TempDir dir;
   int code = -1;
