@@ -42,17 +42,29 @@ def _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_vali
     if inputs.dim() != 2 or out.dim() != 2 or not inputs.is_contiguous() or not out.is_contiguous():
         _fail(f"inputs and out must be contiguous 2-D tensors, got shapes {tuple(inputs.shape)} and "
               f"{tuple(out.shape)}")
+    # The library's shape rules (ops/activation.cpp), here too so that a traced call is refused
+    # while torch.compile traces it rather than when the graph first runs.
+    if kind != KINDS["unary"] and inputs.shape[1] % 2:
+        _fail(f"a binary activation needs an even number of input columns, got {inputs.shape[1]}")
     n = inputs.shape[1] if kind == KINDS["unary"] else inputs.shape[1] // 2
+    if n % 8:
+        _fail(f"the activation's output width {n} (input columns {inputs.shape[1]}) must be a multiple of 8")
     if out.shape[1] != n:
         _fail(f"out must have {n} columns for inputs of {inputs.shape[1]}, got {out.shape[1]}")
     for t, name in ((scatter_idx, "scatter_idx"), (group_rows, "group_rows"), (num_valid, "num_valid")):
         _check_index(t, name)
+    if scatter_idx is not None and group_rows is not None:
+        _fail("scatter_idx and group_rows are exclusive layouts")
     rows = inputs.shape[0]
+    if scatter_idx is None and out.shape[0] < rows:
+        _fail(f"out has {out.shape[0]} rows, fewer than the input's {rows}")
     if scatter_idx is not None and rows:
         # [rows, C] or flat [rows * C]; a [C, rows] tensor has the count but not the layout.
         if scatter_idx.dim() not in (1, 2) or (scatter_idx.dim() == 2 and scatter_idx.shape[0] != rows) or \
                 scatter_idx.numel() == 0 or scatter_idx.numel() % rows:
             _fail(f"scatter_idx must be [{rows}, C] or [{rows} * C] with C >= 1, got shape {tuple(scatter_idx.shape)}")
+        if scatter_idx.numel() // rows > 1024:
+            _fail(f"scatter_idx has {scatter_idx.numel() // rows} columns; at most 1024")
     if group_rows is not None and rows and (group_rows.dim() != 1 or group_rows.numel() == 0 or rows % group_rows.numel()):
         _fail(f"group_rows must be [G] with G >= 1 dividing the {rows} input rows, got shape {tuple(group_rows.shape)}")
     if num_valid is not None and num_valid.numel() != 1:

@@ -284,6 +284,9 @@ def test_nf4_operators_check_the_tag_before_allocating():
     (dict(scatter_idx=torch.zeros(0, dtype=torch.int32)), r"scatter_idx must be \[8, C\]"),
     (dict(group_rows=torch.zeros(0, dtype=torch.int32)), r"group_rows must be \[G\] with G >= 1"),
     (dict(group_rows=torch.zeros(3, dtype=torch.int32)), r"group_rows must be \[G\] with G >= 1 dividing"),
+    (dict(scatter_idx=torch.zeros(8, dtype=torch.int32), group_rows=torch.ones(2, dtype=torch.int32)),
+     "exclusive layouts"),
+    (dict(scatter_idx=torch.zeros(8, 1025, dtype=torch.int32)), "1025 columns; at most 1024"),
 ])
 def test_activation_layout_arguments_are_checked(change, message):
     from chord_kernels import activation
@@ -380,3 +383,24 @@ def test_operators_check_the_activation_rank_before_sizing_their_output():
     for name, call in calls:
         with pytest.raises(ValueError, match=f"'{name}' must have . dimensions"):
             call()
+
+
+@pytest.mark.parametrize("inputs, out, message", [
+    ((8, 65), (8, 32), "even number of input columns"),
+    ((8, 36), (8, 18), "output width 18 .* multiple of 8"),
+    ((8, 64), (4, 32), "out has 4 rows, fewer than the input's 8"),
+])
+def test_activation_shapes_are_refused_while_tracing_as_the_library_refuses_them(inputs, out, message):
+    """The fake of torch.ops.chord.moe_activation runs these checks: a compiled graph is refused
+    while traced, not when it first runs."""
+    from chord_kernels import activation
+    args = dict(inputs=torch.zeros(*inputs, dtype=torch.bfloat16), kind=activation.KINDS["binary_split"],
+                expression="a * b", out=torch.zeros(*out, dtype=torch.bfloat16), scatter_idx=None, group_rows=None,
+                num_valid=None)
+    with pytest.raises(ValueError, match=message):
+        activation._check_args(**args)
+    with FakeTensorMode() as mode:
+        fake = {k: mode.from_tensor(v) if isinstance(v, torch.Tensor) else v for k, v in args.items()}
+        with pytest.raises(ValueError, match=message):
+            torch.ops.chord.moe_activation(fake["inputs"], fake["kind"], fake["expression"], fake["out"], None, None,
+                                           None)
