@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -44,12 +46,21 @@ T json_field(const nlohmann::json& object, const char* key, const std::string& w
 
 // Parses a whole JSON text; `what` names it for the messages ("tuning table sm90a_ep8.json").
 // Nesting deeper than the files' own few levels is refused while parsing: reading a value
-// copies it recursively, and 150000 levels of arrays would overflow the stack.
+// copies it recursively, and 150000 levels of arrays would overflow the stack. A key that
+// appears twice in one object is refused too: the parser would keep the last one silently.
 inline nlohmann::json parse_json_file(const std::string& what, const std::string& text) {
   constexpr int kMaxDepth = 16;
+  std::vector<std::set<std::string>> keys;  // the keys seen in each open object
+  using Event = nlohmann::json::parse_event_t;
   try {
-    return nlohmann::json::parse(text, [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+    return nlohmann::json::parse(text, [&](int depth, Event event, nlohmann::json& parsed) {
       if (depth > kMaxDepth) fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: nested deeper than {} levels", what, kMaxDepth);
+      if (event == Event::object_start) keys.emplace_back();
+      if (event == Event::object_end && !keys.empty()) keys.pop_back();
+      if (event == Event::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second) {
+        fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: the key '{}' appears twice in one object", what,
+             parsed.get<std::string>());
+      }
       return true;
     });
   } catch (const nlohmann::json::exception& e) {

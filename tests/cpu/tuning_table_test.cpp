@@ -131,6 +131,14 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
   std::string nested = good_row;
   nested.replace(nested.find("\"x\""), 3, deep);
   CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", doc(nested)), Catch::Contains("nested deeper than"));
+  // A key given twice in one row is refused (the parser would keep the last: block_m 8 here).
+  CHECK_THROWS_WITH(chord::parse_tuning_table("t.json", with(R"("block_m": 128)")),
+                    Catch::Contains("the key 'block_m' appears twice"));
+  // The same key in two rows is not a duplicate.
+  std::string second = good_row;
+  second.replace(second.find("\"max_m\": 99"), 11, "\"max_m\": 999");
+  second.replace(second.find("\"min_m\": 0"), 10, "\"min_m\": 100");
+  CHECK_NOTHROW(chord::parse_tuning_table("t.json", doc(good_row + ", " + second)));
 }
 
 TEST_CASE("tuning: every config fits the shared memory one CTA may take on its arch", "[tuning]") {
