@@ -290,6 +290,8 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream) {
                                        args.max_m, args.capacity) *
                          w4a16_n_runs(args.n, l.config.block_n, l.config.n_run) * l.config.split_k;
   CHORD_REQUIRE(ctas <= INT_MAX, "rows x N too large: the grid would need {} CTAs (at most {})", ctas, INT_MAX);
+  const std::string beyond = w4a16_offset_limit_error(l.config, args, ctas, l.device.sm_count);
+  CHORD_REQUIRE(beyond.empty(), "{}", beyond);
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n, l.config.n_run);
   if (grid.x == 0) return;  // no rows: nothing to launch
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs

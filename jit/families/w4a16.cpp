@@ -1,5 +1,7 @@
 #include "jit/families/w4a16.hpp"
 
+#include <climits>
+
 #include <fmt/format.h>
 
 #include "core/error.hpp"
@@ -231,6 +233,33 @@ KernelSource W4A16PackConfig::source() const {
   return w4a16_pack_kernel_source(fmt::format("w4a16_pack_{}", source_format == kInt4Codes ? "codes" : "compressed"),
                                   "W4A16PackArgs",
                                   fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));
+}
+
+
+std::string w4a16_offset_limit_error(const W4A16GemmConfig& c, const W4A16Args& args, long long tiles, int sm_count) {
+  if (!c.wgmma()) return "";
+  const char* way_out = "split the call, or run it on mma.sync (CHORD_W4A16_ENGINE=portable)";
+  if (!c.warp_specialized() || !w4a16_tma_activations(args.mode)) {
+    const long long a_rows = w4a16_a_total_rows(args.mode, args.a_rows, args.num_groups, args.max_m);
+    if (a_rows * args.lda > (1LL << 35)) {
+      return fmt::format("the activations span {} rows of {} elements: the WGMMA kernels address at most 64 GiB of "
+                         "them; {}", a_rows, args.lda, way_out);
+    }
+  }
+  if (!c.warp_specialized()) {
+    // Per 64 k: two group-32 rows of N scales (2 bytes, 4 with zero points), NF4's one row of
+    // N fp32 absmax, or half a group-128 row.
+    const long long per_block = c.g128() ? (c.zero_point() ? 2 : 1) : c.nf4() ? 4 : (c.zero_point() ? 8 : 4);
+    const long long bytes = (long long)(args.k / 64) * per_block * args.n;
+    if (bytes >= (1LL << 32)) {
+      return fmt::format("one expert's scales take {} bytes: the WGMMA kernel addresses at most 4 GiB of them; {}",
+                         bytes, way_out);
+    }
+  } else if (tiles > INT_MAX - (long long)sm_count) {
+    return fmt::format("the call has {} tiles: the warp-specialized WGMMA kernel counts at most {}; {}", tiles,
+                       INT_MAX - (long long)sm_count, way_out);
+  }
+  return "";
 }
 
 }  // namespace chord

@@ -128,4 +128,14 @@ struct W4A16PackConfig {
 // `body` called with `args_type`, kW4A16PackThreads threads, no shared memory.
 KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_type, const std::string& body);
 
+
+// Why a call is beyond what config `c`'s kernel can address, or "" when it is not. The WGMMA
+// kernels keep some offsets in 32 bits (registers, at their 128-register cap): an activation
+// row's offset in 16-byte units where the CTA gathers rows itself (64 GiB of A), one expert's
+// scale offset in bytes in the one-role kernel (4 GiB of scales per expert), and the
+// warp-specialized kernel's tile counter in int (it steps by the grid, sm_count CTAs, past the
+// last tile). Such a call would read the wrong rows without an error. `tiles`: the call's tiles
+// (CTAs before the warp-specialized kernel's clamp to one per SM).
+std::string w4a16_offset_limit_error(const W4A16GemmConfig& c, const W4A16Args& args, long long tiles, int sm_count);
+
 }  // namespace chord

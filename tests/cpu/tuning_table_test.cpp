@@ -1074,3 +1074,43 @@ TEST_CASE("tuning: decode tiles of a short K run four n blocks per CTA where the
   CHECK(prefill.block_m > 32);
   CHECK(prefill.n_run == 1);
 }
+
+TEST_CASE("tuning: calls beyond the WGMMA kernels' 32-bit offsets are refused, mma.sync takes them", "[tuning]") {
+  chord::W4A16Args args{};
+  args.n = 128;
+  args.k = 4096;
+  args.lda = 4096;
+  args.num_experts = 8;
+  chord::W4A16GemmConfig wgmma;
+  wgmma.engine = chord::W4A16Engine::kWgmma;
+  chord::W4A16GemmConfig ws = wgmma;
+  ws.engine = chord::W4A16Engine::kWgmmaWs;
+  chord::W4A16GemmConfig mma;  // mma.sync: 64-bit offsets
+  // Activations: row 2^23 of K 4096 is 2^32 16-byte units in, past 64 GiB.
+  args.mode = chord::kW4A16Contiguous;
+  args.a_rows = (1 << 23) + 128;
+  CHECK_THAT(chord::w4a16_offset_limit_error(wgmma, args, 1000, 132), Catch::Contains("at most 64 GiB"));
+  CHECK(chord::w4a16_offset_limit_error(ws, args, 1000, 132).empty());  // its contiguous A goes through TMA
+  CHECK(chord::w4a16_offset_limit_error(mma, args, 1000, 132).empty());
+  args.mode = chord::kW4A16Indexed;  // the warp-specialized kernel gathers indexed rows itself
+  CHECK_THAT(chord::w4a16_offset_limit_error(ws, args, 1000, 132), Catch::Contains("at most 64 GiB"));
+  args.a_rows = 1 << 23;
+  CHECK(chord::w4a16_offset_limit_error(wgmma, args, 1000, 132).empty());  // exactly 64 GiB: the last row fits
+  // Scales: group 32, N 65664, K 2^20: 4.30e9 bytes for one expert.
+  args.a_rows = 1024;
+  args.n = 65664;
+  args.k = 1 << 20;
+  args.lda = args.k;
+  CHECK_THAT(chord::w4a16_offset_limit_error(wgmma, args, 1000, 132), Catch::Contains("at most 4 GiB"));
+  wgmma.weight = chord::kW4A16WeightInt4G128;  // a quarter of the bytes
+  CHECK(chord::w4a16_offset_limit_error(wgmma, args, 1000, 132).empty());
+  wgmma.weight = chord::kW4A16WeightInt4Zp;
+  args.n = 32896;  // zero points: 8 bytes per 64 k and row
+  CHECK_THAT(chord::w4a16_offset_limit_error(wgmma, args, 1000, 132), Catch::Contains("at most 4 GiB"));
+  // The warp-specialized tile counter: tiles + one grid step must stay an int.
+  args.n = 128;
+  args.k = 4096;
+  args.lda = 4096;
+  CHECK_THAT(chord::w4a16_offset_limit_error(ws, args, 2147483640LL, 132), Catch::Contains("counts at most"));
+  CHECK(chord::w4a16_offset_limit_error(ws, args, 2147483647LL - 132, 132).empty());
+}
