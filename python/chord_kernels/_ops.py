@@ -659,11 +659,12 @@ def pack_w4a16(weight: torch.Tensor, scale: torch.Tensor, group_size: int = GROU
         # words fill their upper nibbles; words that are all single nibbles, not all zero, are
         # such codes, and packing them as words would be a silently wrong weight. All-zero
         # words pass: vLLM's dummy load leaves int32 parameters as allocated.
-        if weight.numel() and not torch.compiler.is_compiling() and not bool(torch.any(weight & -16)) \
-                and bool(torch.any(weight)):
-            _fail(f"'weight' int32 [E, N, {last}] holds only values 0..15: unpacked codes, not packed words. "
-                  f"With codes, K = {last} and group_size = {last} / scale.shape[-1] (group_size {group_size} "
-                  f"gives K = {k})")
+        if weight.numel() and not torch.compiler.is_compiling():
+            lo, hi = (int(v) for v in torch.aminmax(weight))  # min / max: no weight-sized temporary
+            if lo >= 0 and 0 < hi <= 15:
+                _fail(f"'weight' int32 [E, N, {last}] holds only values 0..15: unpacked codes, not packed words. "
+                      f"With codes, K = {last} and group_size = {last} / scale.shape[-1] (group_size {group_size} "
+                      f"gives K = {k})")
         src = weight.contiguous()
         src_format = SRC_COMPRESSED
     else:

@@ -52,8 +52,8 @@ def _check_routing_args(topk_ids, block_size, num_experts, expert_map):
     for value, name in ((block_size, "block_size"), (num_experts, "num_experts")):
         if isinstance(value, (bool, torch.Tensor)) or not hasattr(value, "__index__"):
             raise TypeError(f"chord_kernels: '{name}' must be an int, got {type(value).__name__}")
-    if block_size < 8 or block_size % 8:
-        raise ValueError(f"chord_kernels: block_size must be a positive multiple of 8 (the indexed GEMM's "
+    if block_size < 8 or block_size > 1024 or block_size % 8:
+        raise ValueError(f"chord_kernels: block_size must be a multiple of 8 in 8..1024 (the indexed GEMM's "
                          f"alignment), got {block_size}")
     if num_experts < 1:
         raise ValueError(f"chord_kernels: num_experts must be >= 1, got {num_experts}")

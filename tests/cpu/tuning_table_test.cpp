@@ -143,7 +143,8 @@ TEST_CASE("tuning: malformed tables are rejected naming the table and row", "[tu
 
 TEST_CASE("tuning: every config fits the shared memory one CTA may take on its arch", "[tuning]") {
   // 99 KiB per CTA on sm_86 / sm_89 / sm_120: the NF4 prefill tile takes 3 stages there, 4 elsewhere.
-  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a"}) {
+  for (const char* const* name = chord::supported_arch_names(); *name != nullptr; ++name) {
+    const char* arch = *name;
     for (chord::W4A16WeightKind weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightNF4, chord::kW4A16WeightInt4Zp,
                                           chord::kW4A16WeightInt4G128, chord::kW4A16WeightNF4Fp16}) {
       for (int64_t rows : {1, 8, 16, 64, 512, 4096}) {

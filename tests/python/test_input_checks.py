@@ -146,9 +146,10 @@ def test_indexed_checks_top_k_before_allocating():
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
-    (dict(block_size=0), ValueError, "block_size must be a positive multiple of 8"),
-    (dict(block_size=12), ValueError, "block_size must be a positive multiple of 8"),
-    (dict(block_size=-16), ValueError, "block_size must be a positive multiple of 8"),
+    (dict(block_size=0), ValueError, r"block_size must be a multiple of 8 in 8\.\.1024"),
+    (dict(block_size=12), ValueError, r"block_size must be a multiple of 8 in 8\.\.1024"),
+    (dict(block_size=-16), ValueError, r"block_size must be a multiple of 8 in 8\.\.1024"),
+    (dict(block_size=2048), ValueError, r"block_size must be a multiple of 8 in 8\.\.1024"),
     (dict(block_size=16.0), TypeError, "'block_size' must be an int"),
     (dict(num_experts=0), ValueError, "num_experts must be >= 1"),
     (dict(topk_ids=torch.tensor([[1.7, 0.2]])), TypeError, "'topk_ids' must hold integer expert ids"),
