@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/safe_file.hpp"
+
 namespace chord {
 namespace {
 
@@ -69,13 +71,12 @@ int open_trusted(int at_fd, const std::string& name, const std::string& path, Fo
 
 CacheFolder open_cache_folder(const std::string& dir, FolderRole role) {
   CacheFolder folder;
-  // The folder is reached through a symlink only if this user or root made the link (the rule
-  // of Linux's protected_symlinks, which not every host turns on): a link another user planted
-  // where the folder would be could point the cache at a folder of theirs, or at one of ours.
-  struct stat link;
-  if (::lstat(dir.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != ::geteuid() && link.st_uid != 0) {
+  // A link another user planted where the folder would be could point the cache at a folder of
+  // theirs, or at one of ours.
+  uid_t link_owner = 0;
+  if (symlink_by_another_user(dir, &link_owner)) {
     folder.problem = fmt::format("{} is a symlink made by uid {}, not by you or root; remove it, or use another folder",
-                                 dir, link.st_uid);
+                                 dir, link_owner);
     return folder;
   }
   const mode_t mode = role == FolderRole::kShared ? 0755 : 0700;

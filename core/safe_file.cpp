@@ -32,6 +32,15 @@ struct Fd {
 
 }  // namespace
 
+bool symlink_by_another_user(const std::string& path, uid_t* owner) {
+  struct stat link{};
+  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || link.st_uid == ::geteuid() || link.st_uid == 0) {
+    return false;
+  }
+  *owner = link.st_uid;
+  return true;
+}
+
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
     ssize_t n = ::write(fd, data, size);

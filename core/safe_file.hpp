@@ -30,6 +30,11 @@ std::string make_private_temp_dir(const std::string& prefix);
 std::string write_private_file(const std::string& dir, const std::string& stem, const std::string& suffix,
                                const std::string& text);
 
+// Whether `path` is a symlink made by a user other than this one or root, and by whom. Such a
+// link is not followed (the rule of Linux's protected_symlinks, which not every host turns on):
+// one planted where a folder or an output file would be could redirect it.
+bool symlink_by_another_user(const std::string& path, uid_t* owner);
+
 // write() until done, retrying EINTR.
 bool write_all(int fd, const char* data, size_t size);
 

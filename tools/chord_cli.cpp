@@ -281,9 +281,9 @@ int precompile(const Args& args) {
 // this user or root made it (the rule of Linux's protected_symlinks, which not every host
 // turns on). Returns "" or why not.
 std::string write_output_file(const std::string& path, const std::vector<char>& bytes) {
-  struct stat link{};
-  if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode) && link.st_uid != ::geteuid() && link.st_uid != 0) {
-    return fmt::format("it is a symlink made by uid {}, not by you or root", link.st_uid);
+  uid_t link_owner = 0;
+  if (chord::symlink_by_another_user(path, &link_owner)) {
+    return fmt::format("it is a symlink made by uid {}, not by you or root", link_owner);
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
   if (fd < 0) return std::string(std::strerror(errno));

@@ -235,7 +235,6 @@ KernelSource W4A16PackConfig::source() const {
                                   fmt::format("chord::w4a16_pack_body<{}>", static_cast<int>(source_format)));
 }
 
-
 std::string w4a16_offset_limit_error(const W4A16GemmConfig& c, const W4A16Args& args, long long tiles, int sm_count) {
   if (!c.wgmma()) return "";
   const char* way_out = "split the call, or run it on mma.sync (CHORD_W4A16_ENGINE=portable)";
@@ -247,10 +246,9 @@ std::string w4a16_offset_limit_error(const W4A16GemmConfig& c, const W4A16Args& 
     }
   }
   if (!c.warp_specialized()) {
-    // Per 64 k: two group-32 rows of N scales (2 bytes, 4 with zero points), NF4's one row of
-    // N fp32 absmax, or half a group-128 row.
-    const long long per_block = c.g128() ? (c.zero_point() ? 2 : 1) : c.nf4() ? 4 : (c.zero_point() ? 8 : 4);
-    const long long bytes = (long long)(args.k / 64) * per_block * args.n;
+    // One row of N entries per scale group: 2 bytes, 4 for NF4's fp32 absmax or a zero-point pair.
+    const long long entry = c.nf4() || c.zero_point() ? 4 : 2;
+    const long long bytes = (long long)(args.k / w4a16_scale_group(c.weight)) * args.n * entry;
     if (bytes >= (1LL << 32)) {
       return fmt::format("one expert's scales take {} bytes: the WGMMA kernel addresses at most 4 GiB of them; {}",
                          bytes, way_out);

@@ -128,7 +128,6 @@ struct W4A16PackConfig {
 // `body` called with `args_type`, kW4A16PackThreads threads, no shared memory.
 KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_type, const std::string& body);
 
-
 // Why a call is beyond what config `c`'s kernel can address, or "" when it is not. The WGMMA
 // kernels keep some offsets in 32 bits (registers, at their 128-register cap): an activation
 // row's offset in 16-byte units where the CTA gathers rows itself (64 GiB of A), one expert's

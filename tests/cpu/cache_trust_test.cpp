@@ -79,6 +79,16 @@ bool compiled_afresh(const std::string& cache, bool* memory_only = nullptr) {
   return chord::nvrtc_compile_count() == before + 1 && runtime.stats().disk_hits == 0;
 }
 
+// compiled_afresh into a cache the library must refuse (memory-only from then on): what it
+// warned.
+std::string refused_cache_warning(const std::string& cache) {
+  CaptureStderr err;
+  bool memory_only = false;
+  CHECK(compiled_afresh(cache, &memory_only));
+  CHECK(memory_only);
+  return err.text();
+}
+
 // Runs body() in a child process that an alarm and an address-space limit keep from
 // hanging or eating the machine; returns its status (128 + signal if killed).
 int bounded_child(const std::function<int()>& body) {
@@ -113,11 +123,7 @@ TEST_CASE("cache trust: a cache folder writable by group or others is refused, i
       const std::string loose = cache + which;
       chmod(loose.c_str(), mode);
       INFO(loose << " mode " << std::oct << mode);
-      CaptureStderr err;
-      bool memory_only = false;
-      CHECK(compiled_afresh(cache, &memory_only));
-      CHECK(memory_only);
-      const std::string warning = err.text();
+      const std::string warning = refused_cache_warning(cache);
       INFO(warning);
       CHECK(warning.find(loose + " is writable by group or others") != std::string::npos);
       CHECK(warning.find("chmod go-w " + loose) != std::string::npos);
@@ -291,16 +297,10 @@ TEST_CASE("cache trust: a symlink another user made where the cache folder would
     return;
   }
   REQUIRE(planted == 0);
-  {
-    CaptureStderr err;
-    bool memory_only = false;
-    CHECK(compiled_afresh(link, &memory_only));
-    CHECK(memory_only);
-    const std::string warning = err.text();
-    INFO(warning);
-    CHECK(warning.find(link + " is a symlink made by uid " + std::to_string(chord::test::kOtherUid)) !=
-          std::string::npos);
-  }
+  const std::string warning = refused_cache_warning(link);
+  INFO(warning);
+  CHECK(warning.find(link + " is a symlink made by uid " + std::to_string(chord::test::kOtherUid)) !=
+        std::string::npos);
   CHECK(chord::test::list_dir(ours).empty());  // nothing was made where the link points
   // A link of our own is followed as before.
   const std::string own = dir.path() + "/own-link";

@@ -357,6 +357,10 @@ size_t count(const std::string& text, const std::string& needle) {
   for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
   return n;
 }
+// `chord precompile` of the two dequant kernels into `folder` (--out): its output and exit code.
+std::string precompile_dequant_into(const std::string& folder, int* code) {
+  return run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + folder, code);
+}
 }  // namespace
 
 TEST_CASE("cli: each deprecated engine setting picks what its CHORD_W4A16_ENGINE value picks, and says so once",
@@ -457,20 +461,19 @@ TEST_CASE("cli: precompile fails when the folder does not end up holding every k
   const std::string file = dir.path() + "/a-file";
   std::ofstream(file) << "x";
   int code = -1;
-  std::string out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + file,
-                                &code);
+  std::string out = precompile_dequant_into(file, &code);
   INFO(out);
   CHECK(code == 1);
   CHECK(out.find("2 of 2 kernels are not in") != std::string::npos);
   // A name another file holds (a folder): that kernel is not stored, the precompile fails.
   const std::string layer = dir.path() + "/layer";
-  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  out = precompile_dequant_into(layer, &code);
   REQUIRE(code == 0);
   const std::vector<std::string> entries = chord::test::cache_files(layer, ".cubin");
   REQUIRE(entries.size() == 2);
   REQUIRE(std::remove((layer + "/kernels/" + entries[0]).c_str()) == 0);
   REQUIRE(run_command("mkdir -p " + layer + "/kernels/" + entries[0] + "/x", &code).empty());
-  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  out = precompile_dequant_into(layer, &code);
   INFO(out);
   CHECK(code == 1);
   CHECK(out.find("1 of 2 kernels are not in") != std::string::npos);
@@ -547,8 +550,7 @@ TEST_CASE("cli: precompile --out refuses a folder others can write, before creat
   int code = -1;
   run_command("mkdir -m 0777 " + open_folder, &code);
   REQUIRE(code == 0);
-  const std::string out =
-      run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + open_folder, &code);
+  const std::string out = precompile_dequant_into(open_folder, &code);
   INFO(out);
   CHECK(code == 1);
   CHECK(out.find("choose another --out folder") != std::string::npos);
@@ -579,13 +581,12 @@ TEST_CASE("cli: precompile --out into an existing folder others cannot read says
   int code = -1;
   run_command("mkdir -m 0700 " + layer, &code);
   REQUIRE(code == 0);
-  std::string out =
-      run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  std::string out = precompile_dequant_into(layer, &code);
   INFO(out);
   CHECK(code == 0);
   CHECK(out.find("not readable by others (e.g. " + layer + ")") != std::string::npos);
   run_command("chmod 0755 " + layer, &code);
-  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --profile dequant --out " + layer, &code);
+  out = precompile_dequant_into(layer, &code);
   CHECK(code == 0);
   CHECK(out.find("not readable by others") == std::string::npos);  // kernels/ 0755 and entries 0644 as made
 }
