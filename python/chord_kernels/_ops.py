@@ -350,13 +350,17 @@ def _check_offsets_args(a, weight, scales, tag, offsets, out):
     return tag
 
 
+def _check_top_k(top_k):
+    if top_k < 1 or top_k > 1024:
+        _fail(f"top_k must be in 1..1024, got {top_k}")
+
+
 def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out):
     tag, e, n, k, dtype = _check_tag(tag, weight, scales)
     _check_act(a, "inputs", dtype, 2)
     if a.shape[1] != k:
         _fail(f"'inputs' has K = {a.shape[1]}, the packed weight has K = {k}")
-    if top_k < 1 or top_k > 1024:
-        _fail(f"top_k must be in 1..1024, got {top_k}")
+    _check_top_k(top_k)
     if block_size < 8 or block_size > 1024 or block_size % 8:
         _fail(f"block_size must be a multiple of 8 in 8..1024 (the moe_align_block_size alignment), got {block_size}")
     _check_tensor(sorted_ids, "sorted_ids", _I32, 1)
@@ -731,10 +735,10 @@ def _leading(t, name, dim):
 def _tag_dims(tag, label, check):
     """(E, N, K) of a packed weight of the family `label` (a _PackedFormat's: INT4 or NF4) whose
     tag has passed `check`, its format's tag and buffer checks (a dict lookup once a tag has
-    passed under that family): the operators size their outputs
-    from it, so a foreign or damaged tag is a ValueError before anything is allocated. While
-    torch.compile traces, the tag's fields as they are: the traced op's fake checks the tag, and
-    the library's size helpers cannot be traced."""
+    passed under that family): the operators size their outputs from it, so a foreign or
+    damaged tag is a ValueError before anything is allocated. While torch.compile traces, the
+    tag's fields as they are: the traced op's fake checks the tag, and the library's size
+    helpers cannot be traced."""
     if torch.compiler.is_compiling():
         return tuple(tag[4:7])
     key = (label, tag if type(tag) is tuple else tuple(tag))
@@ -832,8 +836,7 @@ def indexed(inputs: torch.Tensor, packed: W4A16Weight, sorted_ids: torch.Tensor,
     top_k = int(top_k)
     block_size = int(block_size)
     if outputs is None:
-        if top_k < 1 or top_k > 1024:
-            _fail(f"top_k must be in 1..1024, got {top_k}")
+        _check_top_k(top_k)  # before the output is sized from it
         outputs = torch.empty((_leading(inputs, "inputs", 2)[0] * top_k, _dims(p)[1]), dtype=p.dtype,
                               device=inputs.device)
     if _compiling(library):
