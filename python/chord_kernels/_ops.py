@@ -560,14 +560,15 @@ def _as_packed_scales(scale, e, n, k, group_size, dtype, packed=GROUP_SIZE):
     return scale.contiguous()
 
 
-def _check_scale_values(source, scale, dtype):
+def _check_scale_values(source, scale, dtype, name="scale", axes="(expert, row, group)"):
     """Every scale finite in `dtype`, and none that is not zero rounded to zero: a NaN, an
     infinity or an overflow of the cast (an fp32 scale above 65504 stored as fp16) would make
-    every weight of its group wrong without an error."""
+    every weight of its group wrong without an error. name / axes: the argument and its layout,
+    for the message."""
     bad = ~torch.isfinite(scale) | ((scale == 0) & (source != 0))
     if bool(bad.any()):
         at = tuple(int(i) for i in bad.nonzero()[0])
-        _fail(f"'scale' at (expert, row, group) {at} is {float(source[at])!r}, which is "
+        _fail(f"'{name}' at {axes} {at} is {float(source[at])!r}, which is "
               f"{float(scale[at])!r} in {dtype}: scales must be finite and representable in the packed dtype")
 
 

@@ -14,7 +14,7 @@ Formats (N = output features, K = input features, G = group size):
   the unsigned zero point of the codes).
 - GPTQ: qweight int32 [K/8, N] (packed along K, same nibble order), scales [K/G, N],
   qzeros int32 [K/G, N/8] packed along N (nibble j = column 8c + j), g_idx int32 [K]
-  (optional). v1 (AutoGPTQ, GPTQModel's default on disk) stores zero - 1, v2 (GPTQModel
+  (optional: without it the layer is taken as not act-order). v1 (AutoGPTQ, GPTQModel's default on disk) stores zero - 1, v2 (GPTQModel
   format "gptq_v2") the zero as is. Symmetric: every zero is 8 (0x77777777 per v1 word,
   0x88888888 per v2 word).
 - AWQ (GEMM layout): qweight int32 [K, N/8] (packed along N in the order 0, 2, 4, 6, 1, 3,
@@ -28,7 +28,7 @@ from typing import Optional
 
 import torch
 
-from ._ops import GROUP_SIZE, W4A16Weight, _fail, pack_w4a16
+from ._ops import GROUP_SIZE, W4A16Weight, _check_scale_values, _fail, _format_of, pack_w4a16
 
 # Eight nibbles of the symmetric zero point 8, as GPTQ v1 stores it (8 - 1) and as v2 does.
 _GPTQ_V1_SYMMETRIC_ZEROS = 0x77777777
@@ -54,6 +54,29 @@ def _group_size(groups, k, what):
     return group
 
 
+def _check_scales(scale, name, axes, dtype):
+    """The scale values check of pack_w4a16, on the tensor as the caller passed it: an error
+    then names the caller's argument and indexes it in its own layout (GPTQ and AWQ store
+    scales K-groups first, and the packer sees them transposed)."""
+    _format_of(dtype)  # a clear error for a dtype pack_w4a16 would refuse
+    if scale.is_floating_point() and not torch.compiler.is_compiling():
+        _check_scale_values(scale, scale.to(dtype), dtype, name=name, axes=axes)
+
+
+def _refuse_act_order(g_idx, name, e, k, group):
+    """A checkpoint's group index per k ([K] or [E, K]) must be k // group: an act-order layer
+    (GPTQ desc_act, compressed-tensors actorder: group) reorders K, which chord does not."""
+    if not isinstance(g_idx, torch.Tensor):
+        _fail(f"'{name}' must be a torch.Tensor, got {type(g_idx).__name__}")
+    g = g_idx if g_idx.dim() == 2 else g_idx.unsqueeze(0)
+    if g.dtype not in (torch.int32, torch.int64) or tuple(g.shape) != (e, k):
+        _fail(f"'{name}' must be int32 [{e}, {k}], got {g.dtype} {tuple(g.shape)}")
+    expected = torch.arange(k, device=g.device, dtype=g.dtype) // group
+    if not bool((g == expected).all()):
+        raise NotImplementedError(f"chord_kernels: act-order ('{name}' other than k // group_size: GPTQ desc_act, "
+                                  f"compressed-tensors actorder) is unsupported")
+
+
 def _unpack_cols(words: torch.Tensor) -> torch.Tensor:
     """int32 [E, R, C/8] packed along the last dimension in the plain order (nibble j = column
     8c + j, as GPTQ's qzeros and compressed-tensors' weight_zero_point transposed) -> uint8
@@ -73,15 +96,20 @@ def unpack_compressed_tensors_zero_point(weight_zero_point: torch.Tensor) -> tor
 def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Tensor,
                             weight_zero_point: Optional[torch.Tensor] = None,
                             weight_shape: Optional[torch.Tensor] = None,
-                            dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
+                            dtype: torch.dtype = torch.bfloat16,
+                            weight_g_idx: Optional[torch.Tensor] = None) -> W4A16Weight:
     """Packs a compressed-tensors pack-quantized INT4 layer (group or channel strategy).
     weight_zero_point: absent for symmetric layers; for asymmetric ones (symmetric: false) the
-    int32 [E, N/8, K/G] tensor as stored. dtype: the activations' (and scales') type, as
+    int32 [E, N/8, K/G] tensor as stored. weight_g_idx: the layer's, where it stores one
+    (actorder); it must be k // group_size (act-order layers are refused). Without it the
+    layer is taken as stored in K order. dtype: the activations' (and scales') type, as
     pack_w4a16 takes it."""
     weight = _check(weight_packed, "weight_packed", torch.int32)
     scale = _check(weight_scale, "weight_scale")
     e, n, k8 = weight.shape
     k = k8 * 8
+    if k == 0:
+        _fail(f"'weight_packed' must hold K/8 > 0 words per row, got shape {tuple(weight.shape)}")
     if tuple(scale.shape[:2]) != (e, n):
         _fail(f"'weight_scale' must be [{e}, {n}, K/G] to match weight_packed {tuple(weight.shape)}, "
               f"got {tuple(scale.shape)}")
@@ -91,10 +119,15 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
         if weight_shape.is_floating_point() or weight_shape.dtype == torch.bool or weight_shape.numel() not in (2, 2 * e):
             _fail(f"'weight_shape' must be integer [2] or [{e}, 2] (N, K per expert), got {weight_shape.dtype} "
                   f"{tuple(weight_shape.shape)}")
-        shape = weight_shape.reshape(-1, 2)
-        if not bool((shape == torch.tensor([n, k], device=shape.device, dtype=shape.dtype)).all()):
-            _fail(f"'weight_shape' says {shape[0].tolist()}, weight_packed holds [{n}, {k}]")
+        shape = weight_shape.reshape(-1, 2).to(torch.int64)  # uint8 / int16 could not hold N or K
+        wrong = (shape != torch.tensor([n, k], device=shape.device)).any(dim=1)
+        if bool(wrong.any()):
+            row = int(wrong.nonzero()[0])
+            _fail(f"'weight_shape' says {shape[row].tolist()} (row {row}), weight_packed holds [{n}, {k}]")
     group = _group_size(scale.shape[2], k, "weight_scale")
+    _check_scales(scale, "weight_scale", "(expert, row, group)", dtype)
+    if weight_g_idx is not None:
+        _refuse_act_order(weight_g_idx, "weight_g_idx", e, k, group)
     zeros = None
     if weight_zero_point is not None:
         z = _check(weight_zero_point, "weight_zero_point", torch.int32)
@@ -135,7 +168,8 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
     """Packs a 4-bit GPTQ layer. qzeros: absent or the symmetric zero (0x77777777 per word,
     or 0x88888888 in the v2 form) packs symmetric INT4; any other qzeros (sym: false) is read
     with `format`, which must then be given: "v1" (zero - 1 stored) or "v2" (zero stored).
-    g_idx, when given, must be k // group_size (act-order checkpoints are refused).
+    g_idx, when given, must be k // group_size (act-order checkpoints are refused); without
+    it the layer is taken as stored in K order (desc_act: false), so pass the checkpoint's.
     dtype=torch.float16 keeps GPTQ's float16 scales as they are (activations and outputs
     float16): the checkpoint's weights bit for bit."""
     q = _check(qweight, "qweight", torch.int32)
@@ -162,15 +196,8 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
                                           "format='v2' (GPTQModel format 'gptq_v2') to read them")
             zeros = unpack_gptq_zeros(z, format)
     if g_idx is not None:
-        if not isinstance(g_idx, torch.Tensor):
-            _fail(f"'g_idx' must be a torch.Tensor, got {type(g_idx).__name__}")
-        g = g_idx if g_idx.dim() == 2 else g_idx.unsqueeze(0)
-        if g.dtype not in (torch.int32, torch.int64) or tuple(g.shape) != (e, k):
-            _fail(f"'g_idx' must be int32 [{e}, {k}], got {g.dtype} {tuple(g.shape)}")
-        expected = torch.arange(k, device=g.device, dtype=g.dtype) // group
-        if not bool((g == expected).all()):
-            raise NotImplementedError("chord_kernels: GPTQ act-order (desc_act: a g_idx other than k // group_size) "
-                                      "is unsupported")
+        _refuse_act_order(g_idx, "g_idx", e, k, group)
+    _check_scales(s, "scales", "(expert, group, column)", dtype)
     # qweight packs 8 consecutive k of one column per word: transposed, it is the
     # compressed-tensors form [N, K/8], and the uint4b8 codes are chord's.
     return _pack(q.transpose(1, 2).contiguous(), s.transpose(1, 2), group, dtype, zeros)
@@ -212,4 +239,5 @@ def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor,
     if tuple(s.shape) != (e, zeros.shape[2], n):
         _fail(f"'scales' must be [{e}, {zeros.shape[2]}, {n}] to match qweight / qzeros, got {tuple(s.shape)}")
     group = _group_size(zeros.shape[2], k, "scales")
+    _check_scales(s, "scales", "(expert, group, column)", dtype)
     return _pack(codes.contiguous(), s.transpose(1, 2), group, dtype, zeros)

@@ -906,6 +906,47 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_compressed_tensors(packed, torch.ones(2, 32, 2))
 
 
+def test_checkpoint_readers_name_their_own_arguments():
+    """Each reader refuses act-order by its format's own g_idx name, checks the scales as the
+    caller passed them (the error names that argument and indexes its layout), and checks
+    compressed-tensors' weight_shape per expert in any integer dtype."""
+    _, qweight, scales, qzeros, g_idx = gptq_tensors()
+    bad = scales.clone()
+    bad[1, 1, 5] = float("inf")
+    with pytest.raises(ValueError, match=r"'scales' at \(expert, group, column\) \(1, 1, 5\) is inf"):
+        ck.from_gptq(qweight, bad, qzeros, g_idx, dtype=torch.float16)
+    awq_q = torch.zeros(2, 256, 8, dtype=torch.int32)
+    eights = torch.full((2, 2, 8), 0x88888888 - 2**32, dtype=torch.int32)
+    awq_s = torch.ones(2, 2, 64, dtype=torch.float16)
+    awq_s[0, 1, 9] = float("nan")
+    with pytest.raises(ValueError, match=r"'scales' at \(expert, group, column\) \(0, 1, 9\) is nan"):
+        ck.from_awq(awq_q, eights, awq_s)
+    with pytest.raises(ValueError, match="'dtype' must be torch.bfloat16 or torch.float16"):
+        ck.from_awq(awq_q, eights, torch.ones(2, 2, 64), dtype=torch.int8)
+    # compressed-tensors: weight_packed [E, N, K/8], weight_scale [E, N, K/G].
+    ct_q = qweight.transpose(1, 2).contiguous()
+    ct_s = scales.transpose(1, 2).contiguous()
+    big = ct_s.float()
+    big[0, 7, 1] = 1e6  # above fp16's range
+    with pytest.raises(ValueError, match=r"'weight_scale' at \(expert, row, group\) \(0, 7, 1\) is 1000000.0"):
+        ck.from_compressed_tensors(ct_q, big, dtype=torch.float16)
+    shuffled = g_idx[:, torch.randperm(256, generator=torch.Generator().manual_seed(1))]
+    with pytest.raises(NotImplementedError, match="act-order \\('weight_g_idx'"):
+        ck.from_compressed_tensors(ct_q, ct_s, weight_g_idx=shuffled)
+    with pytest.raises(ValueError, match="'weight_g_idx' must be int32"):
+        ck.from_compressed_tensors(ct_q, ct_s, weight_g_idx=g_idx[:, :128])
+    with pytest.raises(ValueError, match="CUDA device"):  # in K order: read, then packed on the GPU
+        ck.from_compressed_tensors(ct_q, ct_s, weight_g_idx=g_idx)
+    with pytest.raises(ValueError, match=r"'weight_shape' says \[64, 128\] \(row 1\)"):
+        ck.from_compressed_tensors(ct_q, ct_s, weight_shape=torch.tensor([[64, 256], [64, 128]]))
+    with pytest.raises(ValueError, match=r"'weight_shape' says \[64, 0\] \(row 0\)"):  # 256 wrapped in uint8
+        ck.from_compressed_tensors(ct_q, ct_s, weight_shape=torch.tensor([64, 256]).to(torch.uint8))
+    with pytest.raises(ValueError, match="CUDA device"):
+        ck.from_compressed_tensors(ct_q, ct_s, weight_shape=torch.tensor([64, 256], dtype=torch.int16))
+    with pytest.raises(ValueError, match="'weight_packed' must hold K/8 > 0 words"):
+        ck.from_compressed_tensors(torch.zeros(2, 64, 0, dtype=torch.int32), torch.ones(2, 64, 1))
+
+
 def test_facade_converts_zero_points_into_the_humming_form():
     """GPTQ sym: false (v1 and gptq_v2), AWQ and compressed-tensors symmetric: false convert to
     HummingWeightSchema(has_zero_point=True) with zero_point int32 [E, N/8, K/G] packed along N,
