@@ -29,12 +29,13 @@
 namespace chord {
 namespace {
 
-constexpr int64_t kMaxRows = INT_MAX / 2;
+constexpr int64_t kMaxRows = kW4A16MaxRows;
+static_assert(kMaxRows == INT_MAX / 2, "kW4A16MaxRows: INT_MAX / 2");
 
 void require_weight_shape(int64_t experts, int64_t n, int64_t k) {
-  require_range(experts, "E", 1, 1 << 16);
-  require_range(n, "N", kW4A16PackN, 1 << 20);
-  require_range(k, "K", kW4A16PackK, 1 << 20);
+  require_range(experts, "E", 1, kW4A16MaxExperts);
+  require_range(n, "N", kW4A16PackN, kW4A16MaxNK);
+  require_range(k, "K", kW4A16PackK, kW4A16MaxNK);
   require_multiple(n, "N", kW4A16PackN);
   require_multiple(k, "K", kW4A16PackK);
 }

@@ -11,6 +11,12 @@
 
 namespace chord {
 
+// The operators' bounds on a call (checked before any launch; `chord config` takes the same):
+// experts, N and K of a packed weight, and rows of A (a tile added to a row count stays in int).
+constexpr int64_t kW4A16MaxExperts = int64_t{1} << 16;
+constexpr int64_t kW4A16MaxNK = int64_t{1} << 20;
+constexpr int64_t kW4A16MaxRows = 1073741823;  // INT_MAX / 2
+
 // The packed-weight tag check: magic, format, layout version, group size, shape, pointers.
 void require_w4a16_weight(const chord_w4a16_weight_t* weight, uint32_t format);
 // The same for either INT4 format; returns the weight kind the format runs as.

@@ -1,5 +1,6 @@
 // The `chord` command line: precompile kernels into the disk cache, describe the install, show
 // the config the resolver picks for a GEMM shape.
+#include <algorithm>
 #include <chrono>
 #include <cerrno>
 #include <climits>
@@ -23,6 +24,7 @@
 #include "jit/cuda_headers.hpp"
 #include "jit/kernel_source.hpp"
 #include "launcher/driver_api.hpp"
+#include "ops/w4a16.hpp"
 #include "ops/w4a16_search.hpp"
 #include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
@@ -368,21 +370,30 @@ int config(const Args& args) {
   if (!mode_ok) throw UsageError{"--mode is one of " + join(mode_names()) + ", not '" + mode + "'"};
   if (!weight_ok) throw UsageError{"--weight is one of " + join(weight_names()) + ", not '" + weight + "'"};
   p.arch = chord::parse_arch(args.at("--arch"));
-  p.n = static_cast<int>(number(args, "--n", 0));
-  p.k = static_cast<int>(number(args, "--k", 0));
-  p.experts = static_cast<int>(number(args, "--experts", 0, 1));
+  // Every bound below is the operators' (ops/w4a16.hpp; the indexed block as
+  // moe_align_block_size makes it): a config for a call no operator takes would not be the one
+  // it runs.
+  p.n = static_cast<int>(number(args, "--n", 0, chord::kW4A16PackN, chord::kW4A16MaxNK));
+  p.k = static_cast<int>(number(args, "--k", 0, chord::kW4A16PackK, chord::kW4A16MaxNK));
+  p.experts = static_cast<int>(number(args, "--experts", 0, 1, chord::kW4A16MaxExperts));
+  if (chord::w4a16_is_g128(p.weight) && p.k % chord::kW4A16Group128 != 0) {
+    throw UsageError{"--k must be a multiple of 128 for --weight " + weight + " (one scale row per 128 k)"};
+  }
   p.rows_per_expert = number(args, "--rows", 0, 0, int64_t{1} << 40);
-  // Row counts within the operators' bound (2^30; the config arithmetic adds a tile to them in
-  // int), block sizes as moe_align_block_size makes them: a config for a call no operator takes
-  // would not be the one it runs.
-  constexpr long long kMaxRows = 1LL << 30;
+  constexpr long long kMaxRows = chord::kW4A16MaxRows;
   p.a_rows = static_cast<int>(number(args, "--a-rows", 0, 0, kMaxRows));
-  p.num_groups = static_cast<int>(number(args, "--groups", 0));
+  p.num_groups = static_cast<int>(number(args, "--groups", 0, 0, p.experts));
   p.max_m = static_cast<int>(number(args, "--max-m", 0, 0, kMaxRows));
   p.capacity = static_cast<int>(number(args, "--capacity", 0, 0, kMaxRows));
   p.top_k = static_cast<int>(number(args, "--top-k", 0, 0, 1024));
   p.block_size = static_cast<int>(number(args, "--block-size", 0, 8, 1024));
   if (p.block_size % 8 != 0) throw UsageError{"--block-size must be a multiple of 8 (as moe_align_block_size makes it)"};
+  if (static_cast<long long>(p.num_groups) * p.max_m > kMaxRows) {
+    throw UsageError{"--groups x --max-m must be at most " + std::to_string(kMaxRows) + " rows"};
+  }
+  if (p.top_k > 0 && p.a_rows > kMaxRows / p.top_k) {
+    throw UsageError{"--a-rows x --top-k must be at most " + std::to_string(kMaxRows) + " routes"};
+  }
   p.sm_count = static_cast<int>(number(args, "--sms", 132, 1));
   const std::string cubin_path = args.count("--cubin") ? args.at("--cubin") : "";
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;

@@ -154,13 +154,24 @@ TEST_CASE("cli: a wrong command line names what is wrong, with the usage, and ex
 TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "[cli]") {
   const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a --mode contiguous ";
   const std::string rest = " --experts 8 --rows 16";
-  for (const std::string& bad : {"--n 4294967360 --k 128", "--n 64 --k 18446744073709551680", "--n -64 --k 128",
-                                 "--n ' 64' --k 128", "--n +64 --k 128", "--n 64 --k 2147483648"}) {
+  // The operators' bounds (ops/w4a16.hpp): N in [16, 2^20], K in [64, 2^20], E in [1, 2^16].
+  const std::string n_range = "--n needs an integer in [16, 1048576]", k_range = "--k needs an integer in [64, 1048576]";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--n 4294967360 --k 128" + rest, n_range},
+      {"--n -64 --k 128" + rest, n_range},
+      {"--n ' 64' --k 128" + rest, n_range},
+      {"--n +64 --k 128" + rest, n_range},
+      {"--n 1048592 --k 128" + rest, n_range},
+      {"--n 64 --k 18446744073709551680" + rest, k_range},
+      {"--n 64 --k 2147483648" + rest, k_range},
+      {"--n 64 --k 1048640" + rest, k_range},
+      {"--n 64 --k 128 --experts 65537 --rows 16", "--experts needs an integer in [1, 65536]"}};
+  for (const auto& [args, message] : cases) {
     int code = 0;
-    const std::string out = run_command(cli + bad + rest, &code);
-    INFO(bad << ": " << out);
+    const std::string out = run_command(cli + args, &code);
+    INFO(args << ": " << out);
     CHECK(code == 1);
-    CHECK(out.find("needs an integer in [0, 2147483647]") != std::string::npos);
+    CHECK(out.find(message) != std::string::npos);
   }
   int code = 0;
   const std::string out = run_command(cli + "--n 64 --k 128" + rest, &code);
@@ -168,23 +179,40 @@ TEST_CASE("cli: config size arguments out of range are rejected, not wrapped", "
   CHECK(out.find("engine=") != std::string::npos);
 }
 
-TEST_CASE("cli: config takes the routing block and row counts the operators take", "[cli]") {
-  const std::string cli = std::string(CHORD_CLI_PATH) + " config --arch sm_90a --mode indexed --n 7168 --k 2048 "
-                                                        "--experts 48 --rows 170 ";
-  // A block that is not a multiple of 8 in 8..1024 has no tile: it used to print BLOCK_M 4 and exit 0.
-  for (const std::string& bad : {"--block-size 12", "--block-size 3", "--block-size 2048", "--capacity 2147483647",
-                                 "--a-rows 2147483000", "--max-m 1073741825", "--top-k 1025"}) {
-    int code = 0;
-    const std::string out = run_command(cli + bad, &code);
-    INFO(bad << ": " << out);
-    CHECK(code != 0);
-    CHECK(out.find("block_m=") == std::string::npos);
-  }
+namespace {
+
+// `chord config` ARGS must fail, print no config, and say `message` (when given).
+void expect_config_refused(const std::string& args, const std::string& message = "") {
   int code = 0;
-  const std::string out = run_command(cli + "--block-size 16", &code);
-  INFO(out);
+  const std::string out = run_command(std::string(CHORD_CLI_PATH) + " config " + args, &code);
+  INFO(args << ": " << out);
+  CHECK(code != 0);
+  CHECK(out.find("block_m=") == std::string::npos);
+  if (!message.empty()) CHECK(out.find(message) != std::string::npos);
+}
+
+// `chord config` ARGS must succeed and print `needle`.
+void expect_config(const std::string& args, const std::string& needle) {
+  int code = 0;
+  const std::string out = run_command(std::string(CHORD_CLI_PATH) + " config " + args, &code);
+  INFO(args << ": " << out);
   CHECK(code == 0);
-  CHECK(out.find("block_m=16") != std::string::npos);
+  CHECK(out.find(needle) != std::string::npos);
+}
+
+}  // namespace
+
+TEST_CASE("cli: config takes the routing block and row counts the operators take", "[cli]") {
+  const std::string call = "--arch sm_90a --mode indexed --n 7168 --k 2048 --experts 48 --rows 170 ";
+  // A block that is not a multiple of 8 in 8..1024 has no tile: it used to print BLOCK_M 4 and exit 0.
+  // Rows of A at most INT_MAX / 2, as the operators take them; routes (M x top_k) too.
+  for (const std::string& bad : {"--block-size 12", "--block-size 3", "--block-size 2048", "--capacity 2147483647",
+                                 "--a-rows 2147483000", "--max-m 1073741824", "--a-rows 1073741824", "--top-k 1025",
+                                 "--a-rows 1048576 --top-k 1024"}) {
+    expect_config_refused(call + bad);
+  }
+  expect_config(call + "--block-size 16", "block_m=16");
+  int code = 0;
   // A table that exists but has no row for the rows is named as such.
   const std::string beyond = run_command(std::string("CHORD_W4A16_PROFILE=ep8 ") + CHORD_CLI_PATH +
                                              " config --arch sm_90a --mode contiguous --n 4096 --k 7168 --experts 48 "
@@ -193,6 +221,18 @@ TEST_CASE("cli: config takes the routing block and row counts the operators take
   INFO(beyond);
   CHECK(code == 1);
   CHECK(beyond.find("the sm_90a table has no row for 1000000001 rows per expert") != std::string::npos);
+}
+
+TEST_CASE("cli: config refuses the calls the operators refuse: group 128 off K % 128, masked groups past E or rows", "[cli]") {
+  expect_config_refused("--arch sm_90a --mode offsets --n 1536 --k 64 --experts 128 --rows 1 --weight int4-g128",
+                        "--k must be a multiple of 128 for --weight int4-g128");
+  expect_config_refused("--arch sm_90a --mode offsets --n 1536 --k 192 --experts 128 --rows 1 --weight int4-zp-g128-fp16",
+                        "--k must be a multiple of 128 for --weight int4-zp-g128-fp16");
+  expect_config_refused("--arch sm_90a --mode masked --n 1536 --k 2048 --experts 48 --rows 8 --groups 49 --max-m 8",
+                        "--groups needs an integer in [0, 48]");
+  expect_config_refused("--arch sm_90a --mode masked --n 1536 --k 2048 --experts 48 --rows 8 --groups 48 --max-m 1073741823",
+                        "--groups x --max-m must be at most 1073741823 rows");
+  expect_config("--arch sm_90a --mode offsets --n 1536 --k 256 --experts 128 --rows 1 --weight int4-g128", "_g128");
 }
 
 TEST_CASE("cli: info prints versions, cache and GPUs", "[cli]") {
@@ -331,7 +371,7 @@ TEST_CASE("cli: config prints the resolver's choice for a shape, env overrides i
       {cli + "--mode masked --n 100 --k 7168 --experts 48 --rows 8", 1, {"N = 100 is unsupported"}},
       {cli + "--mode masked --n x --k 7168 --experts 48 --rows 8",
        1,
-       {"--n needs an integer in [0, 2147483647], not 'x'"}},
+       {"--n needs an integer in [16, 1048576], not 'x'"}},
   };
   for (const auto& c : cases) {
     int code = -1;
