@@ -222,7 +222,11 @@ int precompile(const Args& args) {
     set = fmt::format("the MoE layer {} x [{} x {}, {} x {}], top-{} on {} SMs{}", shape.experts,
                       2LL * shape.intermediate, shape.hidden, shape.hidden, shape.intermediate, shape.top_k,
                       shape.sm_count, shape.nf4 ? ", with NF4" : "");
-    descriptors = chord::moe_kernel_descriptors(shape, arch);
+    try {
+      descriptors = chord::moe_kernel_descriptors(shape, arch);
+    } catch (const chord::Error& e) {  // the shape is the option's: name it, as its syntax errors do
+      throw UsageError{"--moe " + args.at("--moe") + ": " + e.what()};
+    }
   }
   // --out builds a layer of its own: no read-only layers under it, nothing from the user's cache.
   std::unique_ptr<chord::JitRuntime> shared;

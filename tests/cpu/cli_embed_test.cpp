@@ -55,8 +55,12 @@ TEST_CASE("cli: bad arguments fail with a clear message", "[cli]") {
   CHECK(out.find("known kernel sets") != std::string::npos);
   // A --moe shape the operators cannot run: named before anything compiles.
   out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --moe 8,4096,96", &code);
-  CHECK(code != 0);
+  CHECK(code == 2);  // as a --moe that does not parse
+  CHECK(out.find("--moe 8,4096,96: ") != std::string::npos);
   CHECK(out.find("multiples of 64, got 4096 and 96") != std::string::npos);
+  out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --moe 0,4096,1536", &code);
+  CHECK(code == 2);
+  CHECK(out.find("--moe 0,4096,1536: experts must be in [1, 65536], got 0") != std::string::npos);
   out = run_command(std::string(CHORD_CLI_PATH) + " precompile --arch sm_90a --moe 8,4096,1536 --top-k 65", &code);
   CHECK(code != 0);
   CHECK(out.find("--top-k needs an integer in [1, 64], not '65'") != std::string::npos);
