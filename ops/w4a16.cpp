@@ -29,9 +29,6 @@
 namespace chord {
 namespace {
 
-constexpr int64_t kMaxRows = kW4A16MaxRows;
-static_assert(kMaxRows == INT_MAX / 2, "kW4A16MaxRows: INT_MAX / 2");
-
 void require_weight_shape(int64_t experts, int64_t n, int64_t k) {
   require_range(experts, "E", 1, kW4A16MaxExperts);
   require_range(n, "N", kW4A16PackN, kW4A16MaxNK);
@@ -621,7 +618,7 @@ void w4a16_dequantize(const chord_w4a16_weight_t* weight, void* out, CUstream st
 void w4a16_contiguous(const void* a, int64_t m, const chord_w4a16_weight_t* weight, const int32_t* m_indices,
                       void* out, CUstream stream) {
   const W4A16WeightKind kind = require_int4_weight(weight);
-  require_range(m, "m", 0, kMaxRows);
+  require_range(m, "m", 0, kW4A16MaxRows);
   if (m == 0) return;
   require_pointer(a, "a", 16);
   require_pointer(m_indices, "m_indices", 4);
@@ -640,8 +637,8 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
                   const int32_t* masked_m, int64_t expected_m, void* out, CUstream stream) {
   const W4A16WeightKind kind = require_int4_weight(weight);
   require_range(groups, "G", 0, weight->experts);
-  require_range(max_m, "max_m", 0, kMaxRows);
-  CHORD_REQUIRE(groups * max_m <= kMaxRows, "G*max_m = {} exceeds {}", groups * max_m, kMaxRows);
+  require_range(max_m, "max_m", 0, kW4A16MaxRows);
+  CHORD_REQUIRE(groups * max_m <= kW4A16MaxRows, "G*max_m = {} exceeds {}", groups * max_m, kW4A16MaxRows);
   if (groups == 0 || max_m == 0) return;
   require_pointer(a, "a", 16);
   require_pointer(masked_m, "masked_m", 4);
@@ -664,7 +661,7 @@ void w4a16_offsets(const void* a, int64_t s_rows, const chord_w4a16_weight_t* we
 
 void w4a16_offsets_kind(const void* a, int64_t s_rows, const chord_w4a16_weight_t* weight, W4A16WeightKind kind,
                         const int32_t* offsets, void* out, CUstream stream) {
-  require_range(s_rows, "S", 0, kMaxRows);
+  require_range(s_rows, "S", 0, kW4A16MaxRows);
   if (s_rows == 0) return;
   require_pointer(a, "a", 16);
   require_pointer(offsets, "offsets", 4);
@@ -684,8 +681,8 @@ void w4a16_indexed(const void* a, int64_t m, const chord_w4a16_weight_t* weight,
                    int64_t block_size, void* out, CUstream stream) {
   const W4A16WeightKind kind = require_int4_weight(weight);
   require_range(top_k, "top_k", 1, 1024);
-  require_range(m, "M", 0, kMaxRows / top_k);
-  require_range(capacity, "capacity", 0, kMaxRows);
+  require_range(m, "M", 0, kW4A16MaxRows / top_k);
+  require_range(capacity, "capacity", 0, kW4A16MaxRows);
   require_range(block_size, "block_size", 8, 1024);
   require_multiple(block_size, "block_size", 8);
   if (m == 0 || capacity == 0) return;

@@ -1,6 +1,7 @@
 // Operators of the W4A16 grouped GEMM family (chord.h: chord_w4a16_*).
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -15,7 +16,7 @@ namespace chord {
 // experts, N and K of a packed weight, and rows of A (a tile added to a row count stays in int).
 constexpr int64_t kW4A16MaxExperts = int64_t{1} << 16;
 constexpr int64_t kW4A16MaxNK = int64_t{1} << 20;
-constexpr int64_t kW4A16MaxRows = 1073741823;  // INT_MAX / 2
+constexpr int64_t kW4A16MaxRows = INT_MAX / 2;
 
 // The packed-weight tag check: magic, format, layout version, group size, shape, pointers.
 void require_w4a16_weight(const chord_w4a16_weight_t* weight, uint32_t format);

@@ -14,9 +14,9 @@ Formats (N = output features, K = input features, G = group size):
   the unsigned zero point of the codes).
 - GPTQ: qweight int32 [K/8, N] (packed along K, same nibble order), scales [K/G, N],
   qzeros int32 [K/G, N/8] packed along N (nibble j = column 8c + j), g_idx int32 [K]
-  (optional: without it the layer is taken as not act-order). v1 (AutoGPTQ, GPTQModel's default on disk) stores zero - 1, v2 (GPTQModel
-  format "gptq_v2") the zero as is. Symmetric: every zero is 8 (0x77777777 per v1 word,
-  0x88888888 per v2 word).
+  (optional: without it the layer is taken as not act-order). v1 (AutoGPTQ, GPTQModel's
+  default on disk) stores zero - 1, v2 (GPTQModel format "gptq_v2") the zero as is.
+  Symmetric: every zero is 8 (0x77777777 per v1 word, 0x88888888 per v2 word).
 - AWQ (GEMM layout): qweight int32 [K, N/8] (packed along N in the order 0, 2, 4, 6, 1, 3,
   5, 7), qzeros int32 [K/G, N/8] (same order, the zero point as is), scales [K/G, N].
 All decode to W = (code - zero) * scale, rounded once in the activations' type: bf16
