@@ -38,7 +38,7 @@ import generalization as g  # noqa: E402
 import shapes  # noqa: E402
 
 DECODE_MAX_ROWS = 64
-ENV_KEYS = ("BM", "BN", "BK", "STAGES", "WARPS_N", "SPLIT_K")
+ENV_KEYS = ("BM", "BN", "BK", "STAGES", "WARPS_N", "SPLIT_K", "GROUP_SUMS")
 
 
 # ---------------------------------------------------------------- rows (CPU)
@@ -108,10 +108,12 @@ def grid(level):
     then stages 4, BM 16, BM 32, then other warps_n."""
     out, seen = [], set()
 
-    def add(bm, bn, bk, st, sk, wn=None):
+    def add(bm, bn, bk, st, sk, wn=None, gs=0):
         s = dict(BM=bm, BN=bn, BK=bk, STAGES=st, SPLIT_K=sk)
         if wn:
             s["WARPS_N"] = wn
+        if gs:
+            s["GROUP_SUMS"] = gs
         key = tuple(sorted(s.items()))
         if key not in seen:
             seen.add(key)
@@ -129,6 +131,14 @@ def grid(level):
     if level == "fit":  # the staged tiles the decode rule chooses between
         block(8, (3, 4))
         block(16, (3, 4))
+        return out
+    if level == "gs":  # the staged decode tiles in each group-sum form, pairs adjacent
+        for bm in (8, 16):
+            for bn in (128, 256, 64):
+                for bk in (128, 256):
+                    for sk in (1, 2, 4):
+                        add(bm, bn, bk, 3, sk)
+                        add(bm, bn, bk, 3, sk, gs=1)
         return out
     if level == "warps":  # the rule's staged tiles with 8 warps along N against its 4
         for bm in (8, 16):
@@ -163,7 +173,7 @@ def setting_name(s):
     name = f"m{s['BM']}n{s['BN']}k{s['BK']}s{s['STAGES']}"
     if "WARPS_N" in s:
         name += f"w{s['WARPS_N']}"
-    return name + f"sk{s['SPLIT_K']}"
+    return name + f"sk{s['SPLIT_K']}" + (f"gs{s['GROUP_SUMS']}" if "GROUP_SUMS" in s else "")
 
 
 def setting_env(s):
@@ -176,7 +186,7 @@ def setting_env(s):
 
 def config_of(s):
     return dict(engine="mma_sync", block_m=s["BM"], block_n=s["BN"], block_k=s["BK"], stages=s["STAGES"],
-                split_k=s["SPLIT_K"], warps_n=s.get("WARPS_N"))
+                split_k=s["SPLIT_K"], warps_n=s.get("WARPS_N"), group_sums=s.get("GROUP_SUMS", 0))
 
 
 # ---------------------------------------------------------------- device side
@@ -397,9 +407,10 @@ def plan(args):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=os.environ.get("OUT", "/tmp/chord-out"))
-    ap.add_argument("--grid", choices=("small", "medium", "full", "fit", "warps"), default="medium",
+    ap.add_argument("--grid", choices=("small", "medium", "full", "fit", "warps", "gs"), default="medium",
                     help="fit: BM 8 and 16 at 3 and 4 stages only (the staged tiles the decode rule picks from); "
-                         "warps: BM 8 / 16, BN 128 / 256 staged tiles with 4 and with 8 warps along N")
+                         "warps: BM 8 / 16, BN 128 / 256 staged tiles with 4 and with 8 warps along N; "
+                         "gs: BM 8 / 16 staged tiles at 3 stages in both group-sum forms (CHORD_W4A16_GROUP_SUMS)")
     ap.add_argument("--min-floor-us", type=float, default=0.0,
                     help="leave out calls whose read floor is under this (the 85%% target excepts those under 10 us)")
     ap.add_argument("--max-settings", type=int, default=0, help="keep the first N settings of the grid (0: all)")
