@@ -19,7 +19,9 @@ Formats (N = output features, K = input features, G = group size):
   Symmetric: every zero is 8 (0x77777777 per v1 word, 0x88888888 per v2 word).
 - AWQ (GEMM layout): qweight int32 [K, N/8] (packed along N in the order 0, 2, 4, 6, 1, 3,
   5, 7), qzeros int32 [K/G, N/8] (same order, the zero point as is), scales [K/G, N].
-All decode to W = (code - zero) * scale, rounded once in the activations' type: bf16
+Each reader takes the layer's bit width from its quantization config (`bits=`, default 4) and
+refuses any other: an 8-bit GPTQ or compressed-tensors layer has the shapes of a 4-bit one of
+twice the K. All decode to W = (code - zero) * scale, rounded once in the activations' type: bf16
 (scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16 (scales kept
 as stored). A layer whose zero points are all 8 packs as symmetric INT4 (the faster
 format); any other packs with its zero points (pack_w4a16(..., zero_point=...)).
@@ -63,6 +65,16 @@ def _check_scales(scale, name, axes, dtype):
         _check_scale_values(scale, scale.to(dtype), dtype, name=name, axes=axes)
 
 
+def _require_4_bit(bits, key):
+    """A layer's bit width, from its quantization config (`key`): the tensors alone cannot tell
+    an 8-bit layer from a 4-bit one of twice the K, so a reader told nothing would pack it."""
+    if isinstance(bits, bool) or not isinstance(bits, int):
+        _fail(f"'bits' must be an int (the quantization config's '{key}'), got {type(bits).__name__}")
+    if bits != 4:
+        raise NotImplementedError(f"chord_kernels: {bits}-bit weights ('{key}': {bits}) are unsupported; "
+                                  f"chord serves 4-bit layers")
+
+
 def _refuse_act_order(g_idx, name, e, k, group):
     """A checkpoint's group index per k ([K] or [E, K]) must be k // group: an act-order layer
     (GPTQ desc_act, compressed-tensors actorder: group) reorders K, which chord does not."""
@@ -97,13 +109,14 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
                             weight_zero_point: Optional[torch.Tensor] = None,
                             weight_shape: Optional[torch.Tensor] = None,
                             dtype: torch.dtype = torch.bfloat16,
-                            weight_g_idx: Optional[torch.Tensor] = None) -> W4A16Weight:
+                            weight_g_idx: Optional[torch.Tensor] = None, bits: int = 4) -> W4A16Weight:
     """Packs a compressed-tensors pack-quantized INT4 layer (group or channel strategy).
     weight_zero_point: absent for symmetric layers; for asymmetric ones (symmetric: false) the
     int32 [E, N/8, K/G] tensor as stored. weight_g_idx: the layer's, where it stores one
     (actorder); it must be k // group_size (act-order layers are refused). Without it the
     layer is taken as stored in K order. dtype: the activations' (and scales') type, as
-    pack_w4a16 takes it."""
+    pack_w4a16 takes it. bits: the config's num_bits (anything but 4 is refused)."""
+    _require_4_bit(bits, "num_bits")
     weight = _check(weight_packed, "weight_packed", torch.int32)
     scale = _check(weight_scale, "weight_scale")
     e, n, k8 = weight.shape
@@ -164,14 +177,16 @@ def unpack_gptq_zeros(qzeros: torch.Tensor, format: str) -> torch.Tensor:
 
 def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torch.Tensor] = None,
               g_idx: Optional[torch.Tensor] = None, dtype: torch.dtype = torch.bfloat16,
-              format: Optional[str] = None) -> W4A16Weight:
+              format: Optional[str] = None, bits: int = 4) -> W4A16Weight:
     """Packs a 4-bit GPTQ layer. qzeros: absent or the symmetric zero (0x77777777 per word,
     or 0x88888888 in the v2 form) packs symmetric INT4; any other qzeros (sym: false) is read
     with `format`, which must then be given: "v1" (zero - 1 stored) or "v2" (zero stored).
     g_idx, when given, must be k // group_size (act-order checkpoints are refused); without
     it the layer is taken as stored in K order (desc_act: false), so pass the checkpoint's.
     dtype=torch.float16 keeps GPTQ's float16 scales as they are (activations and outputs
-    float16): the checkpoint's weights bit for bit."""
+    float16): the checkpoint's weights bit for bit. bits: the config's bits (anything but 4 is
+    refused)."""
+    _require_4_bit(bits, "bits")
     q = _check(qweight, "qweight", torch.int32)
     s = _check(scales, "scales")
     e, k8, n = q.shape
@@ -229,10 +244,12 @@ def unpack_awq(qweight: torch.Tensor, qzeros: torch.Tensor):
 
 
 def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor,
-             dtype: torch.dtype = torch.bfloat16) -> W4A16Weight:
+             dtype: torch.dtype = torch.bfloat16, bits: int = 4) -> W4A16Weight:
     """Packs an AWQ (GEMM layout) layer: W = (code - zero) * scale with its zero points (a
     layer whose zero points are all 8 packs as symmetric INT4). dtype=torch.float16 keeps
-    AWQ's float16 scales as stored: the checkpoint's weights bit for bit."""
+    AWQ's float16 scales as stored: the checkpoint's weights bit for bit. bits: the config's
+    w_bit (anything but 4 is refused)."""
+    _require_4_bit(bits, "w_bit")
     codes, zeros = unpack_awq(qweight, qzeros)
     s = _check(scales, "scales")
     e, n, k = codes.shape

@@ -906,6 +906,29 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_compressed_tensors(packed, torch.ones(2, 32, 2))
 
 
+def test_checkpoint_readers_refuse_other_bit_widths():
+    """An 8-bit layer has the shapes of a 4-bit one of twice the K: the config's bit width is
+    what tells them apart, and every reader refuses anything but 4 before reading a tensor."""
+    _, qweight, scales, _, _ = gptq_tensors()
+    ct_q, ct_s = qweight.transpose(1, 2).contiguous(), scales.transpose(1, 2).contiguous()
+    awq_q = torch.zeros(2, 256, 8, dtype=torch.int32)
+    awq_z = torch.full((2, 2, 8), 0x88888888 - 2**32, dtype=torch.int32)
+    awq_s = torch.ones(2, 2, 64, dtype=torch.float16)
+    readers = (("bits", lambda b: ck.from_gptq(qweight, scales, bits=b)),
+               ("num_bits", lambda b: ck.from_compressed_tensors(ct_q, ct_s, bits=b)),
+               ("w_bit", lambda b: ck.from_awq(awq_q, awq_z, awq_s, bits=b)))
+    for key, read in readers:
+        with pytest.raises(NotImplementedError, match=f"8-bit weights \\('{key}': 8\\)"):
+            read(8)
+        with pytest.raises(ValueError, match=f"'bits' must be an int \\(the quantization config's '{key}'\\)"):
+            read("4")
+        with pytest.raises(ValueError, match="'bits' must be an int"):
+            read(True)
+        # bits=4 reads on: the tensors' own checks come next (packing needs a CUDA device here).
+        with pytest.raises(ValueError, match="CUDA device"):
+            read(4)
+
+
 def test_checkpoint_readers_name_their_own_arguments():
     """Each reader refuses act-order by its format's own g_idx name, checks the scales as the
     caller passed them (the error names that argument and indexes its layout), and checks
