@@ -197,6 +197,35 @@ TEST_CASE("search: the rule's tile stays unless another is faster by the margin"
   CHECK(chord::w4a16_search_choice({}) == 0);
 }
 
+TEST_CASE("search: times on the call's and on skewed routing fold into the worse relative time of each tile",
+          "[search]") {
+  using chord::w4a16_search_robust_times;
+  // The rule's tile is 5% behind on the call's routing and 50% behind on skewed routing; tile 1
+  // is fastest on both.
+  const std::vector<double> both = w4a16_search_robust_times({10.0, 9.5, 10.2}, {30.0, 20.0, 21.0});
+  REQUIRE(both.size() == 3);
+  CHECK(both[0] == Approx(1.5));
+  CHECK(both[1] == Approx(1.0));
+  CHECK(both[2] == Approx(10.2 / 9.5));
+  CHECK(chord::w4a16_search_choice(both) == 1);
+  // Fastest on the call's routing but 40% behind on skewed: the tile that is never more than
+  // 10% behind wins, where the call's routing alone would have chosen the other.
+  const std::vector<double> own = {10.0, 8.0, 8.8}, skewed = {20.0, 28.0, 20.0};
+  CHECK(chord::w4a16_search_choice(own) == 1);
+  CHECK(chord::w4a16_search_choice(w4a16_search_robust_times(own, skewed)) == 2);
+  // Each routing is measured against its own fastest: no gain on either, the rule stays.
+  CHECK(chord::w4a16_search_choice(w4a16_search_robust_times({10.0, 10.1}, {5.0, 5.05})) == 0);
+  // A tile that failed on either routing cannot win.
+  const std::vector<double> failed = w4a16_search_robust_times({10.0, 7.0, 9.0}, {10.0, kInf, 9.5});
+  CHECK(std::isinf(failed[1]));
+  CHECK(chord::w4a16_search_choice(failed) == 2);
+  // No skewed times to offer (no layout, another count, nothing finite): the call's own decide.
+  CHECK(w4a16_search_robust_times(own, {}) == own);
+  CHECK(w4a16_search_robust_times(own, {1.0, 2.0}) == own);
+  CHECK(w4a16_search_robust_times(own, {kInf, kInf, kInf}) == own);
+  CHECK(w4a16_search_robust_times({kInf, kInf}, {1.0, 2.0}) == std::vector<double>{kInf, kInf});
+}
+
 TEST_CASE("search: a choice is timed once and kept in memory and in the cache, and capture times nothing", "[search]") {
   FreshChoices fresh;
   chord::DiskCache& cache = fresh.cache;
@@ -415,4 +444,110 @@ TEST_CASE("search: synthetic routing spreads the shape's rows like uniform traff
   chord::W4A16Problem c = p;
   c.mode = chord::kW4A16Contiguous;
   CHECK_FALSE(chord::w4a16_synthetic_routing(c).has_value());
+}
+
+TEST_CASE("search: skewed synthetic routing puts the same rows on fewer, fuller experts, within the call's buffers",
+          "[search]") {
+  using chord::W4A16RoutingDraw;
+  const auto active_and_hottest = [](const std::vector<int32_t>& rows) {
+    int active = 0, hottest = 0;
+    for (int r : rows) {
+      active += r > 0;
+      hottest = std::max(hottest, r);
+    }
+    return std::pair{active, hottest};
+  };
+  // Indexed: every route once, each token's experts distinct, padded blocks within the capacity.
+  const chord::W4A16Problem p = indexed_decode(16);
+  const int routes = 16 * 8;
+  const auto uniform = chord::w4a16_synthetic_routing(p, W4A16RoutingDraw::kUniform);
+  const auto skewed = chord::w4a16_synthetic_routing(p, W4A16RoutingDraw::kSkewed);
+  REQUIRE(uniform.has_value());
+  REQUIRE(skewed.has_value());
+  CHECK(uniform->sorted_ids == chord::w4a16_synthetic_routing(p)->sorted_ids);  // uniform: the default
+  CHECK(skewed->sorted_ids == chord::w4a16_synthetic_routing(p, W4A16RoutingDraw::kSkewed)->sorted_ids);
+  CHECK(skewed->num_tokens_padded <= p.capacity);
+  CHECK(skewed->out_rows == routes);
+  const auto per_expert = [&](const chord::W4A16SyntheticRouting& r) {
+    std::vector<int32_t> rows(32, 0);
+    std::vector<int> seen(routes, 0), expert_of(routes, -1);
+    for (int i = 0; i < r.num_tokens_padded; ++i) {
+      const int id = r.sorted_ids[i];
+      if (id == routes) continue;
+      REQUIRE(id >= 0);
+      REQUIRE(id < routes);
+      ++seen[id];
+      expert_of[id] = r.expert_ids[i / 16];
+      ++rows[r.expert_ids[i / 16]];
+    }
+    for (int id = 0; id < routes; ++id) CHECK(seen[id] == 1);
+    for (int t = 0; t < 16; ++t) {
+      std::vector<int> experts(expert_of.begin() + t * 8, expert_of.begin() + t * 8 + 8);
+      std::sort(experts.begin(), experts.end());
+      CHECK(std::adjacent_find(experts.begin(), experts.end()) == experts.end());
+    }
+    return rows;
+  };
+  const auto [u_active, u_hottest] = active_and_hottest(per_expert(*uniform));
+  const auto [s_active, s_hottest] = active_and_hottest(per_expert(*skewed));
+  CHECK(s_active < u_active);
+  CHECK(s_hottest > u_hottest);
+  CHECK(s_hottest <= 16);  // one route per token and expert
+  // Top-k equal to the experts: every token takes every expert, skewed or not.
+  chord::W4A16Problem all = p;
+  all.top_k = 32;
+  all.capacity = 16 * 32 + 32 * 15;
+  const auto every = chord::w4a16_synthetic_routing(all, W4A16RoutingDraw::kSkewed);
+  REQUIRE(every.has_value());
+  std::vector<int32_t> rows(32, 0);
+  for (int i = 0; i < every->num_tokens_padded; ++i) {
+    if (every->sorted_ids[i] != 16 * 32) ++rows[every->expert_ids[i / 16]];
+  }
+  for (int r : rows) CHECK(r == 16);
+
+  // Masked: the same rows, each group within max_m, fewer groups holding them.
+  chord::W4A16Problem m = p;
+  m.mode = chord::kW4A16Masked;
+  m.num_groups = 32;
+  m.max_m = 64;
+  m.rows_per_expert = 8;
+  const auto mu = chord::w4a16_synthetic_routing(m, W4A16RoutingDraw::kUniform);
+  const auto ms = chord::w4a16_synthetic_routing(m, W4A16RoutingDraw::kSkewed);
+  REQUIRE(mu.has_value());
+  REQUIRE(ms.has_value());
+  int total = 0;
+  for (int r : ms->masked_m) {
+    CHECK(r >= 0);
+    CHECK(r <= 64);
+    total += r;
+  }
+  CHECK(total == 32 * 8);
+  CHECK(ms->max_m == *std::max_element(ms->masked_m.begin(), ms->masked_m.end()));
+  CHECK(active_and_hottest(ms->masked_m).first < active_and_hottest(mu->masked_m).first);
+  m.max_m = 9;  // groups that fill: the rows move on to the next group
+  const auto capped = chord::w4a16_synthetic_routing(m, W4A16RoutingDraw::kSkewed);
+  REQUIRE(capped.has_value());
+  total = 0;
+  for (int r : capped->masked_m) {
+    CHECK(r <= 9);
+    total += r;
+  }
+  CHECK(total == 32 * 8);
+
+  // Offsets: ascending end rows, the last at the call's rows, fewer experts with rows.
+  chord::W4A16Problem o = p;
+  o.mode = chord::kW4A16Offsets;
+  o.a_rows = 64;
+  const auto ou = chord::w4a16_synthetic_routing(o, W4A16RoutingDraw::kUniform);
+  const auto os = chord::w4a16_synthetic_routing(o, W4A16RoutingDraw::kSkewed);
+  REQUIRE(ou.has_value());
+  REQUIRE(os.has_value());
+  CHECK(std::is_sorted(os->offsets.begin(), os->offsets.end()));
+  CHECK(os->offsets.back() == 64);
+  const auto counts = [](const std::vector<int32_t>& ends) {
+    std::vector<int32_t> c(ends.size());
+    for (size_t e = 0; e < ends.size(); ++e) c[e] = ends[e] - (e == 0 ? 0 : ends[e - 1]);
+    return c;
+  };
+  CHECK(active_and_hottest(counts(os->offsets)).first < active_and_hottest(counts(ou->offsets)).first);
 }

@@ -1,0 +1,85 @@
+"""Which tile the decode tile search would keep, judged on one routing or on two (CPU).
+
+Reads lab/kernel_check/decode_explore.py's JSON (every tile timed on every decode call of the
+generalization set, whose calls come in pairs of one shape: a uniform and a skewed draw of the
+same rows). For each pair it takes the search's candidates that the file timed (the rule's
+tile and the staged tiles of ops/w4a16_search.cpp's list that the grid holds) and reports, per
+draw, each policy's tile time over the fastest candidate's:
+
+- rule: the rule's tile;
+- uniform: the search timing the uniform call alone (the fastest, if 3% ahead of the rule's);
+- worse: the tile whose worse relative time over the two draws is the least (3% margin).
+
+    python3 lab/kernel_check/search_draws.py decode_explore.json
+"""
+import argparse
+import collections
+import json
+import statistics
+
+# ops/w4a16_search.cpp kSearchTiles: (BM, BN, BK, stages, split-K).
+SEARCH_TILES = [(16, 128, 64, 4, 1), (16, 128, 128, 3, 1), (16, 256, 64, 3, 1), (16, 256, 128, 3, 1),
+                (16, 256, 128, 3, 2), (8, 64, 256, 3, 1), (8, 64, 256, 3, 2), (8, 128, 128, 3, 2)]
+MARGIN = 0.03
+
+
+def name(bm, bn, bk, stages, sk):
+    return f"m{bm}n{bn}k{bk}s{stages}sk{sk}"
+
+
+def rule_name(row):
+    c = row["rule"]
+    if c["engine"] != "mma_sync":
+        return None
+    return name(*(int(c[k] or 1) for k in ("block_m", "block_n", "block_k", "stages", "split_k")))
+
+
+def choose(cands, score):
+    best = min(cands, key=score)
+    return best if score(best) < score(cands[0]) * (1 - MARGIN) else cands[0]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("explore_json")
+    args = ap.parse_args()
+    doc = json.load(open(args.explore_json))
+    rows = {r["id"]: r for r in doc["rows"]}
+    us = collections.defaultdict(dict)
+    for r in doc["results"]:
+        if r.get("ok") and r.get("us"):
+            us[r["row"]][r["setting"]] = r["us"]
+    pairs = collections.defaultdict(dict)
+    for rid, r in rows.items():
+        if r["set"] == "generalization" and r["weight"] == "int4":
+            pairs[(r["split"], r["mode"], r["x"], r["proj"])][str(r["draw"])] = rid
+    out = collections.defaultdict(list)
+    for d in pairs.values():
+        if "uniform" not in d or "skewed" not in d:
+            continue
+        u, s = us[d["uniform"]], us[d["skewed"]]
+        rule = rule_name(rows[d["uniform"]])
+        if rule is None or rule not in u or rule not in s:
+            continue
+        bm = int(rows[d["uniform"]]["rule"]["block_m"])
+        cands = [rule] + [name(*t) for t in SEARCH_TILES if t[0] >= bm and name(*t) in u and name(*t) in s
+                          and name(*t) != rule]
+        bu, bs = min(u[c] for c in cands), min(s[c] for c in cands)
+        picks = {"rule": cands[0], "uniform": choose(cands, lambda c: u[c]),
+                 "worse": choose(cands, lambda c: max(u[c] / bu, s[c] / bs))}
+        for policy, c in picks.items():
+            out[policy].append((u[c] / bu, s[c] / bs))
+    print(f"{doc['meta']['gpu']}: {len(out['rule'])} shapes with a uniform and a skewed call; "
+          "tile time / fastest candidate's")
+    for policy, v in out.items():
+        line = [policy.ljust(8)]
+        for i, draw in enumerate(("uniform", "skewed")):
+            x = sorted(t[i] for t in v)
+            line.append(f"{draw}: median {statistics.median(x):.3f} p90 {x[int(0.9 * len(x))]:.3f} "
+                        f"max {x[-1]:.3f} (> 1.05: {sum(t > 1.05 for t in x)})")
+        print("  ".join(line))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
