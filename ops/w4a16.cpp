@@ -196,22 +196,14 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
       const auto timer = [&](const std::vector<W4A16GemmConfig>& configs) {
         const RoutingSpread spread = routing_spread(args, stream);
         try {
-          std::vector<double> own;
           if (w4a16_routing_representative(problem, spread.active, spread.rows)) {
-            own = time_configs(l.device, configs, args, stream);
-          } else {
-            const std::optional<W4A16SyntheticRouting> routing = w4a16_synthetic_routing(problem);
-            if (!routing) return std::vector<double>{};  // decide at a later call
-            const SyntheticCall synthetic(*routing, args, stream);
-            w4a16_search_count_synthetic();
-            own = time_configs(l.device, configs, synthetic.args, stream);
+            return time_configs(l.device, configs, args, stream);
           }
-          std::vector<double> skewed;
-          if (const auto routing = w4a16_synthetic_routing(problem, W4A16RoutingDraw::kSkewed)) {
-            const SyntheticCall synthetic(*routing, args, stream);
-            skewed = time_configs(l.device, configs, synthetic.args, stream);
-          }
-          return w4a16_search_robust_times(own, skewed);
+          const std::optional<W4A16SyntheticRouting> routing = w4a16_synthetic_routing(problem);
+          if (!routing) return std::vector<double>{};  // decide at a later call
+          const SyntheticCall synthetic(*routing, args, stream);
+          w4a16_search_count_synthetic();
+          return time_configs(l.device, configs, synthetic.args, stream);
         } catch (const std::exception& e) {
           // The rule's tile needs none of what failed here: nothing timed, so this process runs
           // the rule's tile for the shape (ops/w4a16_search.hpp), and says why.

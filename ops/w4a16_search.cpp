@@ -118,75 +118,20 @@ struct SplitMix {
     return z ^ (z >> 31);
   }
   int below(int n) { return static_cast<int>(next() % static_cast<uint64_t>(n)); }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-};
-
-// Which expert a route goes to: every expert alike (uniform), or expert popularity 1 / rank over
-// a ranking drawn once (skewed).
-class ExpertDraw {
- public:
-  ExpertDraw(int experts, W4A16RoutingDraw draw, SplitMix& rng) : experts_(experts), rng_(rng) {
-    if (draw == W4A16RoutingDraw::kUniform) return;
-    std::vector<int> ranked(static_cast<size_t>(experts));
-    for (int e = 0; e < experts; ++e) ranked[e] = e;
-    for (int i = experts - 1; i > 0; --i) std::swap(ranked[i], ranked[rng.below(i + 1)]);
-    double total = 0;
-    for (int r = 0; r < experts; ++r) cumulative_.push_back(total += 1.0 / (r + 1));
-    for (double& c : cumulative_) c /= total;
-    ranked_ = std::move(ranked);
-  }
-  int next() {
-    if (cumulative_.empty()) return rng_.below(experts_);
-    const auto at = std::upper_bound(cumulative_.begin(), cumulative_.end(), rng_.unit());
-    return ranked_[std::min<size_t>(at - cumulative_.begin(), ranked_.size() - 1)];
-  }
-  // k distinct experts; a skewed draw that keeps meeting taken experts takes the most popular
-  // one left, so that top-k near the expert count stays cheap.
-  std::vector<int> distinct(int k) {
-    std::vector<int> picked;
-    std::vector<char> taken(static_cast<size_t>(experts_), 0);
-    while (static_cast<int>(picked.size()) < k) {
-      int e = next();
-      for (int tries = 0; taken[e] && tries < 64; ++tries) e = next();
-      if (taken[e]) {
-        for (int candidate : cumulative_.empty() ? all() : ranked_) {
-          if (!taken[candidate]) {
-            e = candidate;
-            break;
-          }
-        }
-      }
-      taken[e] = 1;
-      picked.push_back(e);
-    }
-    return picked;
-  }
-
- private:
-  std::vector<int> all() const {
-    std::vector<int> v(static_cast<size_t>(experts_));
-    for (int e = 0; e < experts_; ++e) v[e] = e;
-    return v;
-  }
-  int experts_;
-  SplitMix& rng_;
-  std::vector<double> cumulative_;  // skewed: the popularity CDF by rank
-  std::vector<int> ranked_;         // skewed: the expert of each rank
 };
 
 }  // namespace
 
-std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem& p, W4A16RoutingDraw draw) {
-  SplitMix rng{draw == W4A16RoutingDraw::kUniform ? 0x5eed0c40d5ull : 0x5eed5c3e3dull};
+std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem& p) {
+  SplitMix rng{0x5eed0c40d5ull};
   W4A16SyntheticRouting r;
   if (p.mode == kW4A16Masked) {
     if (p.num_groups <= 0 || p.max_m <= 0) return std::nullopt;
     const int64_t room = int64_t(p.num_groups) * p.max_m;
     const int64_t rows = std::min(room, int64_t(p.num_groups) * std::max<int64_t>(p.rows_per_expert, 1));
     r.masked_m.assign(static_cast<size_t>(p.num_groups), 0);
-    ExpertDraw group_of(p.num_groups, draw, rng);
     for (int64_t i = 0; i < rows; ++i) {
-      int g = group_of.next();
+      int g = rng.below(p.num_groups);
       while (r.masked_m[g] >= p.max_m) g = (g + 1) % p.num_groups;  // a full group: the next one
       ++r.masked_m[g];
     }
@@ -199,8 +144,7 @@ std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem&
   if (p.experts <= 0 || p.a_rows <= 0) return std::nullopt;
   if (p.mode == kW4A16Offsets) {
     std::vector<int32_t> count(static_cast<size_t>(p.experts), 0);
-    ExpertDraw expert_of(p.experts, draw, rng);
-    for (int i = 0; i < p.a_rows; ++i) ++count[expert_of.next()];
+    for (int i = 0; i < p.a_rows; ++i) ++count[rng.below(p.experts)];
     r.offsets.resize(count.size());
     int32_t end = 0;
     for (size_t e = 0; e < count.size(); ++e) r.offsets[e] = end += count[e];
@@ -213,9 +157,12 @@ std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem&
   }
   std::vector<std::vector<int32_t>> routes_of(static_cast<size_t>(p.experts));
   // Each token's top-k distinct experts; a route's id is token * top_k + slot, as vLLM numbers them.
-  ExpertDraw experts(p.experts, draw, rng);
   for (int t = 0; t < p.a_rows; ++t) {
-    const std::vector<int> picked = experts.distinct(p.top_k);
+    std::vector<int> picked;
+    while (static_cast<int>(picked.size()) < p.top_k) {
+      const int e = rng.below(p.experts);
+      if (std::find(picked.begin(), picked.end(), e) == picked.end()) picked.push_back(e);
+    }
     for (int slot = 0; slot < p.top_k; ++slot) routes_of[picked[slot]].push_back(t * p.top_k + slot);
   }
   const int32_t routes = p.a_rows * p.top_k;
@@ -322,24 +269,10 @@ int w4a16_search_choice(const std::vector<double>& times_us) {
   return std::isfinite(times_us[best]) ? best : 0;
 }
 
-std::vector<double> w4a16_search_robust_times(const std::vector<double>& own, const std::vector<double>& skewed) {
-  if (skewed.size() != own.size()) return own;
-  const auto fastest = [](const std::vector<double>& t) {
-    double best = std::numeric_limits<double>::infinity();
-    for (double v : t) best = std::min(best, v);
-    return best;
-  };
-  const double own_best = fastest(own), skewed_best = fastest(skewed);
-  if (!std::isfinite(own_best) || !std::isfinite(skewed_best)) return own;
-  std::vector<double> worse(own.size());
-  for (size_t i = 0; i < own.size(); ++i) worse[i] = std::max(own[i] / own_best, skewed[i] / skewed_best);
-  return worse;
-}
-
 KernelKey w4a16_search_cache_key(const W4A16SearchPlan& plan) {
-  // v3: candidates are also timed on skewed routing (choices made before timed one routing);
-  // v2: a rule's n-block run and its tile without the run are candidates.
-  return make_kernel_key("w4a16 decode tile search v3\n" + plan.key.text(), {}, "", {});
+  // v2: a rule's n-block run and its tile without the run are candidates (choices made before
+  // never timed the run).
+  return make_kernel_key("w4a16 decode tile search v2\n" + plan.key.text(), {}, "", {});
 }
 
 W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,

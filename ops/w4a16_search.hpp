@@ -13,9 +13,7 @@
 //   already made) and the capture stays free of synchronization.
 // - A call whose routing is not representative (a warm-up on placeholder tokens) is timed on
 //   synthetic uniform routing of its shape, so that a server's warm-up before each capture
-//   decides the captured tile. Every search also times the candidates on synthetic skewed
-//   routing, and the tile whose worse relative time is the least wins: a later call of the
-//   shape may route either way.
+//   decides the captured tile.
 // - A choice is kept in memory and in the kernel cache, as an entry of its own key whose
 //   payload names the tile; an entry that names no candidate of its plan is dropped as corrupt.
 #pragma once
@@ -90,22 +88,9 @@ struct W4A16SyntheticRouting {
   int64_t out_rows = 0;             // rows of the output the call's mode addresses
 };
 
-// The traffic a synthetic routing stands for: uniform (every expert alike), or skewed (expert
-// popularity 1 / rank over a ranking drawn once: a few hot experts hold most rows, many hold
-// none), which leaves fewer, fuller experts and so fewer CTAs for the same rows.
-enum class W4A16RoutingDraw { kUniform, kSkewed };
-
 // nullopt where the rows cannot be laid out in the call's own buffers (indexed: top-k above
 // the experts, or padded routes past the capacity) or the mode has no routing (contiguous).
-std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem& problem,
-                                                             W4A16RoutingDraw draw = W4A16RoutingDraw::kUniform);
-
-// A choice holds for every later call of its shape, whatever their routing, so the candidates
-// are timed on the call's routing (`own`) and on skewed routing (`skewed`). This folds the two
-// into one number per candidate for w4a16_search_choice: the worse of its two times relative to
-// the fastest candidate of each routing (1.0: fastest on both). `own` as it is where `skewed`
-// has no time to offer (empty, another size, nothing finite).
-std::vector<double> w4a16_search_robust_times(const std::vector<double>& own, const std::vector<double>& skewed);
+std::optional<W4A16SyntheticRouting> w4a16_synthetic_routing(const W4A16Problem& problem);
 
 // Times every candidate on the call's inputs (on synthetic routing where the call's is not
 // representative); returns one median per candidate, or nothing when no decision can be made
