@@ -18,6 +18,15 @@
 //   split     MODE 5: MODE 3 with the group's two k16 MMAs as independent chains (the second
 //             from zero), each scaled into acc: a shorter MMA -> fma chain for 4 more fmas;
 //   nocorr+split MODE 6: both.
+//   seeded    MODE 9: the lop3's (128 + code) as it is, no offset fmas and no correction MMAs:
+//             each group's MMA chain starts from the -136 x token-sum term read from a
+//             shared-memory table (8 floats per 32-k group, one 8-byte load per lane and group).
+//             The table is written once per CTA here (the probe's activations never change), so
+//             this is a floor of that lever: a tile would compute it per k block from the
+//             activation stage, behind a second barrier (docs/kernels.md, "Untried"). Main loop
+//             per 128-k stage, sm_90a: BN128 273 instructions against MODE 4's 324 (16 HMMA
+//             each; the 64 HFMA2 gone, 25 more IMAD for the seeds' moves and the table
+//             address), BN64 169 against 186.
 // Two more take the MMA step to sm_90a's wgmma (one warpgroup, m64n8k16: each warp's 16-row n
 // tile i is its quarter of A, from registers as the mma.sync fragment; the 8 tokens are B, a
 // K-major 128-byte-swizzled tile in shared memory, written once):
@@ -79,10 +88,11 @@ using namespace stream_probe;
 using namespace chord;
 
 
-constexpr int kModes = 9;
-constexpr const char* kModeNames[kModes] = {"copy",  "+lds",         "+dequant", "+mma",    "nocorr",
-                                            "split", "nocorr+split", "wgmma-gs", "wgmma-dq"};
-__host__ __device__ constexpr bool wgmma_mode(int mode) { return mode >= 7; }
+constexpr int kModes = 10;
+constexpr const char* kModeNames[kModes] = {"copy",  "+lds",         "+dequant", "+mma",     "nocorr",
+                                            "split", "nocorr+split", "wgmma-gs", "wgmma-dq", "seeded"};
+__host__ __device__ constexpr bool wgmma_mode(int mode) { return mode == 7 || mode == 8; }
+constexpr int kSeedMode = 9;
 
 // D[64 x 8] (+)= A[64 x 16] (registers: warp w's mma A fragment is rows 16w..16w+15) * B[16 x 8]
 // (shared memory, K-major, 128-byte swizzle). accumulate 0: D = A * B.
@@ -129,6 +139,8 @@ struct Tile {
   static constexpr int kActBytes = 8 * BK * 2;            // MODE 7 / 8: the 8 tokens' B tile
   static constexpr int kActOffset = (kSmem + 1023) / 1024 * 1024;  // 1024-aligned past the ring
   static constexpr int kSmemWgmma = kActOffset + kActBytes;
+  static constexpr int kSeedBytes = (BK / 32) * 8 * 4;  // MODE 9: 8 tokens' fp32 term per group
+  static constexpr int kSmemSeeded = kSmem + kSeedBytes;
   static constexpr int kWarps = THREADS / 32;     // all along N, as the decode tile (WARPS_M 1)
   static constexpr int kNT = BN / 16 / kWarps;    // 16-row n tiles per warp
   static constexpr int kKC = BK / 64;             // 64-k chunks per stage
@@ -137,15 +149,17 @@ struct Tile {
 
 // One 32-k group of every n tile of the warp: words w[i][0..1] (its two k16 steps), scale word
 // s2[i] = {s[g], s[g+8]}, activation fragments b0 / b1 of the two steps (int4_group_mma, MT 1).
+// seed: MODE 9's chain start, the group's -136 x token-sum term in the accumulator layout.
 template <int MODE, int NT>
 __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&w)[NT][2], const unsigned int (&s2)[NT],
-                                      const unsigned int (&b0)[2], const unsigned int (&b1)[2]) {
+                                      const unsigned int (&b0)[2], const unsigned int (&b1)[2],
+                                      const float (&seed)[4]) {
   const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
   const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
   // MODE 4 / 6 take (code - 8) per weight (one bf16x2 fma per register after the lop3) and
   // drop the shared correction MMAs; MODE 5 / 6 run the group's two k16 MMAs as independent
   // chains, each scaled into acc by its own fmas.
-  constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6;
+  constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6, kSeeded = MODE == kSeedMode;
   const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
   float corr[4] = {0.f, 0.f, 0.f, 0.f};
   if constexpr (kCorr) {
@@ -161,7 +175,7 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
     if constexpr (MODE >= 3) {
 #pragma unroll
       for (int p = 0; p < 4; ++p) a1[p] = ptx::nibble_pair_bf16(w[i][1] >> (4 * p));
-      if constexpr (!kCorr) {
+      if constexpr (!kCorr && !kSeeded) {
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
           a0[p] = ptx::fma_x2<0>(a0[p], kOne, kNeg136[0]);  // (128 + code) - 136, exact
@@ -172,7 +186,7 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
         ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], corr);
         ptx::mma_bf16_16816_c(sum1, a1, b1[0], b1[1], kZero);
       } else {
-        ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], corr);
+        ptx::mma_bf16_16816_c(sum, a0, b0[0], b0[1], kSeeded ? seed : corr);
         ptx::mma_bf16_16816(sum, a1, b1[0], b1[1]);
       }
     } else {
@@ -253,6 +267,27 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
 #pragma unroll
         for (int r = 0; r < 2; ++r) b[kc][j][r] = act[((kc * 4 + j) * 2 + r) * 32 + lane];
   }
+  // MODE 9's table: group (kc, h)'s term for token c at float (kc * 2 + h) * 8 + c, from the
+  // correction MMAs' result (lane 4 g + t holds tokens 2t, 2t + 1), written by the first quad.
+  float* const seed_table = reinterpret_cast<float*>(smem + T::kSmem);
+  if constexpr (MODE == kSeedMode) {
+    const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
+    const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+    if (warp == 0) {
+#pragma unroll
+      for (int kc = 0; kc < kKC; ++kc)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float t[4];
+          ptx::mma_bf16_16816_c(t, kNeg136, b[kc][2 * h][0], b[kc][2 * h][1], kZero);
+          ptx::mma_bf16_16816(t, kNeg136, b[kc][2 * h + 1][0], b[kc][2 * h + 1][1]);
+          if (g == 0) {
+            seed_table[(kc * 2 + h) * 8 + 2 * lane] = t[0];
+            seed_table[(kc * 2 + h) * 8 + 2 * lane + 1] = t[1];
+          }
+        }
+    }
+  }  // ordered before the first read by the main loop's first barrier
   float acc[kNT][4];
 #pragma unroll
   for (int i = 0; i < kNT; ++i)
@@ -368,11 +403,17 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
               w2[i][1] = wq[i][2 * h + 1];
               s2[i] = sc[i][h];
             }
+            float seed[4] = {0.f, 0.f, 0.f, 0.f};
+            if constexpr (MODE == kSeedMode) {
+              const float2 v = reinterpret_cast<const float2*>(seed_table)[(kc * 2 + h) * 4 + (lane & 3)];
+              seed[0] = seed[2] = v.x;
+              seed[1] = seed[3] = v.y;
+            }
             if constexpr (MODE >= 3) {
-              group<MODE, kNT>(acc, w2, s2, b[kc][2 * h], b[kc][2 * h + 1]);
+              group<MODE, kNT>(acc, w2, s2, b[kc][2 * h], b[kc][2 * h + 1], seed);
             } else {
               const unsigned int none[2] = {0u, 0u};
-              group<MODE, kNT>(acc, w2, s2, none, none);
+              group<MODE, kNT>(acc, w2, s2, none, none, seed);
             }
           }
         }
@@ -441,7 +482,7 @@ template <int MODE, int BN, int BK, int STAGES, int THREADS>
 float run_mode(const Shape& sh, int split, const Buffers& b) {
   using T = Tile<BN, BK, STAGES, THREADS>;
   auto kernel = decode_parts<MODE, BN, BK, STAGES, THREADS>;
-  const int smem = wgmma_mode(MODE) ? T::kSmemWgmma : T::kSmem;
+  const int smem = wgmma_mode(MODE) ? T::kSmemWgmma : MODE == kSeedMode ? T::kSmemSeeded : T::kSmem;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int grid = sh.experts * (sh.n / BN) * split;
   return time_us(b, [&] { kernel<<<grid, THREADS, smem>>>(b.w, b.s, b.act, sh.n, sh.k, split, b.sink); });
@@ -459,7 +500,8 @@ void run(const Shape& sh, int split, const Buffers& b) {
                             run_mode<5, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<6, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<7, BN, BK, STAGES, THREADS>(sh, split, b),
-                            run_mode<8, BN, BK, STAGES, THREADS>(sh, split, b)};
+                            run_mode<8, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<9, BN, BK, STAGES, THREADS>(sh, split, b)};
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));
