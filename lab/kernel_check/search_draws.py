@@ -10,12 +10,13 @@ draw, each policy's tile time over the fastest candidate's:
 - uniform: the search timing the uniform call alone (the fastest, if 3% ahead of the rule's);
 - worse: the tile whose worse relative time over the two draws is the least (3% margin).
 
-    python3 lab/kernel_check/search_draws.py decode_explore.json
+    python3 lab/kernel_check/search_draws.py decode_explore.json[.gz]
 """
 import argparse
 import collections
-import json
 import statistics
+
+import explore_summary  # beside this file: the run's rows and per-setting times
 
 # ops/w4a16_search.cpp kSearchTiles: (BM, BN, BK, stages, split-K).
 SEARCH_TILES = [(16, 128, 64, 4, 1), (16, 128, 128, 3, 1), (16, 256, 64, 3, 1), (16, 256, 128, 3, 1),
@@ -43,12 +44,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("explore_json")
     args = ap.parse_args()
-    doc = json.load(open(args.explore_json))
-    rows = {r["id"]: r for r in doc["rows"]}
-    us = collections.defaultdict(dict)
-    for r in doc["results"]:
-        if r.get("ok") and r.get("us"):
-            us[r["row"]][r["setting"]] = r["us"]
+    doc, rows, us = explore_summary.load(args.explore_json)
     pairs = collections.defaultdict(dict)
     for rid, r in rows.items():
         if r["set"] == "generalization" and r["weight"] == "int4":
