@@ -147,6 +147,16 @@ struct Tile {
   static_assert(BN % (16 * kWarps) == 0, "every warp owns whole 16-row n tiles");
 };
 
+// The -136 x token-sum term of one 32-k group in the accumulator layout (lane 4 g + t: tokens
+// 2t, 2t + 1): the correction MMAs of MODE 3 / 5, and MODE 9's table entries.
+__device__ __forceinline__ void neg136_token_sums(float (&t)[4], const unsigned int (&b0)[2],
+                                                  const unsigned int (&b1)[2]) {
+  const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
+  const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
+  ptx::mma_bf16_16816_c(t, kNeg136, b0[0], b0[1], kZero);
+  ptx::mma_bf16_16816(t, kNeg136, b1[0], b1[1]);
+}
+
 // One 32-k group of every n tile of the warp: words w[i][0..1] (its two k16 steps), scale word
 // s2[i] = {s[g], s[g+8]}, activation fragments b0 / b1 of the two steps (int4_group_mma, MT 1).
 // seed: MODE 9's chain start, the group's -136 x token-sum term in the accumulator layout.
@@ -162,10 +172,7 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
   constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6, kSeeded = MODE == kSeedMode;
   const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
   float corr[4] = {0.f, 0.f, 0.f, 0.f};
-  if constexpr (kCorr) {
-    ptx::mma_bf16_16816_c(corr, kNeg136, b0[0], b0[1], kZero);
-    ptx::mma_bf16_16816(corr, kNeg136, b1[0], b1[1]);
-  }
+  if constexpr (kCorr) neg136_token_sums(corr, b0, b1);
 #pragma unroll
   for (int i = 0; i < NT; ++i) {
     unsigned int a0[4], a1[4];
@@ -271,16 +278,13 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
   // correction MMAs' result (lane 4 g + t holds tokens 2t, 2t + 1), written by the first quad.
   float* const seed_table = reinterpret_cast<float*>(smem + T::kSmem);
   if constexpr (MODE == kSeedMode) {
-    const unsigned int kNeg136[4] = {0xc308c308u, 0xc308c308u, 0xc308c308u, 0xc308c308u};
-    const float kZero[4] = {0.f, 0.f, 0.f, 0.f};
     if (warp == 0) {
 #pragma unroll
       for (int kc = 0; kc < kKC; ++kc)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           float t[4];
-          ptx::mma_bf16_16816_c(t, kNeg136, b[kc][2 * h][0], b[kc][2 * h][1], kZero);
-          ptx::mma_bf16_16816(t, kNeg136, b[kc][2 * h + 1][0], b[kc][2 * h + 1][1]);
+          neg136_token_sums(t, b[kc][2 * h], b[kc][2 * h + 1]);
           if (g == 0) {
             seed_table[(kc * 2 + h) * 8 + 2 * lane] = t[0];
             seed_table[(kc * 2 + h) * 8 + 2 * lane + 1] = t[1];

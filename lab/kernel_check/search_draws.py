@@ -3,8 +3,8 @@
 Reads lab/kernel_check/decode_explore.py's JSON (every tile timed on every decode call of the
 generalization set, whose calls come in pairs of one shape: a uniform and a skewed draw of the
 same rows). For each pair it takes the search's candidates that the file timed (the rule's
-tile and the staged tiles of ops/w4a16_search.cpp's list that the grid holds) and reports, per
-draw, each policy's tile time over the fastest candidate's:
+tile and those of ops/w4a16_search.cpp's kSearchTiles, read from that file, that the grid
+holds) and reports, per draw, each policy's tile time over the fastest candidate's:
 
 - rule: the rule's tile;
 - uniform: the search timing the uniform call alone (the fastest, if 3% ahead of the rule's);
@@ -14,14 +14,24 @@ draw, each policy's tile time over the fastest candidate's:
 """
 import argparse
 import collections
+import os
+import re
 import statistics
 
 import explore_summary  # beside this file: the run's rows and per-setting times
 
-# ops/w4a16_search.cpp kSearchTiles: (BM, BN, BK, stages, split-K).
-SEARCH_TILES = [(16, 128, 64, 4, 1), (16, 128, 128, 3, 1), (16, 256, 64, 3, 1), (16, 256, 128, 3, 1),
-                (16, 256, 128, 3, 2), (8, 64, 256, 3, 1), (8, 64, 256, 3, 2), (8, 128, 128, 3, 2)]
-MARGIN = 0.03
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MARGIN = 0.03  # ops/w4a16_search.hpp kW4A16SearchMargin
+
+
+def search_tiles():
+    """ops/w4a16_search.cpp's kSearchTiles, read from the source: (BM, BN, BK, stages, split-K)."""
+    with open(os.path.join(ROOT, "ops", "w4a16_search.cpp")) as f:
+        body = re.search(r"kSearchTiles\[\]\s*=\s*\{(.*?)\};", f.read(), re.S)
+    tiles = [tuple(int(v) for v in t.split(",")) for t in re.findall(r"\{([\d\s,]+)\}", body.group(1))]
+    if not tiles or any(len(t) != 5 for t in tiles):
+        raise SystemExit("search_draws: kSearchTiles in ops/w4a16_search.cpp no longer reads as 5-int tiles")
+    return tiles
 
 
 def name(bm, bn, bk, stages, sk):
@@ -45,6 +55,7 @@ def main():
     ap.add_argument("explore_json")
     args = ap.parse_args()
     doc, rows, us = explore_summary.load(args.explore_json)
+    tiles = search_tiles()
     pairs = collections.defaultdict(dict)
     for rid, r in rows.items():
         if r["set"] == "generalization" and r["weight"] == "int4":
@@ -58,7 +69,7 @@ def main():
         if rule is None or rule not in u or rule not in s:
             continue
         bm = int(rows[d["uniform"]]["rule"]["block_m"])
-        cands = [rule] + [name(*t) for t in SEARCH_TILES if t[0] >= bm and name(*t) in u and name(*t) in s
+        cands = [rule] + [name(*t) for t in tiles if t[0] >= bm and name(*t) in u and name(*t) in s
                           and name(*t) != rule]
         bu, bs = min(u[c] for c in cands), min(s[c] for c in cands)
         picks = {"rule": cands[0], "uniform": choose(cands, lambda c: u[c]),
