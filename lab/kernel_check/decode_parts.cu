@@ -27,6 +27,10 @@
 //             per 128-k stage, sm_90a: BN128 273 instructions against MODE 4's 324 (16 HMMA
 //             each; the 64 HFMA2 gone, 25 more IMAD for the seeds' moves and the table
 //             address), BN64 169 against 186.
+//   seeded-kb MODE 10: MODE 9 with the table built as a tile would build it, every k block:
+//             warp w runs the correction MMAs of groups w, w + 4, ... and its first quad stores
+//             them, then a second barrier. Its main loop holds every group's branch (336
+//             instructions at BN128, of which a warp runs one group's 2 MMAs).
 // Two more take the MMA step to sm_90a's wgmma (one warpgroup, m64n8k16: each warp's 16-row n
 // tile i is its quarter of A, from registers as the mma.sync fragment; the 8 tokens are B, a
 // K-major 128-byte-swizzled tile in shared memory, written once):
@@ -88,11 +92,12 @@ using namespace stream_probe;
 using namespace chord;
 
 
-constexpr int kModes = 10;
-constexpr const char* kModeNames[kModes] = {"copy",  "+lds",         "+dequant", "+mma",     "nocorr",
-                                            "split", "nocorr+split", "wgmma-gs", "wgmma-dq", "seeded"};
+constexpr int kModes = 11;
+constexpr const char* kModeNames[kModes] = {"copy",     "+lds",     "+dequant", "+mma",   "nocorr",   "split",
+                                            "nocorr+split", "wgmma-gs", "wgmma-dq", "seeded", "seeded-kb"};
 __host__ __device__ constexpr bool wgmma_mode(int mode) { return mode == 7 || mode == 8; }
-constexpr int kSeedMode = 9;
+constexpr int kSeedMode = 9, kSeedKbMode = 10;
+__host__ __device__ constexpr bool seeded_mode(int mode) { return mode == kSeedMode || mode == kSeedKbMode; }
 
 // D[64 x 8] (+)= A[64 x 16] (registers: warp w's mma A fragment is rows 16w..16w+15) * B[16 x 8]
 // (shared memory, K-major, 128-byte swizzle). accumulate 0: D = A * B.
@@ -169,7 +174,7 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
   // MODE 4 / 6 take (code - 8) per weight (one bf16x2 fma per register after the lop3) and
   // drop the shared correction MMAs; MODE 5 / 6 run the group's two k16 MMAs as independent
   // chains, each scaled into acc by its own fmas.
-  constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6, kSeeded = MODE == kSeedMode;
+  constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6, kSeeded = seeded_mode(MODE);
   const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
   float corr[4] = {0.f, 0.f, 0.f, 0.f};
   if constexpr (kCorr) neg136_token_sums(corr, b0, b1);
@@ -333,6 +338,20 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     const unsigned int sw = base + slot * T::kStage, ss = sw + T::kW;
     x ^= ptx::lds32(sw + (tid % 64) * 16);  // MODE 0's touch, kept in every mode so the modes only add
+    if constexpr (MODE == kSeedKbMode) {
+      // The table as a tile would build it: per k block, warp w the correction MMAs of groups
+      // w, w + warps, ... (the MMAs are volatile, so they stay in the loop), the first quad's
+      // stores, and a second barrier before any warp reads it. The previous k block's reads
+      // are all ordered before these stores by this k block's first barrier.
+#pragma unroll
+      for (int gi = 0; gi < BK / 32; ++gi) {  // compile-time fragment indices, a warp-uniform branch
+        if (gi % T::kWarps != warp) continue;
+        float t[4];
+        neg136_token_sums(t, b[gi / 2][2 * (gi % 2)], b[gi / 2][2 * (gi % 2) + 1]);
+        if (g == 0) reinterpret_cast<float2*>(seed_table)[gi * 4 + lane] = make_float2(t[0], t[1]);
+      }
+      __syncthreads();
+    }
     if constexpr (MODE >= 1) {
 #pragma unroll
       for (int kc = 0; kc < kKC; ++kc) {
@@ -408,7 +427,7 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
               s2[i] = sc[i][h];
             }
             float seed[4] = {0.f, 0.f, 0.f, 0.f};
-            if constexpr (MODE == kSeedMode) {
+            if constexpr (seeded_mode(MODE)) {
               const float2 v = reinterpret_cast<const float2*>(seed_table)[(kc * 2 + h) * 4 + (lane & 3)];
               seed[0] = seed[2] = v.x;
               seed[1] = seed[3] = v.y;
@@ -486,7 +505,7 @@ template <int MODE, int BN, int BK, int STAGES, int THREADS>
 float run_mode(const Shape& sh, int split, const Buffers& b) {
   using T = Tile<BN, BK, STAGES, THREADS>;
   auto kernel = decode_parts<MODE, BN, BK, STAGES, THREADS>;
-  const int smem = wgmma_mode(MODE) ? T::kSmemWgmma : MODE == kSeedMode ? T::kSmemSeeded : T::kSmem;
+  const int smem = wgmma_mode(MODE) ? T::kSmemWgmma : seeded_mode(MODE) ? T::kSmemSeeded : T::kSmem;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int grid = sh.experts * (sh.n / BN) * split;
   return time_us(b, [&] { kernel<<<grid, THREADS, smem>>>(b.w, b.s, b.act, sh.n, sh.k, split, b.sink); });
@@ -505,7 +524,8 @@ void run(const Shape& sh, int split, const Buffers& b) {
                             run_mode<6, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<7, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<8, BN, BK, STAGES, THREADS>(sh, split, b),
-                            run_mode<9, BN, BK, STAGES, THREADS>(sh, split, b)};
+                            run_mode<9, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<10, BN, BK, STAGES, THREADS>(sh, split, b)};
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));
