@@ -23,7 +23,8 @@
 //             shared-memory table (8 floats per 32-k group, one 8-byte load per lane and group).
 //             The table is written once per CTA here (the probe's activations never change), so
 //             this is a floor of that lever: a tile would compute it per k block from the
-//             activation stage, behind a second barrier (docs/kernels.md, "Untried"). Main loop
+//             activation stage, behind a second barrier (MODE 10; docs/kernels.md, "Where the time
+//             goes", has both timed). Main loop
 //             per 128-k stage, sm_90a: BN128 273 instructions against MODE 4's 324 (16 HMMA
 //             each; the 64 HFMA2 gone, 25 more IMAD for the seeds' moves and the table
 //             address), BN64 169 against 186.
