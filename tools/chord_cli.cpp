@@ -10,6 +10,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -207,7 +208,21 @@ int precompile(const Args& args) {
       throw UsageError{std::string(option) + " only applies to --moe (a kernel set fixes its own)"};
     }
   }
-  const std::string out_dir = args.count("--out") ? args.at("--out") : "";
+  // Absolute, so that the folder the summary names can go into CHORD_CACHE_READONLY_DIRS as
+  // printed (that variable takes absolute paths only, docs/environment.md).
+  std::string out_dir = args.count("--out") ? args.at("--out") : "";
+  if (!out_dir.empty() && out_dir.front() != '/') {
+    std::error_code error;
+    const std::filesystem::path absolute = std::filesystem::absolute(out_dir, error);
+    if (error) throw UsageError{"--out " + out_dir + ": no absolute path for it (" + error.message() + ")"};
+    // Without "." parts and a trailing "/"; ".." stays, as it means the parent of what a
+    // symlink before it points to.
+    std::filesystem::path clean;
+    for (const auto& part : absolute) {
+      if (part != "." && !part.empty()) clean /= part;
+    }
+    out_dir = clean.string();
+  }
   const chord::Arch arch = chord::parse_arch(args.at("--arch"));
   std::string set;
   std::vector<chord::KernelDescriptor> descriptors;
@@ -528,7 +543,7 @@ const std::vector<Command>& commands() {
           {"--out", "DIR", false,
            "compile into DIR instead of the cache: a folder for others to read through CHORD_CACHE_READONLY_DIRS "
            "(new folders 0755, new entries 0644; an existing folder not yours, or writable by group or others, is "
-           "refused)"}},
+           "refused; a relative DIR is taken from the current folder and printed absolute)"}},
          sets,
          precompile,
          "(--profile NAME | --moe E,H,I)"},

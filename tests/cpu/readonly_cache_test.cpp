@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sys/stat.h>
@@ -96,6 +97,26 @@ TEST_CASE("read-only cache: precompile --out builds a layer that gives hits and 
   CHECK(used.output.find("read-only kernel cache /nonexistent is not used") != std::string::npos);
   CHECK(cache_files(cache, ".cubin").empty());  // hits are not copied into the user's cache
   CHECK(snapshot(layer) == before);
+}
+
+TEST_CASE("read-only cache: precompile --out of a relative folder names it absolute, as the variable takes it",
+          "[readonly]") {
+  TempDir dir;
+  const std::string physical = std::filesystem::canonical(dir.path()).string();  // what the shell's cd leads to
+  Run built =
+      run("cd " + dir.path() + " && " + CHORD_CLI_PATH + " precompile --arch sm_90a --profile dequant --out ./layer/");
+  INFO(built.output);
+  REQUIRE(built.exit_code == 0);
+  const std::string layer = physical + "/layer";
+  CHECK(built.output.find("(2 compiled, 0 from cache) into " + layer + "\n") != std::string::npos);
+  CHECK(cache_files(layer, ".cubin").size() == 2);
+  // The printed folder, pasted into CHORD_CACHE_READONLY_DIRS (absolute paths only), serves hits.
+  Run used = run("CHORD_CACHE_DIR=" + dir.path() + "/cache CHORD_CACHE_READONLY_DIRS=" + layer + " " + CHORD_CLI_PATH +
+                 " precompile --arch sm_90a --profile dequant");
+  INFO(used.output);
+  CHECK(used.exit_code == 0);
+  CHECK(used.output.find("(0 compiled, 2 from cache)") != std::string::npos);
+  CHECK(used.output.find("not used") == std::string::npos);
 }
 
 TEST_CASE("read-only cache: the user's cache is searched first, and a bad layer entry is left alone", "[readonly]") {
