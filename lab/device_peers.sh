@@ -34,6 +34,7 @@ if [[ ! -d ${HUMMING_CACHE_DIR:-$HOME/.humming/cache} ]]; then
     --peers marlin,humming --out "$runs/warm" > "$runs/warm.txt" 2>&1
   echo "warm-up run (not kept) rc=$? at $(elapsed) s"
 fi
+# shellcheck disable=SC2054  # one argument: the bench's comma-separated peer list
 args=(--peers marlin,humming --out "$runs/$set_name")
 [[ $set_name == generalization ]] && args+=(--set generalization)
 PYTHONUNBUFFERED=1 timeout -k 15 "$(left)" python3 bench/bench_w4a16.py "${args[@]}" > "$runs/$set_name.txt" 2>&1

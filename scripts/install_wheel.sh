@@ -5,7 +5,7 @@
 # CMAKE_PREFIX_PATH; the build directory (build-py/) is kept, so a rebuild is incremental.
 # Usage: scripts/install_wheel.sh [LOG]   (default /tmp/chord-pip-install.log; its tail on failure)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 log=${1:-/tmp/chord-pip-install.log}
 export PATH="${CUDA_HOME:-/usr/local/cuda}/bin:$PATH"
 if [ -d .deps/usr ]; then

@@ -69,7 +69,9 @@ rm -rf "$gen" && cp -r "$csrc/moe/marlin_moe_wna16" "$gen"
 "$py" "$csrc/quantization/marlin/generate_kernels.py" 9.0a "$gen" > "$work/generate.log"
 kernels="$gen/sm80_kernel_bfloat16_u4b8_bfloat16.cu"
 [ -f "$kernels" ] || { echo "the generator wrote no $kernels" >&2; exit 1; }
-rm -f $(ls "$gen"/sm*_kernel_*.cu | grep -v "/sm80_kernel_bfloat16_u4b8_bfloat16.cu$")
+for f in "$gen"/sm*_kernel_*.cu; do
+  [ "$f" = "$kernels" ] || rm -f "$f"
+done
 
 # the kernel selector and the instance file cut to bf16 x uint4b8 x bf16, group_blocks 2; the
 # bindings: vLLM's m.def statements of the three ops, and the impl of moe_align_block_size
@@ -130,6 +132,7 @@ cuda_home=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
 inc=(-I"$csrc" -I"$gen")
 IFS=: read -ra tinc <<< "$torch_include"
 for d in "${tinc[@]}"; do inc+=(-I"$d"); done
+# shellcheck disable=SC2054  # the commas are nvcc's (-gencode arch=...,code=...)
 flags=(-std=c++17 -O3 -DNDEBUG -Xcompiler -fPIC -Xcompiler -O3 --expt-relaxed-constexpr -DENABLE_FP8 -DUSE_CUDA
        -DTORCH_TARGET_VERSION=0x020B000000000000ULL -DCUTLASS_ENABLE_DIRECT_CUDA_DRIVER_CALL=1
        -gencode arch=compute_90a,code=sm_90a --compress-mode=size -static-global-template-stub=false)

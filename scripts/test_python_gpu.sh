@@ -3,7 +3,7 @@
 # network: builds and installs the wheel (scripts/install_wheel.sh), then runs tests/python.
 # Logs and overhead.json go to $OUT (default /tmp/chord-py-out).
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-/tmp/chord-py-out}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)  # absolute: pytest runs from /tmp below
