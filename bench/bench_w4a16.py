@@ -463,6 +463,7 @@ class Suite:
         ours_fn()
         torch.cuda.synchronize()
         first_call_ms = (time.perf_counter() - t0) * 1000.0
+        ran_kernel = last_kernel(self.library)  # before the --against build's call
         ok, err = check()
         timed, against = [ours_fn], {}
         if self.against is not None:
@@ -498,7 +499,7 @@ class Suite:
                    tflops=round(flop / ours / 1e6, 1), weight_gbps=round(wbytes / ours / 1e3, 1),
                    vs_grouped_mm=round(anchor / ours, 3), vs_floor=round(floor / ours, 3),
                    check="ok" if ok else "FAIL", rel_error=err, first_call_ms=round(first_call_ms, 1),
-                   routing_block=self.block_size, **against, **peer_rows)
+                   routing_block=self.block_size, ran_kernel=ran_kernel, **against, **peer_rows)
         self.rows.append(row)
         other = f"against={against['against_us']:9.1f}us ({against['vs_against']:.3f}x) " if against else ""
         other += peer_text(row, self.peers)
