@@ -52,7 +52,12 @@
 // Each line times the modes of one (BN, BK, STAGES, THREADS, SPLIT) setting after a read
 // flush of L2 and prints the time and the fraction of bytes / 4.47 TB/s; the step from one mode
 // to the next is the cost of that part when it runs under the stream. The first line is the
-// fixed cost of any launch: an empty 132-CTA kernel timed the same way.
+// fixed cost of any launch: an empty 132-CTA kernel timed the same way. Each shape ends with
+// two `ring` lines: the copy (MODE 0) and the offset-form decode (MODE 4) on the schedule of a
+// persistent kernel whose copy ring runs on across tiles (RING, at the kernel), one wave of
+// CTAs each taking an equal share of the (tile, k block) steps: against the split lines, what
+// a pipeline fill per tile and an uneven last wave cost. It leaves out that schedule's own
+// costs (the partial tiles' fix-up, the next tile's lookup), so it is that schedule's floor.
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. lab/kernel_check/decode_parts.cu -o /tmp/dp
 //   /tmp/dp                 the shapes below, every setting, every mode
 //
@@ -223,18 +228,30 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
 
 // blockIdx.x = (expert * n_blocks + n_block) * split + piece; piece streams its K / split.
 // act: 32 lanes x BK / 16 k16 steps x 2 registers of bf16 pairs, the warp's 8-token fragments.
-template <int MODE, int BN, int BK, int STAGES, int THREADS>
+// RING: the grid is the CTAs the GPU holds at once, each taking an equal share of the call's
+// (tile, k block) steps, tiles in order and k fastest, through one copy ring that runs on across
+// the tiles of its share (the next tile's first stages are in flight while the current tile's
+// last ones are reduced). At a tile's end the accumulators fold into the sink and restart: the
+// probe leaves out what a real schedule pays there (writing or adding the partial tile, the
+// routing lookup of the next tile), so a RING time is a floor of that schedule.
+template <int MODE, int BN, int BK, int STAGES, int THREADS, bool RING = false>
 __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, const unsigned char* s,
                                                          const unsigned int* act, int n, int k, int split,
-                                                         unsigned int* sink) {
+                                                         int tiles, unsigned int* sink) {
   using T = Tile<BN, BK, STAGES, THREADS>;
   constexpr int kNT = T::kNT, kKC = T::kKC;
+  static_assert(!RING || MODE == 0 || MODE == 4, "the ring schedule runs the copy and the offset-form decode");
   extern __shared__ __align__(1024) unsigned char smem[];  // 1024: the wgmma modes' swizzled B tile
   const unsigned int base = (unsigned int)__cvta_generic_to_shared(smem);
   const int n_blocks = n / BN;
   const int piece = blockIdx.x % split, tile = blockIdx.x / split;
   const int e = tile / n_blocks, nb = tile % n_blocks;
-  const int kbs = k / BK, kb0 = kbs * piece / split, num_k = kbs * (piece + 1) / split - kb0;
+  const int kbs = k / BK;
+  const long long ring_steps = (long long)tiles * kbs;
+  const long long ring_first = ring_steps * blockIdx.x / gridDim.x;
+  const int kb0 = RING ? 0 : kbs * piece / split;
+  const int num_k = RING ? (int)(ring_steps * (blockIdx.x + 1) / gridDim.x - ring_first)
+                         : kbs * (piece + 1) / split - kb0;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, g = lane >> 2;
   // A thread's copies of a stage: chunks tid, tid + THREADS, ... of the weight and scale tiles,
   // their sources computed once and advanced per k block, with compile-time trip counts, so the
@@ -258,7 +275,55 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
     s_src[i] = s + (((long long)e * (k / 32) + grp) * n + nb * BN) * 2 + (c % (BN * 2 / 16)) * 16;
   }
   const long long s_step = (long long)(BK / 32) * n * 2;  // a k block's scale rows
+  // RING: a chunk's place in its tile's stage, the same for every tile; the tile's base is
+  // computed per load.
+  long long w_off[kWIters], s_off[kSIters];
+#pragma unroll
+  for (int i = 0; i < kWIters; ++i) {
+    const int c = tid + i * THREADS;
+    w_off[i] = ((long long)(c / (32 * kKC)) * (k / 64) + (c / 32) % kKC) * 512 + (c % 32) * 16;
+  }
+#pragma unroll
+  for (int i = 0; i < kSIters; ++i) {
+    const int c = tid + i * THREADS;
+    s_off[i] = (long long)(c / (BN * 2 / 16)) * n * 2 + (c % (BN * 2 / 16)) * 16;
+  }
+  // The loads walk the share in order: a cursor (tile, k block) and the stage's sources, moved
+  // one k block per load and recomputed only at a tile's start.
+  const int first_tile = (int)(ring_first / kbs);
+  int load_e = first_tile / n_blocks, load_nb = first_tile % n_blocks, load_kb = (int)(ring_first % kbs);
+  const unsigned char *wb = nullptr, *sb = nullptr;
+  auto ring_sources = [&] {
+    wb = w + (((long long)load_e * (n / 16) + load_nb * (BN / 16)) * (k / 64) + load_kb * kKC) * 512;
+    sb = s + (((long long)load_e * (k / 32) + load_kb * (BK / 32)) * n + load_nb * BN) * 2;
+  };
+  if constexpr (RING) ring_sources();
+  auto ring_load = [&](int, int slot) {
+    const unsigned int st = base + slot * T::kStage;
+#pragma unroll
+    for (int i = 0; i < kWIters; ++i)
+      if (kWChunks % THREADS == 0 || tid + i * THREADS < kWChunks) cp16(st + (tid + i * THREADS) * 16, wb + w_off[i]);
+#pragma unroll
+    for (int i = 0; i < kSIters; ++i)
+      if (kSChunks % THREADS == 0 || tid + i * THREADS < kSChunks)
+        cp16(st + T::kW + (tid + i * THREADS) * 16, sb + s_off[i]);
+    if (++load_kb == kbs) {
+      load_kb = 0;
+      if (++load_nb == n_blocks) {
+        load_nb = 0;
+        ++load_e;
+      }
+      ring_sources();
+    } else {
+      wb += kKC * 512;
+      sb += s_step;
+    }
+  };
   auto load = [&](int kb, int slot) {
+    if constexpr (RING) {
+      ring_load(kb, slot);
+      return;
+    }
     const unsigned int st = base + slot * T::kStage;
 #pragma unroll
     for (int i = 0; i < kWIters; ++i)
@@ -329,6 +394,7 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
     asm volatile("cp.async.commit_group;\n" ::: "memory");
   }
   int slot = 0;
+  int math_kb = (int)(ring_first % kbs);  // RING: the k block the math is on, within its tile
   for (int kb = 0; kb < num_k; ++kb) {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(STAGES - 2) : "memory");
     __syncthreads();
@@ -339,6 +405,17 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
     asm volatile("cp.async.commit_group;\n" ::: "memory");
     const unsigned int sw = base + slot * T::kStage, ss = sw + T::kW;
     x ^= ptx::lds32(sw + (tid % 64) * 16);  // MODE 0's touch, kept in every mode so the modes only add
+    if constexpr (RING) {
+      if (kb > 0 && math_kb == 0) {  // a new tile: the last one's sums leave
+#pragma unroll
+        for (int i = 0; i < kNT; ++i)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            x ^= __float_as_uint(acc[i][r]);
+            acc[i][r] = 0.f;
+          }
+      }
+    }
     if constexpr (MODE == kSeedKbMode) {
       // The table as a tile would build it: per k block, warp w the correction MMAs of groups
       // w, w + warps, ... (the MMAs are volatile, so they stay in the loop), the first quad's
@@ -444,6 +521,7 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
       }
     }
     slot = slot + 1 == STAGES ? 0 : slot + 1;
+    if constexpr (RING) math_kb = math_kb + 1 == kbs ? 0 : math_kb + 1;
   }
   if constexpr (wgmma_mode(MODE)) ptx::wgmma_wait<0>();
 #pragma unroll
@@ -509,7 +587,17 @@ float run_mode(const Shape& sh, int split, const Buffers& b) {
   const int smem = wgmma_mode(MODE) ? T::kSmemWgmma : seeded_mode(MODE) ? T::kSmemSeeded : T::kSmem;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   const int grid = sh.experts * (sh.n / BN) * split;
-  return time_us(b, [&] { kernel<<<grid, THREADS, smem>>>(b.w, b.s, b.act, sh.n, sh.k, split, b.sink); });
+  return time_us(b, [&] { kernel<<<grid, THREADS, smem>>>(b.w, b.s, b.act, sh.n, sh.k, split, 0, b.sink); });
+}
+
+// The ring schedule (RING above) of MODE on `ctas` CTAs.
+template <int MODE, int BN, int BK, int STAGES, int THREADS>
+float run_ring(const Shape& sh, int ctas, const Buffers& b) {
+  using T = Tile<BN, BK, STAGES, THREADS>;
+  auto kernel = decode_parts<MODE, BN, BK, STAGES, THREADS, true>;
+  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
+  const int tiles = sh.experts * (sh.n / BN);
+  return time_us(b, [&] { kernel<<<ctas, THREADS, T::kSmem>>>(b.w, b.s, b.act, sh.n, sh.k, 1, tiles, b.sink); });
 }
 
 template <int BN, int BK, int STAGES, int THREADS>
@@ -537,6 +625,25 @@ void run(const Shape& sh, int split, const Buffers& b) {
   std::fflush(stdout);
 }
 
+// The ring schedule on one wave: the SMs times the CTAs of the offset-form decode each holds.
+template <int BN, int BK, int STAGES, int THREADS>
+void run_ring_line(const Shape& sh, int sms, const Buffers& b) {
+  using T = Tile<BN, BK, STAGES, THREADS>;
+  if (sh.n % BN != 0 || sh.k % BK != 0) return;
+  int per_sm = 0;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<4, BN, BK, STAGES, THREADS, true>, THREADS,
+                                                   T::kSmem));
+  const int ctas = sms * per_sm;
+  const float copy = run_ring<0, BN, BK, STAGES, THREADS>(sh, ctas, b);
+  const float nocorr = run_ring<4, BN, BK, STAGES, THREADS>(sh, ctas, b);
+  const double floor_us = sh.floor_us(), steps = (double)sh.experts * (sh.n / BN) * (sh.k / BK);
+  std::printf("  bn%-3d bk%-3d s%d t%-3d ring:  copy %6.1f us %3.0f%%  nocorr %6.1f us %3.0f%%   (%d CTAs, %d/SM, "
+              "%.1f k blocks each)\n",
+              BN, BK, STAGES, THREADS, copy, 100.0 * floor_us / copy, nocorr, 100.0 * floor_us / nocorr, ctas, per_sm,
+              steps / ctas);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main() {
@@ -558,6 +665,8 @@ int main() {
   fill<<<1, 256>>>(b.act, kActWords, 3u, true);
   CK(cudaGetLastError());
   CK(cudaDeviceSynchronize());
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const float empty = time_us(b, [&] { empty_kernel<<<132, 128>>>(b.sink); });
   std::printf("empty launch (132 CTAs x 128 threads) after the flush: %.2f us\n", empty);
   for (const Shape& sh : kShapes) {
@@ -566,6 +675,8 @@ int main() {
       run<64, 128, 4, 128>(sh, split, b);
       run<128, 128, 4, 128>(sh, split, b);
     }
+    run_ring_line<64, 128, 4, 128>(sh, sms, b);
+    run_ring_line<128, 128, 4, 128>(sh, sms, b);
   }
   return 0;
 }
