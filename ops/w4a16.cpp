@@ -190,7 +190,7 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
   l.config = resolve_w4a16_config(problem);
   // The decode tile search (ops/w4a16_search.hpp): after a shape's first call, one lookup.
   if (w4a16_search_applies(problem, l.config, env())) {
-    if (const W4A16GemmConfig* known = w4a16_search_known(w4a16_search_key(problem))) {
+    if (const W4A16GemmConfig* known = w4a16_search_known(w4a16_search_key(problem, l.config))) {
       l.config = *known;
     } else if (auto plan = w4a16_search_plan(problem, l.config, env())) {
       const auto timer = [&](const std::vector<W4A16GemmConfig>& configs) {

@@ -66,7 +66,7 @@ struct KeyHash {
                   k.rows_log2}) {
       h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull;
     }
-    return h;
+    return h ^ std::hash<std::string>{}(k.rule);
   }
 };
 
@@ -86,12 +86,12 @@ Choices& choices() {
 bool W4A16SearchKey::operator==(const W4A16SearchKey& o) const {
   return sm == o.sm && sm_count == o.sm_count && mode == o.mode && weight == o.weight && n == o.n && k == o.k &&
          experts == o.experts && block_size == o.block_size && top_k == o.top_k && num_groups == o.num_groups &&
-         rows_log2 == o.rows_log2;
+         rows_log2 == o.rows_log2 && rule == o.rule;
 }
 
 std::string W4A16SearchKey::text() const {
-  return fmt::format("sm{} sms{} mode{} weight{} n{} k{} e{} bs{} topk{} groups{} rows2^{}", sm, sm_count, mode, weight,
-                     n, k, experts, block_size, top_k, num_groups, rows_log2);
+  return fmt::format("sm{} sms{} mode{} weight{} n{} k{} e{} bs{} topk{} groups{} rows2^{} rule {}", sm, sm_count, mode,
+                     weight, n, k, experts, block_size, top_k, num_groups, rows_log2, rule);
 }
 
 bool w4a16_routing_representative(const W4A16Problem& p, int active_experts, int64_t routed_rows) {
@@ -188,7 +188,7 @@ bool w4a16_search_applies(const W4A16Problem& p, const W4A16GemmConfig& rule, co
          p.mode != kW4A16Contiguous;
 }
 
-W4A16SearchKey w4a16_search_key(const W4A16Problem& p) {
+W4A16SearchKey w4a16_search_key(const W4A16Problem& p, const W4A16GemmConfig& rule) {
   W4A16SearchKey key;
   key.sm = p.arch.sm() * 2 + (p.arch.family_specific ? 1 : 0);
   key.sm_count = p.sm_count;
@@ -201,6 +201,7 @@ W4A16SearchKey w4a16_search_key(const W4A16Problem& p) {
   key.top_k = p.mode == kW4A16Indexed ? p.top_k : 0;
   key.num_groups = p.mode == kW4A16Masked ? p.num_groups : 0;
   key.rows_log2 = ceil_log2(routed_rows(p));
+  key.rule = w4a16_search_entry(rule);
   return key;
 }
 
@@ -215,7 +216,7 @@ std::optional<W4A16SearchPlan> w4a16_search_plan(const W4A16Problem& p, const W4
                                                  const Environment& e) {
   if (!w4a16_search_applies(p, rule, e)) return std::nullopt;
   W4A16SearchPlan plan;
-  plan.key = w4a16_search_key(p);
+  plan.key = w4a16_search_key(p, rule);
   plan.candidates.push_back(rule);
   if (rule.n_run > 1) {  // the rule's tile without its run: runs lose where the routing is skewed
     W4A16GemmConfig whole = rule;
@@ -270,9 +271,10 @@ int w4a16_search_choice(const std::vector<double>& times_us) {
 }
 
 KernelKey w4a16_search_cache_key(const W4A16SearchPlan& plan) {
-  // v2: a rule's n-block run and its tile without the run are candidates (choices made before
-  // never timed the run).
-  return make_kernel_key("w4a16 decode tile search v2\n" + plan.key.text(), {}, "", {});
+  // v3: the key names the rule's tile (v2 entries of a power of two whose rule changes inside it
+  // named tiles of the other rule's plan). v2: a rule's n-block run and its tile without the run
+  // are candidates (choices made before never timed the run).
+  return make_kernel_key("w4a16 decode tile search v3\n" + plan.key.text(), {}, "", {});
 }
 
 W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,

@@ -8,7 +8,9 @@
 //   CHORD_W4A16_* knob but CHORD_W4A16_SEARCH is set (a forced choice stays deterministic).
 //   CHORD_W4A16_SEARCH=0 turns it off.
 // - The shape class a choice holds for (W4A16SearchPlan::key): the arch and SM count, mode,
-//   weight kind, N, K, experts, routing block, top-k, groups and the routed rows' power of two.
+//   weight kind, N, K, experts, routing block, top-k, groups, the routed rows' power of two and
+//   the rule's tile (which the candidates derive from, and which can change inside one power
+//   of two: an n-block run from some row count on).
 // - Under CUDA Graph capture nothing is timed: the call runs the rule's tile (or a choice
 //   already made) and the capture stays free of synchronization.
 // - A call whose routing is not representative (a warm-up on placeholder tokens) is timed on
@@ -36,6 +38,7 @@ namespace chord {
 struct W4A16SearchKey {
   int sm = 0, sm_count = 0, mode = 0, weight = 0, n = 0, k = 0, experts = 0, block_size = 0, top_k = 0,
       num_groups = 0, rows_log2 = 0;
+  std::string rule;  // w4a16_search_entry of the rule's config
   bool operator==(const W4A16SearchKey& o) const;
   std::string text() const;
 };
@@ -47,7 +50,7 @@ struct W4A16SearchPlan {
 
 // Whether the search applies to a call whose rule chose `rule` (cheap: the launch path asks).
 bool w4a16_search_applies(const W4A16Problem& problem, const W4A16GemmConfig& rule, const Environment& e);
-W4A16SearchKey w4a16_search_key(const W4A16Problem& problem);
+W4A16SearchKey w4a16_search_key(const W4A16Problem& problem, const W4A16GemmConfig& rule);
 
 // The choice made or loaded for the key in this process (nullptr: none yet).
 const W4A16GemmConfig* w4a16_search_known(const W4A16SearchKey& key);

@@ -187,6 +187,44 @@ TEST_CASE("search: a choice holds for the routed rows' power of two, not across 
   CHECK_FALSE(plan_of(other_arch).key == plan_of(indexed_decode(8)).key);
 }
 
+TEST_CASE("search: a choice holds for one rule tile, where the rule changes inside a power of two", "[search]") {
+  // Qwen3-235B TP8 down (N 4096 x K 192, 128 experts): 320 and 448 routed rows share a power of
+  // two, and the rule runs whole tiles at the first and runs of 4 at the second.
+  auto tp8_down = [](int routes) {
+    chord::W4A16Problem p = indexed_decode(64);
+    p.k = 192;
+    p.experts = 128;
+    p.top_k = 1;
+    p.a_rows = routes;
+    p.capacity = routes + 128 * 15;
+    p.rows_per_expert = routes / 128;
+    return p;
+  };
+  const chord::W4A16SearchPlan whole = plan_of(tp8_down(320)), run = plan_of(tp8_down(448));
+  REQUIRE(whole.candidates[0].n_run == 1);
+  REQUIRE(run.candidates[0].n_run == 4);
+  CHECK(whole.key.rows_log2 == run.key.rows_log2);
+  CHECK_FALSE(whole.key == run.key);
+  CHECK(chord::w4a16_search_cache_key(whole).hex() != chord::w4a16_search_cache_key(run).hex());
+
+  // Each keeps its own choice: the run's plan does not reuse (or reject) the whole tile's.
+  FreshChoices fresh;
+  chord::test::CaptureStderr warnings;
+  int timed = 0;
+  const auto pick_last = counting_timer(&timed, 10.0, 5.0);
+  const std::string whole_last = chord::w4a16_search_entry(whole.candidates.back());
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(whole, false, pick_last, fresh.cache)) == whole_last);
+  CHECK(chord::w4a16_search_known(run.key) == nullptr);
+  const std::string run_last = chord::w4a16_search_entry(run.candidates.back());
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(run, false, pick_last, fresh.cache)) == run_last);
+  CHECK(timed == 2);
+  chord::w4a16_search_forget_choices();  // a later process finds both in the cache, with no warning
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(whole, false, pick_last, fresh.cache)) == whole_last);
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(run, false, pick_last, fresh.cache)) == run_last);
+  CHECK(timed == 2);
+  CHECK(warnings.text().empty());
+}
+
 TEST_CASE("search: the rule's tile stays unless another is faster by the margin", "[search]") {
   CHECK(chord::w4a16_search_choice({10.0, 9.8, 10.5}) == 0);
   CHECK(chord::w4a16_search_choice({10.0, 9.5, 9.6}) == 1);
@@ -215,7 +253,7 @@ TEST_CASE("search: a choice is timed once and kept in memory and in the cache, a
   CHECK(timed == 1);
   REQUIRE(chord::w4a16_search_known(plan.key) != nullptr);
   CHECK(chord::w4a16_search_entry(*chord::w4a16_search_known(plan.key)) == last);
-  CHECK(chord::w4a16_search_known(chord::w4a16_search_key(indexed_decode(30))) == nullptr);
+  CHECK(chord::w4a16_search_known(plan_of(indexed_decode(30)).key) == nullptr);
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, true, pick_last, cache)) == last);
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) == last);
   CHECK(timed == 1);
