@@ -803,8 +803,12 @@ std::string last_kernel_name() {
 // Run by the test below in a child process with CHORD_W4A16_N_RUN set (the environment is read
 // once per process): every mode on decode tiles whose CTAs take that many n blocks, INT4 BF16 and
 // FP16, symmetric and with zero points, group 32 and 128, against the reference and replayed
-// from a CUDA Graph. N = 640 is five 128-row n blocks, so runs of 2, 4 and 8 end on a shorter
-// one; the output is poisoned before each call, so a block stored to the wrong place shows.
+// from a CUDA Graph. N = 640 is ten 64-row n blocks on these tiles (five 128-row ones on the
+// contiguous tile), so runs of 4 and 8 end on a shorter one; a second weight of N = 704 (eleven
+// 64-row blocks: every run length ends on a shorter one) and K of one k block per n block (64,
+// or 128 at group 128: the short K the rule's runs reach, where a CTA's first loads already
+// belong to its next n block). The output is poisoned before each call, so a block stored to
+// the wrong place shows.
 TEST_CASE("gpu w4a16 n-run child: every mode under the process's CHORD_W4A16_N_RUN", "[.gpu_n_run_child]") {
   const char* value = std::getenv("CHORD_W4A16_N_RUN");
   if (value == nullptr) return;  // only as the parent's child
@@ -834,10 +838,24 @@ TEST_CASE("gpu w4a16 n-run child: every mode under the process's CHORD_W4A16_N_R
     CHECK(last_kernel_name().find("_nr" + std::to_string(want)) != std::string::npos);
     check_indexed(w, r, m * top_k, 1, 16, rng, stream);  // down
   }
+  const int short_n = 704, short_k = g_g128 ? 128 : 64;
+  INFO(resolved_config(device, chord::kW4A16Indexed, 1, short_n, short_k, e, 2, 16).source().name);
+  REQUIRE(resolved_config(device, chord::kW4A16Indexed, 1, short_n, short_k, e, 2, 16).n_run == want);
+  PackedWeight short_w = make_weight(e, short_n, short_k, rng, stream);
+  check_masked(short_w, {0, 1, 8, 3, 0, 5, 2, 7}, 8, 4, rng, stream);
+  CHECK(last_kernel_name().find("_nr" + std::to_string(want)) != std::string::npos);
+  check_offsets(short_w, {1, 0, 0, 5, 2, 0, 3, 1}, rng, stream);
+  check_contiguous(short_w, {1, 0, 7, 3, 0, 2, 1, 8}, rng, stream);
+  std::vector<bool> local(e, true);
+  local[5] = false;
+  Routing r = align_routing(5, 8, e, 16, local, 16, rng);
+  check_indexed(short_w, r, 5, 8, 16, rng, stream);  // gate_up
+  check_indexed(short_w, r, 5 * 8, 1, 16, rng, stream);  // down
 }
 
 TEST_CASE("gpu w4a16: n-block runs (2, 4, 8 per CTA) equal the reference in every mode, group 32 and 128, zero "
-          "points, BF16 and FP16, ragged, empty experts, M = 1, a shorter last run, CUDA Graph",
+          "points, BF16 and FP16, ragged, empty experts, M = 1, a shorter last run, one k block per n block, "
+          "CUDA Graph",
           "[gpu][w4a16][n_run]") {
   for (int run : {2, 4, 8}) check_child("CHORD_W4A16_N_RUN=" + std::to_string(run), "[.gpu_n_run_child]");
 }
