@@ -780,6 +780,21 @@ TEST_CASE("compile: n-block runs build the staged decode tiles of every mode on 
       }
     }
   }
+  // Every INT4 kind on sm_90a (the arch the rule runs them on), on the rule's short-K tile in
+  // runs of 2 and 8 and on a 128-k block in runs of 8: each builds, with at most one 64-bit
+  // value parked in local memory, as the whole tiles.
+  const chord::Arch sm90a = chord::parse_arch("sm_90a");
+  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp,
+                      chord::kW4A16WeightInt4ZpFp16, chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4G128Fp16,
+                      chord::kW4A16WeightInt4ZpG128, chord::kW4A16WeightInt4ZpG128Fp16}) {
+    for (auto [bk, run] : {std::pair{64, 2}, std::pair{64, 8}, std::pair{128, 8}}) {
+      chord::W4A16GemmConfig c = mma_sync_config(weight, chord::kW4A16Indexed, 8, 128, bk, 3, 1, 4, 1);
+      c.n_run = run;
+      REQUIRE(c.error() == nullptr);
+      INFO(c.source().name);
+      CHECK(spill_stores(c, sm90a) <= 8);
+    }
+  }
   // The grid: n runs of the last CTA take what is left.
   CHECK(chord::w4a16_n_runs(4096, 128, 4) == 8);
   CHECK(chord::w4a16_n_runs(384, 128, 4) == 1);
