@@ -335,7 +335,9 @@ int choose_split_k(const W4A16Problem& p, const W4A16GemmConfig& c, const Enviro
 // runs of 4 against whole tiles in one process, search off): Qwen3-235B and GLM-4.5 TP8 down
 // (K 192) 1.01-1.08x the speed at 6.8-11.6 expected CTAs per SM after the run, 0.75-0.92x at
 // 1.7-4.8. Runs on K 704-3072 were slower everywhere (0.50-0.95x), and deeper rings with runs
-// slower than the tile's 3 stages. K 256 (DeepSeek-V3 / Kimi K2 under TP8) is not measured.
+// slower than the tile's 3 stages. K 256 (DeepSeek-V3 / Kimi K2 under TP8) is not measured;
+// K 64 and 128 (those models' down projections under TP16, one k block per n block) take runs
+// by the same CTA count without a timing of their own.
 int choose_n_run(const W4A16Problem& p, const W4A16GemmConfig& c, const Environment& e) {
   W4A16GemmConfig with = c;
   if (e.w4a16_n_run) {  // where the tile can take it (like CHORD_W4A16_GROUP_SUMS)
