@@ -21,7 +21,8 @@
 namespace {
 
 // "ARCH nN kK rROWS mMODE wWEIGHT eEXPERTS aA_ROWS bBLOCK sSMS: " then the config: "eENGINE mMODE
-// bmBM bnBN bkBK sSTAGES wmWARPS_M wnWARPS_N wgWARPGROUPS wWEIGHT skSPLIT_K". With a_rows the
+// bmBM bnBN bkBK sSTAGES wmWARPS_M wnWARPS_N wgWARPGROUPS wWEIGHT skSPLIT_K", and " nrRUN" where
+// the tile runs several n blocks per CTA (the K 192 lines, measured on the H200). With a_rows the
 // problem also has the masked groups (E, max_m = 1.5 rows + 1) and the indexed capacity
 // (a_rows + E * block), as the operators derive them.
 const char kPinned[] = R"(
@@ -224,6 +225,9 @@ sm_90a n2048 k768 r2048 m3 w1 E48 a0 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 
 sm_90a n2048 k768 r2048 m3 w1 E48 a0 b128 s132: e2 m3 bm128 bn256 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n2048 k7168 r1 m3 w1 E384 a384 b48 s78: e0 m3 bm8 bn128 bk128 s3 wm1 wn4 wg2 w1 sk1
 sm_90a n2048 k7168 r2047 m1 w1 E128 a262016 b0 s132: e2 m1 bm128 bn256 bk64 s5 wm1 wn4 wg2 w1 sk1
+sm_90a n4096 k192 r3 m1 w0 E128 a448 b0 s132: e0 m1 bm8 bn128 bk64 s3 wm1 wn4 wg2 w0 sk1 nr4
+sm_90a n4096 k192 r2 m2 w0 E128 a320 b0 s132: e0 m2 bm8 bn128 bk64 s3 wm1 wn4 wg2 w0 sk1
+sm_90a n4096 k192 r3 m2 w0 E128 a448 b0 s132: e0 m2 bm8 bn128 bk64 s3 wm1 wn4 wg2 w0 sk1 nr4
 sm_90a n4096 k256 r16 m0 w2 E48 a96 b0 s132: e0 m0 bm32 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
 sm_90a n4096 k256 r53 m3 w1 E48 a318 b64 s132: e1 m3 bm64 bn128 bk64 s5 wm1 wn4 wg2 w1 sk1
 sm_90a n4096 k768 r22 m3 w2 E384 a8448 b48 s78: e0 m3 bm16 bn64 bk256 s2 wm1 wn4 wg2 w2 sk1
@@ -390,7 +394,8 @@ std::string config_line(const chord::W4A16GemmConfig& c) {
   std::snprintf(text, sizeof text, "e%d m%d bm%d bn%d bk%d s%d wm%d wn%d wg%d w%d sk%d", static_cast<int>(c.engine),
                 static_cast<int>(c.mode), c.block_m, c.block_n, c.block_k, c.stages, c.warps_m, c.warps_n, c.warpgroups,
                 static_cast<int>(c.weight), c.split_k);
-  return text;
+  // A run of n blocks only where there is one, so the lines pinned before runs stay as they are.
+  return c.n_run > 1 ? std::string(text) + " nr" + std::to_string(c.n_run) : std::string(text);
 }
 
 // `chord config` under an environment: the config line's fields, or the resolver's error.
