@@ -293,6 +293,7 @@ W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturin
     if (index < 0) fail(CHORD_ERROR_INVALID_ARGUMENT, "{}: names no decode tile of this shape", entry_path);
   };
   if (!disk.load(key, check)) index = -1;
+  bool store = false;
   if (index < 0) {
     if (capturing) return plan.candidates.front();
     const std::vector<double> times = timer(plan.candidates);
@@ -300,14 +301,22 @@ W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturin
     index = times.size() == plan.candidates.size() ? w4a16_search_choice(times) : 0;
     // Nothing timed (every candidate failed, or the timing itself): the rule's tile for this
     // process only, so that a later process searches again.
-    const bool timed = std::any_of(times.begin(), times.end(), [](double t) { return std::isfinite(t); });
-    if (timed) {
-      const std::string text = w4a16_search_entry(plan.candidates[index]);
-      disk.store(key, std::vector<char>(text.begin(), text.end()));
-    }
+    store = std::any_of(times.begin(), times.end(), [](double t) { return std::isfinite(t); });
   }
-  std::lock_guard<std::mutex> lock(memo.mutex);
-  return memo.by_key.emplace(plan.key, plan.candidates[index]).first->second;
+  W4A16GemmConfig chosen;
+  {
+    // Another thread may have decided the shape meanwhile: the first choice holds, in memory and
+    // in the cache alike.
+    std::lock_guard<std::mutex> lock(memo.mutex);
+    const auto [at, first] = memo.by_key.emplace(plan.key, plan.candidates[index]);
+    chosen = at->second;
+    store = store && first;
+  }
+  if (store) {
+    const std::string text = w4a16_search_entry(chosen);
+    disk.store(key, std::vector<char>(text.begin(), text.end()));
+  }
+  return chosen;
 }
 
 size_t w4a16_search_choices() {

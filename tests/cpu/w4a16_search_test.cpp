@@ -225,6 +225,34 @@ TEST_CASE("search: a choice holds for one rule tile, where the rule changes insi
   CHECK(warnings.text().empty());
 }
 
+TEST_CASE("search: two searches of one shape keep the first choice made, in memory and in the cache", "[search]") {
+  FreshChoices fresh;
+  const chord::W4A16SearchPlan plan = plan_of(indexed_decode(3));
+  REQUIRE(plan.candidates.size() >= 3);
+  const std::string rule = chord::w4a16_search_entry(plan.candidates.front());
+  const std::string last = chord::w4a16_search_entry(plan.candidates.back());
+  // The outer search's timing runs while another search of the shape (as from another thread)
+  // decides first, for the rule's tile; the outer one's timing favours the last candidate.
+  int timed = 0;
+  const auto rule_wins = counting_timer(&timed, 5.0, 10.0);
+  const auto racing = [&](const std::vector<chord::W4A16GemmConfig>& configs) {
+    CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, rule_wins, fresh.cache)) == rule);
+    std::vector<double> times(configs.size(), 10.0);
+    times.back() = 5.0;
+    return times;
+  };
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, racing, fresh.cache)) == rule);
+  CHECK(timed == 1);
+  REQUIRE(chord::w4a16_search_known(plan.key) != nullptr);
+  CHECK(chord::w4a16_search_entry(*chord::w4a16_search_known(plan.key)) == rule);
+  chord::w4a16_search_forget_choices();  // the cache holds the same choice
+  int again = 0;
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, counting_timer(&again, 10.0, 5.0),
+                                                               fresh.cache)) == rule);
+  CHECK(again == 0);
+  CHECK(rule != last);
+}
+
 TEST_CASE("search: the rule's tile stays unless another is faster by the margin", "[search]") {
   CHECK(chord::w4a16_search_choice({10.0, 9.8, 10.5}) == 0);
   CHECK(chord::w4a16_search_choice({10.0, 9.5, 9.6}) == 1);
