@@ -21,7 +21,10 @@ Formats (N = output features, K = input features, G = group size):
   5, 7), qzeros int32 [K/G, N/8] (same order, the zero point as is), scales [K/G, N].
 Each reader takes the layer's bit width from its quantization config (`bits=`, default 4) and
 refuses any other: an 8-bit GPTQ or compressed-tensors layer has the shapes of a 4-bit one of
-twice the K. All decode to W = (code - zero) * scale, rounded once in the activations' type: bf16
+twice the K. `group_size=` takes the config's group size; without it the size is K over the
+scales' groups, refused where that is not a power of two (a quantizer whose K is not a
+multiple of its group size stores a partial last group, which chord cannot pack). All decode
+to W = (code - zero) * scale, rounded once in the activations' type: bf16
 (scales rounded to bf16 once when packed) or, with dtype=torch.float16, fp16 (scales kept
 as stored). A layer whose zero points are all 8 packs as symmetric INT4 (the faster
 format); any other packs with its zero points (pack_w4a16(..., zero_point=...)).
@@ -47,12 +50,31 @@ def _check(t, name, dtype=None):
     return t if t.dim() == 3 else t.unsqueeze(0)
 
 
-def _group_size(groups, k, what):
-    if groups <= 0 or k % groups:
-        _fail(f"{what}: {groups} scale groups do not divide K = {k}")
-    group = k // groups
+def _group_size(groups, k, what, given=None):
+    """The layer's group size: `given` (the quantization config's group_size; -1: one group per
+    row, as GPTQ and AWQ write channel-wise) checked against the scales' groups, else K / groups.
+    A quantizer whose K is not a multiple of its group size stores ceil(K / G) groups, the last
+    one partial, and K / groups is then another size (K 192 at group 128: two groups, read as
+    96), so without `given` a size that is not a power of two is refused."""
+    if given is not None:
+        if isinstance(given, bool) or not isinstance(given, int) or (given <= 0 and given != -1):
+            _fail(f"'group_size' must be a positive int or -1 (the quantization config's), got {given!r}")
+        group = k if given == -1 else given
+        if k % group:
+            _fail(f"{what}: K = {k} is not a multiple of the group size {given}: the checkpoint's last group is "
+                  f"partial, and chord packs whole groups")
+        if groups != k // group:
+            _fail(f"{what}: {groups} scale groups, but K = {k} at group size {given} has {k // group}")
+    else:
+        if groups <= 0 or k % groups:
+            _fail(f"{what}: {groups} scale groups do not divide K = {k}")
+        group = k // groups
     if group % GROUP_SIZE:
         _fail(f"{what}: group size {group} is unsupported (chord needs a multiple of {GROUP_SIZE})")
+    if given is None and groups > 1 and group & (group - 1):
+        _fail(f"{what}: {groups} scale groups over K = {k} make a group size of {group}, which quantizers do not "
+              f"write: a checkpoint whose K is not a multiple of its group size stores ceil(K / G) groups. Pass "
+              f"the config's group_size= to read it (a partial last group is refused)")
     return group
 
 
@@ -109,13 +131,16 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
                             weight_zero_point: Optional[torch.Tensor] = None,
                             weight_shape: Optional[torch.Tensor] = None,
                             dtype: torch.dtype = torch.bfloat16,
-                            weight_g_idx: Optional[torch.Tensor] = None, bits: int = 4) -> W4A16Weight:
+                            weight_g_idx: Optional[torch.Tensor] = None, bits: int = 4,
+                            group_size: Optional[int] = None) -> W4A16Weight:
     """Packs a compressed-tensors pack-quantized INT4 layer (group or channel strategy).
     weight_zero_point: absent for symmetric layers; for asymmetric ones (symmetric: false) the
     int32 [E, N/8, K/G] tensor as stored. weight_g_idx: the layer's, where it stores one
     (actorder); it must be k // group_size (act-order layers are refused). Without it the
     layer is taken as stored in K order. dtype: the activations' (and scales') type, as
-    pack_w4a16 takes it. bits: the config's num_bits (anything but 4 is refused)."""
+    pack_w4a16 takes it. bits: the config's num_bits (anything but 4 is refused). group_size:
+    the config's (-1 or None for the channel strategy); without it the size is K over the
+    scales' groups, refused where that is not a power of two (a partial last group)."""
     _require_4_bit(bits, "num_bits")
     weight = _check(weight_packed, "weight_packed", torch.int32)
     scale = _check(weight_scale, "weight_scale")
@@ -137,7 +162,7 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
         if bool(wrong.any()):
             row = int(wrong.nonzero()[0])
             _fail(f"'weight_shape' says {shape[row].tolist()} (row {row}), weight_packed holds [{n}, {k}]")
-    group = _group_size(scale.shape[2], k, "weight_scale")
+    group = _group_size(scale.shape[2], k, "weight_scale", group_size)
     _check_scales(scale, "weight_scale", "(expert, row, group)", dtype)
     if weight_g_idx is not None:
         _refuse_act_order(weight_g_idx, "weight_g_idx", e, k, group)
@@ -177,7 +202,7 @@ def unpack_gptq_zeros(qzeros: torch.Tensor, format: str) -> torch.Tensor:
 
 def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torch.Tensor] = None,
               g_idx: Optional[torch.Tensor] = None, dtype: torch.dtype = torch.bfloat16,
-              format: Optional[str] = None, bits: int = 4) -> W4A16Weight:
+              format: Optional[str] = None, bits: int = 4, group_size: Optional[int] = None) -> W4A16Weight:
     """Packs a 4-bit GPTQ layer. qzeros: absent or the symmetric zero (0x77777777 per word,
     or 0x88888888 in the v2 form) packs symmetric INT4; any other qzeros (sym: false) is read
     with `format`, which must then be given: "v1" (zero - 1 stored) or "v2" (zero stored).
@@ -185,7 +210,8 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
     it the layer is taken as stored in K order (desc_act: false), so pass the checkpoint's.
     dtype=torch.float16 keeps GPTQ's float16 scales as they are (activations and outputs
     float16): the checkpoint's weights bit for bit. bits: the config's bits (anything but 4 is
-    refused)."""
+    refused). group_size: the config's (-1: channel-wise); without it, K over the scales' groups
+    where that is a power of two."""
     _require_4_bit(bits, "bits")
     q = _check(qweight, "qweight", torch.int32)
     s = _check(scales, "scales")
@@ -193,7 +219,7 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
     k = k8 * 8
     if s.shape[0] != e or s.shape[2] != n:
         _fail(f"'scales' must be [{e}, K/G, {n}] to match qweight {tuple(q.shape)}, got {tuple(s.shape)}")
-    group = _group_size(s.shape[1], k, "scales")
+    group = _group_size(s.shape[1], k, "scales", group_size)
     if format is not None and format not in ("v1", "v2"):
         _fail(f"GPTQ 'format' must be None, 'v1' or 'v2', got {format!r}")
     zeros = None
@@ -244,17 +270,18 @@ def unpack_awq(qweight: torch.Tensor, qzeros: torch.Tensor):
 
 
 def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor,
-             dtype: torch.dtype = torch.bfloat16, bits: int = 4) -> W4A16Weight:
+             dtype: torch.dtype = torch.bfloat16, bits: int = 4, group_size: Optional[int] = None) -> W4A16Weight:
     """Packs an AWQ (GEMM layout) layer: W = (code - zero) * scale with its zero points (a
     layer whose zero points are all 8 packs as symmetric INT4). dtype=torch.float16 keeps
     AWQ's float16 scales as stored: the checkpoint's weights bit for bit. bits: the config's
-    w_bit (anything but 4 is refused)."""
+    w_bit (anything but 4 is refused). group_size: the config's q_group_size / group_size (-1:
+    channel-wise); without it, K over the scales' groups where that is a power of two."""
     _require_4_bit(bits, "w_bit")
     codes, zeros = unpack_awq(qweight, qzeros)
     s = _check(scales, "scales")
     e, n, k = codes.shape
     if tuple(s.shape) != (e, zeros.shape[2], n):
         _fail(f"'scales' must be [{e}, {zeros.shape[2]}, {n}] to match qweight / qzeros, got {tuple(s.shape)}")
-    group = _group_size(zeros.shape[2], k, "scales")
+    group = _group_size(zeros.shape[2], k, "scales", group_size)
     _check_scales(s, "scales", "(expert, group, column)", dtype)
     return _pack(codes.contiguous(), s.transpose(1, 2), group, dtype, zeros)

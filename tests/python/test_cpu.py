@@ -829,11 +829,7 @@ def test_gptq_asymmetric_needs_its_format():
     for fmt in ("v1", "v2"):  # read, then packed on the GPU
         with pytest.raises(ValueError, match="CUDA device"):
             ck.from_gptq(qweight, scales, qzeros ^ 1, g_idx, format=fmt)
-    # A v2 checkpoint whose zeros are all 8 stays symmetric under format="v2"; under "v1" the
-    # same words mean zero 9.
-    v2_eights = torch.full_like(qzeros, 0x88888888 - 2**32)
-    with pytest.raises(ValueError, match="CUDA device"):
-        ck.from_gptq(qweight, scales, v2_eights, g_idx, format="v1")
+    # The v2 symmetric words read as v1: test_gptq_v1_reads_the_v2_symmetric_words_as_zero_nine.
 
 
 def test_compressed_tensors_zero_point_unpacks_along_n():
@@ -904,6 +900,48 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_compressed_tensors(torch.zeros(2, 64, 24, dtype=torch.int32), torch.ones(2, 64, 4))
     with pytest.raises(ValueError, match="'weight_scale' must be"):
         ck.from_compressed_tensors(packed, torch.ones(2, 32, 2))
+
+
+def test_checkpoint_readers_refuse_a_partial_last_group(cpu_pack):
+    """K 192 at group 128: the quantizer stores ceil(192 / 128) = 2 scale groups, the last one
+    partial. Read as K over the groups (96), k 96..127 would take the second group's scale, so
+    a size that is not a power of two needs the config's group_size, and a partial group is
+    refused."""
+    _, qweight, scales, _, _ = gptq_tensors(k=192, group=96)
+    ct_q, ct_s = qweight.transpose(1, 2).contiguous(), scales.transpose(1, 2).contiguous()
+    awq_q = torch.zeros(2, 192, 8, dtype=torch.int32)
+    awq_z = torch.full((2, 2, 8), 0x88888888 - 2**32, dtype=torch.int32)
+    readers = (lambda **kw: ck.from_gptq(qweight, scales, **kw),
+               lambda **kw: ck.from_compressed_tensors(ct_q, ct_s, **kw),
+               lambda **kw: ck.from_awq(awq_q, awq_z, scales, **kw))
+    for read in readers:
+        with pytest.raises(ValueError, match="group size of 96, which quantizers do not write"):
+            read()
+        with pytest.raises(ValueError, match="K = 192 is not a multiple of the group size 128"):
+            read(group_size=128)
+        with pytest.raises(ValueError, match="2 scale groups, but K = 192 at group size 64 has 3"):
+            read(group_size=64)
+        with pytest.raises(ValueError, match="'group_size' must be a positive int or -1"):
+            read(group_size=0)
+        read(group_size=96)  # a group of 96 that the config names is served
+    assert len(cpu_pack) == 3
+    # Channel-wise: one group per row, as the config's -1 says.
+    ck.from_gptq(qweight, scales[:, :1], group_size=-1)
+    assert len(cpu_pack) == 4
+    with pytest.raises(ValueError, match="1 scale groups, but K = 192 at group size 96 has 2"):
+        ck.from_gptq(qweight, scales[:, :1], group_size=96)
+
+
+def test_gptq_v1_reads_the_v2_symmetric_words_as_zero_nine(cpu_pack):
+    """0x88888888 is the symmetric zero of the v2 form; read as v1 (zero - 1 stored) every zero
+    point is 9, packed with zero points; under v2 the layer packs symmetric."""
+    _, qweight, scales, qzeros, g_idx = gptq_tensors()
+    v2_eights = torch.full_like(qzeros, 0x88888888 - 2**32)
+    ck.from_gptq(qweight, scales, v2_eights, g_idx, format="v1")
+    zero_points = cpu_pack[-1]["zero_points"]
+    assert zero_points is not None and bool((zero_points == 9).all())
+    ck.from_gptq(qweight, scales, v2_eights, g_idx, format="v2")
+    assert cpu_pack[-1]["zero_points"] is None
 
 
 def test_checkpoint_readers_refuse_other_bit_widths():
