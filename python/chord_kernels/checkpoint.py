@@ -217,6 +217,8 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
     s = _check(scales, "scales")
     e, k8, n = q.shape
     k = k8 * 8
+    if k == 0:
+        _fail(f"'qweight' must hold K/8 > 0 words per column, got shape {tuple(q.shape)}")
     if s.shape[0] != e or s.shape[2] != n:
         _fail(f"'scales' must be [{e}, K/G, {n}] to match qweight {tuple(q.shape)}, got {tuple(s.shape)}")
     group = _group_size(s.shape[1], k, "scales", group_size)
@@ -280,6 +282,8 @@ def from_awq(qweight: torch.Tensor, qzeros: torch.Tensor, scales: torch.Tensor,
     codes, zeros = unpack_awq(qweight, qzeros)
     s = _check(scales, "scales")
     e, n, k = codes.shape
+    if k == 0:
+        _fail(f"'qweight' must hold K > 0 rows, got shape {tuple(qweight.shape)}")
     if tuple(s.shape) != (e, zeros.shape[2], n):
         _fail(f"'scales' must be [{e}, {zeros.shape[2]}, {n}] to match qweight / qzeros, got {tuple(s.shape)}")
     group = _group_size(zeros.shape[2], k, "scales", group_size)

@@ -878,6 +878,8 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_gptq(qweight, scales, qzeros[:, :, :4], g_idx)
     with pytest.raises(ValueError, match="3 scale groups do not divide K = 256"):
         ck.from_gptq(qweight, scales[:, :1].expand(-1, 3, -1), None, None)
+    with pytest.raises(ValueError, match="'qweight' must hold K/8 > 0"):
+        ck.from_gptq(torch.zeros(1, 0, 64, dtype=torch.int32), torch.ones(1, 1, 64))
     # AWQ: qweight [E, K, N/8], qzeros [E, K/G, N/8] in the interleaved column order.
     awq_q = torch.zeros(2, 256, 8, dtype=torch.int32)
     awq_s = torch.ones(2, 2, 64, dtype=torch.float16)
@@ -889,6 +891,9 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_awq(awq_q, eights[:, :, :4], awq_s)
     with pytest.raises(ValueError, match="'scales' must be"):
         ck.from_awq(awq_q, eights, awq_s[:, :, :32])
+    with pytest.raises(ValueError, match="'qweight' must hold K > 0"):
+        ck.from_awq(torch.zeros(1, 0, 8, dtype=torch.int32), torch.zeros(1, 1, 8, dtype=torch.int32),
+                    torch.ones(1, 1, 64))
     packed = torch.zeros(2, 64, 32, dtype=torch.int32)
     with pytest.raises(ValueError, match="CUDA device"):  # asymmetric: served, packed on the GPU
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 8, 2, dtype=torch.int32))
