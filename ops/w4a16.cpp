@@ -116,6 +116,12 @@ void require_w4a16_weight(const chord_w4a16_weight_t* w, uint32_t format) {
   try {
     require_weight_shape(w->experts, w->n, w->k);
     if (is_g128_format(format)) require_g128_shape(w->k);
+    // NF4's own bound (E*N*K <= 2^40, as chord_nf4_pack makes them): past it the buffer sizes
+    // the overlap checks need are unknown (nf4_weight_bytes < 0).
+    if (format == CHORD_FORMAT_NF4 && nf4_weight_bytes(w->experts, w->n, w->k) < 0) {
+      fail(CHORD_ERROR_INVALID_ARGUMENT, "E*N*K = {}*{}*{} is more than an NF4 weight holds (2^40)", w->experts, w->n,
+           w->k);
+    }
   } catch (const Error& e) {  // the operator has no E/N/K arguments: say they come from the tag
     fail(CHORD_ERROR_INVALID_ARGUMENT, "argument 'weight' has an unsupported shape: {}", e.what());
   }

@@ -110,4 +110,12 @@ TEST_CASE("nf4: C API argument errors", "[nf4]") {
   bad_group.group_size = 32;
   CHECK(chord_nf4_dequantize(&bad_group, CHORD_DTYPE_BF16, p, nullptr) == CHORD_ERROR_INVALID_ARGUMENT);
   CHECK(std::string(chord_last_error()).find("group size 32; supported: 64") != std::string::npos);
+  // A descriptor past NF4's E*N*K bound (no packed NF4 weight is that large): refused before the
+  // overlap checks, which could not size its buffers, let an output onto its absmax through.
+  chord_w4a16_weight_t huge = nf4;
+  huge.experts = 65536;
+  huge.n = 1 << 20;
+  huge.k = 1 << 20;
+  CHECK(chord_nf4_dequantize(&huge, CHORD_DTYPE_BF16, huge.scales_dev, nullptr) == CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("more than an NF4 weight holds") != std::string::npos);
 }
