@@ -2,7 +2,9 @@
  * C API. All pointers named *_dev are device pointers; `stream` is a CUstream (or
  * cudaStream_t; NULL = the legacy default stream) of the current CUDA context.
  * No entry point synchronizes the host, allocates device memory or reads device memory
- * from the host on a cache-hit call, so calls can be captured in a CUDA Graph.
+ * from the host on a cache-hit call, so calls can be captured in a CUDA Graph; the one
+ * exception is the first eager call of a decode shape, which times a few tiles on its own
+ * inputs (the decode tile search, docs/tuning.md; never under capture).
  * Every function returns a chord_status_t; on failure chord_last_error() (thread-local)
  * names the bad argument and nothing has been launched. No operator works in place: an
  * output that overlaps another buffer of the call is CHORD_ERROR_INVALID_ARGUMENT. */
