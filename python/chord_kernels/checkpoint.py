@@ -45,6 +45,8 @@ def _check(t, name, dtype=None):
         _fail(f"'{name}' must be a torch.Tensor, got {type(t).__name__}")
     if dtype is not None and t.dtype != dtype:
         _fail(f"'{name}' must be {dtype}, got {t.dtype}")
+    if t.device.type == "meta":  # the readers look at the values (zero points, scales, g_idx)
+        _fail(f"'{name}' is a meta tensor: the readers need its values (load the checkpoint's tensors)")
     if t.dim() not in (2, 3):
         _fail(f"'{name}' must be [E, ...] or a single matrix, got shape {tuple(t.shape)}")
     return t if t.dim() == 3 else t.unsqueeze(0)

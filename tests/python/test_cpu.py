@@ -878,6 +878,8 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_gptq(qweight, scales, qzeros[:, :, :4], g_idx)
     with pytest.raises(ValueError, match="3 scale groups do not divide K = 256"):
         ck.from_gptq(qweight, scales[:, :1].expand(-1, 3, -1), None, None)
+    with pytest.raises(ValueError, match="'qweight' is a meta tensor"):
+        ck.from_gptq(qweight.to("meta"), scales.to("meta"))
     with pytest.raises(ValueError, match="'qweight' must hold K/8 > 0"):
         ck.from_gptq(torch.zeros(1, 0, 64, dtype=torch.int32), torch.ones(1, 1, 64))
     # AWQ: qweight [E, K, N/8], qzeros [E, K/G, N/8] in the interleaved column order.
