@@ -606,6 +606,36 @@ def test_gptq_converts_to_chords_form():
         ct.convert_humming({"weight_scale": scale, "weight_shape": torch.tensor([n, k])}, [n], [k], torch.bfloat16)
 
 
+def test_conversions_keep_a_checkpoint_bias_for_the_transform_to_refuse():
+    """vLLM's GPTQ MoE layers keep expert biases a checkpoint stores even where the model
+    declares none (has_bias False): the conversion must not drop one, or the layer would run
+    without it. An all-zero bias adds nothing and is left out."""
+    gen = torch.Generator().manual_seed(5)
+    e, n, k = 2, 64, 128
+    codes, scale, _, _ = quantize_weight(torch.randn(e, n, k, generator=gen), dtypes.uint4, dtypes.bfloat16, 32,
+                                         pack=True)
+    gptq = BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 32, "sym": True,
+                                         "desc_act": False})
+    gptq_tensors_ = {"qweight": codes.transpose(1, 2).contiguous(), "scales": scale.transpose(1, 2).half()}
+    ct = BaseWeightSchema.from_config(CT_CONFIG)
+    ct_tensors = {"weight_packed": codes, "weight_scale": scale.float(), "weight_shape": torch.tensor([n, k])}
+    awq = BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True})
+    awq_tensors = {"qweight": torch.zeros(e, k, n // 8, dtype=torch.int32),
+                   "qzeros": torch.full((e, k // 32, n // 8), 0x88888888 - 2**32, dtype=torch.int32),
+                   "scales": torch.ones(e, k // 32, n, dtype=torch.float16)}
+    for schema, tensors in ((gptq, gptq_tensors_), (ct, ct_tensors), (awq, awq_tensors)):
+        bias = torch.zeros(e, n)
+        _, out = schema.convert_humming({**tensors, "bias": bias}, [n], [k], torch.bfloat16, num_experts=e)
+        assert "bias" not in out
+        bias[1, 7] = 0.5
+        humming_schema, out = schema.convert_humming({**tensors, "bias": bias}, [n], [k], torch.bfloat16,
+                                                     num_experts=e)
+        assert out["bias"] is bias
+        with pytest.raises(NotImplementedError, match="a bias is unsupported"):
+            prepare_and_transform_humming_tensors(out, shape_n=n, shape_k=k, weight_schema=humming_schema,
+                                                  num_experts=e)
+
+
 def test_transform_refuses_at_load_and_tuning_rows():
     schema = HummingWeightSchema(b_dtype="uint4", weight_scale_group_size=32)
     weight = torch.zeros(8, 512, 32, dtype=torch.int32)

@@ -18,6 +18,7 @@ from humming.schema.base import (
     config_flag,
     k_first_scales_and_zeros,
     int4_bits_and_group_problems,
+    keep_bias,
     require_tensors,
     unsupported,
 )
@@ -75,4 +76,4 @@ class AWQWeightSchema(BaseWeightSchema):
         out = {"weight": pack_int4(codes).reshape(lead + (n, k // 8)),
                "weight_scale": scales.transpose(-1, -2).contiguous().to(param_dtype),
                "zero_point": pack_zero_point(zeros).reshape(lead + (n // 8, groups))}
-        return self.to_humming_schema(param_dtype), out
+        return self.to_humming_schema(param_dtype), keep_bias(tensors, out)

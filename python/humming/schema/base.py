@@ -200,6 +200,17 @@ def int4_bits_and_group_problems(bits: int, group_size: int, method: str = "GPTQ
 MODEL_DTYPES = (torch.bfloat16, torch.float16)
 
 
+def keep_bias(tensors: Dict[str, Any], out: Dict[str, Any]) -> Dict[str, Any]:
+    """A checkpoint's bias goes on to the transform, which refuses it (chord's GEMMs add none):
+    a conversion that dropped it would run the layer without it, silently (vLLM's GPTQ MoE
+    layers keep expert biases a checkpoint stores even where the model declares none). An
+    all-zero bias adds nothing and is left out."""
+    bias = tensors.get("bias")
+    if bias is not None and bool(torch.as_tensor(bias).ne(0).any()):
+        out["bias"] = bias
+    return out
+
+
 def require_tensors(tensors: Dict[str, Any], names: Tuple[str, ...], layer: str) -> None:
     """The checkpoint tensors a conversion reads, each present, or a ValueError naming the
     missing ones. Given only the names chord's transform writes ('weight', 'weight_scale'),

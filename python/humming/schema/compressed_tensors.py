@@ -14,7 +14,7 @@ import torch
 
 from humming import dtypes
 from humming.schema.base import (BaseInputSchema, BaseWeightSchema, add_expert_dim, check_param_dtype, config_flag,
-                                  config_int, require_tensors, unsupported)
+                                  config_int, keep_bias, require_tensors, unsupported)
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema, int4_tensor_attrs
 from humming.utils.weight import GROUP_SIZE, scale_group
 
@@ -91,7 +91,7 @@ class CompressedTensorsWeightSchema(BaseWeightSchema):
                                  f"{lead + (n // 8, groups)} (packed along N), got "
                                  f"{None if zp is None else (zp.dtype, tuple(zp.shape))}")
             out["zero_point"] = zp
-        return self.to_humming_schema(param_dtype), out
+        return self.to_humming_schema(param_dtype), keep_bias(tensors, out)
 
 
 @dataclasses.dataclass(kw_only=True)

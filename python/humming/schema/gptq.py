@@ -12,8 +12,8 @@ import torch
 
 from humming import dtypes
 from humming.schema.base import (BaseWeightSchema, add_expert_dim, check_param_dtype, config_flag,
-                                  int4_bits_and_group_problems, k_first_scales_and_zeros, require_tensors,
-                                  unsupported)
+                                  int4_bits_and_group_problems, k_first_scales_and_zeros, keep_bias,
+                                  require_tensors, unsupported)
 from humming.schema.humming import HummingWeightSchema
 from humming.utils.weight import pack_zero_point, scale_group
 from chord_kernels.checkpoint import unpack_gptq_zeros
@@ -88,4 +88,4 @@ class GPTQWeightSchema(BaseWeightSchema):
                                  f"{None if qzeros is None else (qzeros.dtype, tuple(qzeros.shape))}")
             zeros = unpack_gptq_zeros(qzeros if qzeros.dim() == 3 else qzeros.unsqueeze(0), self.zeros_format)
             out["zero_point"] = pack_zero_point(zeros).reshape(lead + (n // 8, groups))
-        return self.to_humming_schema(param_dtype), out
+        return self.to_humming_schema(param_dtype), keep_bias(tensors, out)
