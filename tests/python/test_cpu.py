@@ -577,17 +577,23 @@ def test_convert_compressed_tensors():
         schema.convert_humming(tensors, [n], [k * 2], torch.bfloat16, num_experts=e)
 
 
-def test_gptq_converts_to_chords_form():
-    """A symmetric GPTQ g32 layer ([E, K/8, N] qweight, [E, K/32, N] scales) becomes the
-    N-first humming form with the same codes and scales."""
-    gen = torch.Generator().manual_seed(3)
-    e, n, k = 2, 64, 128
+def gptq_g32_layer(seed, e=2, n=64, k=128):
+    """A symmetric GPTQ g32 layer as vLLM hands it over: (codes N-first, scales, the schema,
+    the tensors qweight [E, K/8, N] and scales [E, K/32, N])."""
+    gen = torch.Generator().manual_seed(seed)
     codes, scale, _, _ = quantize_weight(torch.randn(e, n, k, generator=gen), dtypes.uint4, dtypes.bfloat16, 32,
                                          pack=True)
     schema = BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 32, "sym": True,
                                            "desc_act": False})
-    tensors = {"qweight": codes.transpose(1, 2).contiguous(), "scales": scale.transpose(1, 2).half(),
-               "qzeros": torch.zeros(e, k // 32, n // 8, dtype=torch.int32), "g_idx": torch.zeros(e, k)}
+    return codes, scale, schema, {"qweight": codes.transpose(1, 2).contiguous(), "scales": scale.transpose(1, 2).half()}
+
+
+def test_gptq_converts_to_chords_form():
+    """A symmetric GPTQ g32 layer ([E, K/8, N] qweight, [E, K/32, N] scales) becomes the
+    N-first humming form with the same codes and scales."""
+    e, n, k = 2, 64, 128
+    codes, scale, schema, tensors = gptq_g32_layer(3)
+    tensors.update(qzeros=torch.zeros(e, k // 32, n // 8, dtype=torch.int32), g_idx=torch.zeros(e, k))
     humming_schema, out = schema.convert_humming(tensors, [n], [k], torch.bfloat16, num_experts=e)
     assert isinstance(humming_schema, HummingWeightSchema) and humming_schema.weight_scale_group_size == 32
     assert torch.equal(out["weight"], codes) and torch.equal(out["weight_scale"], scale)
@@ -610,13 +616,8 @@ def test_conversions_keep_a_checkpoint_bias_for_the_transform_to_refuse():
     """vLLM's GPTQ MoE layers keep expert biases a checkpoint stores even where the model
     declares none (has_bias False): the conversion must not drop one, or the layer would run
     without it. An all-zero bias adds nothing and is left out."""
-    gen = torch.Generator().manual_seed(5)
     e, n, k = 2, 64, 128
-    codes, scale, _, _ = quantize_weight(torch.randn(e, n, k, generator=gen), dtypes.uint4, dtypes.bfloat16, 32,
-                                         pack=True)
-    gptq = BaseWeightSchema.from_config({"quant_method": "gptq", "bits": 4, "group_size": 32, "sym": True,
-                                         "desc_act": False})
-    gptq_tensors_ = {"qweight": codes.transpose(1, 2).contiguous(), "scales": scale.transpose(1, 2).half()}
+    codes, scale, gptq, gptq_tensors_ = gptq_g32_layer(5)
     ct = BaseWeightSchema.from_config(CT_CONFIG)
     ct_tensors = {"weight_packed": codes, "weight_scale": scale.float(), "weight_shape": torch.tensor([n, k])}
     awq = BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True})
