@@ -66,7 +66,8 @@ struct KeyHash {
                   k.rows_log2}) {
       h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull;
     }
-    return h ^ std::hash<std::string>{}(k.rule);
+    for (int v : k.rule) h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull;
+    return h;
   }
 };
 
@@ -90,8 +91,11 @@ bool W4A16SearchKey::operator==(const W4A16SearchKey& o) const {
 }
 
 std::string W4A16SearchKey::text() const {
-  return fmt::format("sm{} sms{} mode{} weight{} n{} k{} e{} bs{} topk{} groups{} rows2^{} rule {}", sm, sm_count, mode,
-                     weight, n, k, experts, block_size, top_k, num_groups, rows_log2, rule);
+  return fmt::format(
+      "sm{} sms{} mode{} weight{} n{} k{} e{} bs{} topk{} groups{} rows2^{} "
+      "rule bm{} bn{} bk{} s{} wm{} wn{} sk{} gs{} nr{}",
+      sm, sm_count, mode, weight, n, k, experts, block_size, top_k, num_groups, rows_log2, rule[0], rule[1], rule[2],
+      rule[3], rule[4], rule[5], rule[6], rule[7], rule[8]);
 }
 
 bool w4a16_routing_representative(const W4A16Problem& p, int active_experts, int64_t routed_rows) {
@@ -201,7 +205,8 @@ W4A16SearchKey w4a16_search_key(const W4A16Problem& p, const W4A16GemmConfig& ru
   key.top_k = p.mode == kW4A16Indexed ? p.top_k : 0;
   key.num_groups = p.mode == kW4A16Masked ? p.num_groups : 0;
   key.rows_log2 = ceil_log2(routed_rows(p));
-  key.rule = w4a16_search_entry(rule);
+  key.rule = {rule.block_m, rule.block_n, rule.block_k, rule.stages, rule.warps_m,
+              rule.warps_n, rule.split_k, rule.group_sums, rule.n_run};
   return key;
 }
 

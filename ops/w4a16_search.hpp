@@ -19,6 +19,7 @@
 // - A choice is kept in memory and in the kernel cache, as an entry of its own key whose
 //   payload names the tile; an entry that names no candidate of its plan is dropped as corrupt.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,7 +39,10 @@ namespace chord {
 struct W4A16SearchKey {
   int sm = 0, sm_count = 0, mode = 0, weight = 0, n = 0, k = 0, experts = 0, block_size = 0, top_k = 0,
       num_groups = 0, rows_log2 = 0;
-  std::string rule;  // w4a16_search_entry of the rule's config
+  // The rule's tile, as w4a16_search_entry names it: BM, BN, BK, stages, warps M / N, split-K,
+  // group sums, n-block run. Integers, as the rest of the key: the launch path builds a key
+  // every call.
+  std::array<int, 9> rule{};
   bool operator==(const W4A16SearchKey& o) const;
   std::string text() const;
 };
