@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -179,7 +178,6 @@ struct RoutingSpread {
 RoutingSpread routing_spread(const W4A16Args& args, CUstream stream);
 std::vector<double> time_configs(const DeviceContext& device, const std::vector<W4A16GemmConfig>& configs,
                                  const W4A16Args& args, CUstream stream);
-std::vector<double> warn_if_none_timed(std::vector<double> times);
 
 Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_weight_t* w, CUstream stream,
                W4A16WeightKind weight) {
@@ -206,13 +204,13 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
         try {
           const RoutingSpread spread = routing_spread(args, stream);
           if (w4a16_routing_representative(problem, spread.active, spread.rows)) {
-            return warn_if_none_timed(time_configs(l.device, configs, args, stream));
+            return time_configs(l.device, configs, args, stream);
           }
           const std::optional<W4A16SyntheticRouting> routing = w4a16_synthetic_routing(problem);
           if (!routing) return std::vector<double>{};  // decide at a later call
           const SyntheticCall synthetic(*routing, args, stream);
           w4a16_search_count_synthetic();
-          return warn_if_none_timed(time_configs(l.device, configs, synthetic.args, stream));
+          return time_configs(l.device, configs, synthetic.args, stream);
         } catch (const std::exception& e) {
           // The rule's tile needs none of what failed here: nothing timed, so this process runs
           // the rule's tile for the shape (ops/w4a16_search.hpp), and says why.
@@ -427,15 +425,6 @@ struct SearchResources {
   }
 };
 
-// A timing in which no candidate ran (each failed to compile, load or launch) leaves the shape
-// on the rule's tile for this process (w4a16_searched_config): say so, as a thrown error would.
-std::vector<double> warn_if_none_timed(std::vector<double> times) {
-  if (!times.empty() && std::none_of(times.begin(), times.end(), [](double t) { return std::isfinite(t); })) {
-    warn("the decode tile search could run none of its candidates; this shape runs the rule's tile");
-  }
-  return times;
-}
-
 // The decode tile search's timer (ops/w4a16_search.hpp): the candidates compiled in parallel,
 // then one warm-up round and kSearchReps timed rounds, candidates interleaved, each launch on
 // the call's own inputs after a read of twice the L2 (a call in a model finds its weights in
@@ -519,6 +508,11 @@ std::vector<double> time_configs(const DeviceContext& device, const std::vector<
     }
     std::nth_element(us.begin(), us.begin() + kSearchReps / 2, us.end());
     medians[i] = us[kSearchReps / 2];
+  }
+  // No candidate ran (each failed to compile, load or launch): the shape stays on the rule's
+  // tile for this process (w4a16_searched_config). Say so, as a thrown error would.
+  if (n > 0 && std::none_of(ok.begin(), ok.end(), [](bool ran) { return ran; })) {
+    warn("the decode tile search could run none of its candidates; this shape runs the rule's tile");
   }
   return medians;
 }
