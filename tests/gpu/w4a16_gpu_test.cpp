@@ -219,6 +219,13 @@ std::vector<uint16_t> random_activations(size_t count, std::mt19937& rng) {
   return a;
 }
 
+// The kernel the last W4A16 call of this thread ran.
+std::string last_kernel_name() {
+  char name[256] = {0};
+  REQUIRE(chord_w4a16_last_kernel(name, sizeof name) > 0);
+  return name;
+}
+
 // Rows the reference left as poison must still be poison; others must be close.
 void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want) {
   REQUIRE(got.size() == want.size());
@@ -231,7 +238,7 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
     }
   }
   const double rms = valid ? std::sqrt(sum_sq / valid) : 1.0;
-  size_t bad = 0, untouched_violations = 0;
+  size_t bad = 0, untouched_violations = 0, first_bad = got.size();
   double err_sq = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     if (want[i] == kPoison) {
@@ -240,9 +247,17 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
     }
     double g = to_float(got[i]), r = to_float(want[i]);
     err_sq += (g - r) * (g - r);
-    if (!(std::fabs(g - r) <= 0.02 * std::max(std::fabs(r), rms))) ++bad;
+    if (!(std::fabs(g - r) <= 0.02 * std::max(std::fabs(r), rms))) {
+      if (bad++ == 0) first_bad = i;
+    }
   }
   CHECK(untouched_violations == 0);
+  // Where a failure is: the first element out of tolerance (flat index into the output) and the
+  // kernel that wrote it.
+  INFO("first bad element " << first_bad << ": got "
+                            << (first_bad < got.size() ? to_float(got[first_bad]) : 0.f) << ", want "
+                            << (first_bad < got.size() ? to_float(want[first_bad]) : 0.f) << ", rms " << rms
+                            << ", kernel " << last_kernel_name());
   CHECK(bad == 0);
   if (valid) CHECK(std::sqrt(err_sq / valid) / rms < 1e-2);
 }
@@ -791,13 +806,6 @@ TEST_CASE("gpu w4a16: both CHORD_W4A16_GROUP_SUMS forms of the decode tile's gro
       check_child(std::string(tile) + "CHORD_W4A16_GROUP_SUMS=" + std::to_string(gs), "[.gpu_group_sums_child]");
     }
   }
-}
-
-// The kernel the last W4A16 call of this thread ran.
-std::string last_kernel_name() {
-  char name[256] = {0};
-  REQUIRE(chord_w4a16_last_kernel(name, sizeof name) > 0);
-  return name;
 }
 
 // Run by the test below in a child process with CHORD_W4A16_N_RUN set (the environment is read
