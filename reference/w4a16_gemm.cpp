@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -13,11 +14,13 @@ namespace chord::ref {
 
 namespace {
 
-// One output row of a call: out_row[n] = T(sum_k a_row[k] * w[expert][n][k]).
+// One output row of a call: out_row[n] = T(sum_k a_row[k] * w[expert][n][k]); where mag_row is
+// set, mag_row[n] = sqrt(sum_k (a_row[k] * w[expert][n][k])^2).
 struct RowJob {
   const uint16_t* a_row;
   int expert;
   uint16_t* out_row;
+  float* mag_row;
 };
 
 // fn(i) for i in [0, count) on every hardware thread. Callers write disjoint outputs per i.
@@ -71,51 +74,59 @@ void gemm_rows(const std::vector<RowJob>& all_jobs, const uint16_t* w, int num_e
       float acc = 0.f;
       for (int i = 0; i < k; ++i) acc += af[i] * wr[i];
       job.out_row[col] = to_elem(acc);
+      if (job.mag_row != nullptr) {
+        double sq = 0.0;
+        for (int i = 0; i < k; ++i) sq += double(af[i] * wr[i]) * double(af[i] * wr[i]);
+        job.mag_row[col] = static_cast<float>(std::sqrt(sq));
+      }
     }
   });
 }
 
+// Row `row` of the optional magnitude output (null where there is none).
+float* mag_row(float* magnitude, size_t row, int n) { return magnitude != nullptr ? magnitude + row * n : nullptr; }
+
 }  // namespace
 
 void w4a16_gemm_contiguous(const uint16_t* a, int m, const int32_t* m_indices, const uint16_t* w, int num_experts,
-                           int n, int k, uint16_t* out, bool fp16) {
+                           int n, int k, uint16_t* out, bool fp16, float* magnitude) {
   std::vector<RowJob> jobs;
   for (int r = 0; r < m; ++r) {
     const int e = m_indices[r];
     if (e < 0 || e >= num_experts) continue;
-    jobs.push_back({a + static_cast<size_t>(r) * k, e, out + static_cast<size_t>(r) * n});
+    jobs.push_back({a + static_cast<size_t>(r) * k, e, out + static_cast<size_t>(r) * n, mag_row(magnitude, r, n)});
   }
   gemm_rows(jobs, w, num_experts, n, k, fp16);
 }
 
 void w4a16_gemm_masked(const uint16_t* a, int num_groups, int max_m, const int32_t* masked_m, const uint16_t* w,
-                       int n, int k, uint16_t* out, bool fp16) {
+                       int n, int k, uint16_t* out, bool fp16, float* magnitude) {
   std::vector<RowJob> jobs;
   for (int g = 0; g < num_groups; ++g) {
     const int cnt = std::min(masked_m[g], max_m);
     for (int r = 0; r < cnt; ++r) {
       const size_t row = static_cast<size_t>(g) * max_m + r;
-      jobs.push_back({a + row * k, g, out + row * n});
+      jobs.push_back({a + row * k, g, out + row * n, mag_row(magnitude, row, n)});
     }
   }
   gemm_rows(jobs, w, num_groups, n, k, fp16);
 }
 
 void w4a16_gemm_offsets(const uint16_t* a, int s_rows, const int32_t* offsets, const uint16_t* w, int num_experts,
-                        int n, int k, uint16_t* out, bool fp16) {
+                        int n, int k, uint16_t* out, bool fp16, float* magnitude) {
   std::vector<RowJob> jobs;
   for (int e = 0; e < num_experts; ++e) {
     const int beg = std::max(e > 0 ? offsets[e - 1] : 0, 0);
     const int end = std::min(offsets[e], s_rows);
     for (int r = beg; r < end; ++r)
-      jobs.push_back({a + static_cast<size_t>(r) * k, e, out + static_cast<size_t>(r) * n});
+      jobs.push_back({a + static_cast<size_t>(r) * k, e, out + static_cast<size_t>(r) * n, mag_row(magnitude, r, n)});
   }
   gemm_rows(jobs, w, num_experts, n, k, fp16);
 }
 
 void w4a16_gemm_indexed(const uint16_t* a, int num_tokens, int top_k, const int32_t* sorted_ids, int capacity,
                         const int32_t* expert_ids, int block_size, int num_tokens_padded, const uint16_t* w,
-                        int num_experts, int n, int k, uint16_t* out, bool fp16) {
+                        int num_experts, int n, int k, uint16_t* out, bool fp16, float* magnitude) {
   const int valid = std::min(num_tokens_padded, capacity);
   const int routes = num_tokens * top_k;
   std::vector<RowJob> jobs;
@@ -124,7 +135,7 @@ void w4a16_gemm_indexed(const uint16_t* a, int num_tokens, int top_k, const int3
     if (e < 0 || e >= num_experts) continue;
     const int id = sorted_ids[p];
     if (id < 0 || id >= routes) continue;
-    jobs.push_back({a + static_cast<size_t>(id / top_k) * k, e, out + static_cast<size_t>(id) * n});
+    jobs.push_back({a + static_cast<size_t>(id / top_k) * k, e, out + static_cast<size_t>(id) * n, mag_row(magnitude, id, n)});
   }
   gemm_rows(jobs, w, num_experts, n, k, fp16);
 }

@@ -384,5 +384,26 @@ TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k orde
     CHECK(row_of(outi, 2) == route(2, 0));
     CHECK(row_of(outi, 1) == std::vector<uint16_t>(n, kUntouched));  // its block is not local
     CHECK(row_of(outi, 4) == std::vector<uint16_t>(n, kUntouched));  // never routed
+    // The optional magnitudes: sqrt(sum_k (a_k w_k)^2) of each element written, the same
+    // outputs with them as without, and elements the routing leaves alone untouched.
+    std::vector<uint16_t> outi2(outi.size(), kUntouched);
+    std::vector<float> mag(outi.size(), -1.f);
+    w4a16_gemm_indexed(ai.data(), tokens, top_k, sorted_ids.data(), 8, expert_ids.data(), block, 8, w.data(), e, n, k,
+                       outi2.data(), fp16, mag.data());
+    CHECK(outi2 == outi);
+    auto magnitude = [&](int id, int x, int col) {
+      double sq = 0;
+      for (int i = 0; i < k; ++i) {
+        const double p = double(to_float(ai[static_cast<size_t>(id / top_k) * k + i])) *
+                         to_float(w[(static_cast<size_t>(x) * n + col) * k + i]);
+        sq += p * p;
+      }
+      return std::sqrt(sq);
+    };
+    for (int col = 0; col < n; ++col) {
+      CHECK(mag[static_cast<size_t>(3) * n + col] == Approx(magnitude(3, 4, col)).epsilon(1e-5));
+      CHECK(mag[static_cast<size_t>(0) * n + col] == Approx(magnitude(0, 1, col)).epsilon(1e-5));
+      CHECK(mag[static_cast<size_t>(4) * n + col] == -1.f);
+    }
   }
 }
