@@ -10,10 +10,17 @@ holds) and reports, per draw, each policy's tile time over the fastest candidate
 - uniform: the search timing the uniform call alone (the fastest, if 3% ahead of the rule's);
 - worse: the tile whose worse relative time over the two draws is the least (3% margin).
 
-    python3 lab/kernel_check/search_draws.py decode_explore.json[.gz]
+With --marlin, a generalization results file that timed vLLM's Marlin MoE
+(`bench_w4a16.py --set generalization --peers marlin`) on the same calls: per policy, how many
+calls would take more than 0.9x Marlin's time (issue 29's bar), and how many would with the
+fastest timed setting of each call (the most that picking tiles can do). The two runs' times
+come from different processes, so counts near the line move by a few from run to run.
+
+    python3 lab/kernel_check/search_draws.py decode_explore.json[.gz] [--marlin RESULTS.json]
 """
 import argparse
 import collections
+import json
 import os
 import re
 import statistics
@@ -22,6 +29,7 @@ import explore_summary  # beside this file: the run's rows and per-setting times
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARGIN = 0.03  # ops/w4a16_search.hpp kW4A16SearchMargin
+MARLIN_BAR = 0.9  # issue 29: chord <= 0.9x Marlin's time on every decode row
 
 
 def search_tiles():
@@ -53,7 +61,15 @@ def choose(cands, score):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("explore_json")
+    ap.add_argument("--marlin", metavar="RESULTS_JSON", default=None,
+                    help="generalization results with marlin_us per call: count the calls over 0.9x Marlin")
     args = ap.parse_args()
+    marlin = {}
+    if args.marlin:
+        with open(args.marlin) as f:
+            for r in json.load(f)["rows"]:
+                if r.get("marlin_us"):
+                    marlin[(r["split"], r["mode"], r["x"], r["proj"], str(r["draw"]))] = r["marlin_us"]
     doc, rows, us = explore_summary.load(args.explore_json)
     tiles = search_tiles()
     pairs = collections.defaultdict(dict)
@@ -61,7 +77,9 @@ def main():
         if r["set"] == "generalization" and r["weight"] == "int4":
             pairs[(r["split"], r["mode"], r["x"], r["proj"])][str(r["draw"])] = rid
     out = collections.defaultdict(list)
-    for d in pairs.values():
+    over = collections.Counter()  # (policy, draw) -> calls over the Marlin bar
+    with_marlin = 0
+    for key, d in pairs.items():
         if "uniform" not in d or "skewed" not in d:
             continue
         u, s = us[d["uniform"]], us[d["skewed"]]
@@ -76,6 +94,15 @@ def main():
                  "worse": choose(cands, lambda c: max(u[c] / bu, s[c] / bs))}
         for policy, c in picks.items():
             out[policy].append((u[c] / bu, s[c] / bs))
+        for draw, times in (("uniform", u), ("skewed", s)):
+            m = marlin.get(key + (draw,))
+            if m is None:
+                continue
+            with_marlin += 1
+            for policy, c in picks.items():
+                over[(policy, draw)] += times[c] / m > MARLIN_BAR
+            fastest = min(v for name_, v in times.items() if not name_.startswith("default"))
+            over[("fastest", draw)] += fastest / m > MARLIN_BAR
     print(f"{doc['meta']['gpu']}: {len(out['rule'])} shapes with a uniform and a skewed call; "
           "tile time / fastest candidate's")
     for policy, v in out.items():
@@ -85,6 +112,11 @@ def main():
             line.append(f"{draw}: median {statistics.median(x):.3f} p90 {x[int(0.9 * len(x))]:.3f} "
                         f"max {x[-1]:.3f} (> 1.05: {sum(t > 1.05 for t in x)})")
         print("  ".join(line))
+    if args.marlin:
+        print(f"calls over {MARLIN_BAR}x Marlin's time, of the {with_marlin} these pairs have Marlin times for:")
+        for policy in list(out) + ["fastest"]:
+            print(f"  {policy.ljust(8)} uniform {over[(policy, 'uniform')]}  skewed {over[(policy, 'skewed')]}  "
+                  f"total {over[(policy, 'uniform')] + over[(policy, 'skewed')]}")
     return 0
 
 

@@ -63,3 +63,22 @@ def test_search_draws_policies(tmp_path):
     assert "skewed: median 1.429" in lines["uniform"]
     # The least worse tile over both draws: m8n64k256s3sk1 (1.02 uniform, 1.0 skewed).
     assert "uniform: median 1.020" in lines["worse"] and "skewed: median 1.000" in lines["worse"]
+
+
+def test_search_draws_marlin_bar(tmp_path):
+    # Marlin at 11.2 us on the uniform call and 16 on the skewed one: the bar (0.9x) is 10.08 /
+    # 14.4 us.
+    peers = os.path.join(str(tmp_path), "peers.json")
+    with open(peers, "w") as f:
+        json.dump(dict(rows=[dict(split="s", mode="indexed", x=4, proj="gate_up", draw=draw, marlin_us=us)
+                             for draw, us in (("uniform", 11.2), ("skewed", 16.0))]), f)
+    out = run("search_draws.py", write_run(str(tmp_path)), "--marlin", peers)
+    assert "of the 2 these pairs have Marlin times for" in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ")}
+    # rule and uniform keep m8n128k128s3sk1: 10.0 (under) and 20.0 (over); worse takes
+    # m8n64k256s3sk1: 10.2 (over) and 14.0 (under); the fastest setting of each call, 10.0 and
+    # 14.0, is under on both.
+    assert "uniform 0  skewed 1  total 1" in lines["rule"]
+    assert "uniform 0  skewed 1  total 1" in lines["uniform"]
+    assert "uniform 1  skewed 0  total 1" in lines["worse"]
+    assert "uniform 0  skewed 0  total 0" in lines["fastest"]
