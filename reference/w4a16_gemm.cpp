@@ -75,7 +75,7 @@ void gemm_rows(const std::vector<RowJob>& all_jobs, const uint16_t* w, int num_e
       for (int i = 0; i < k; ++i) acc += af[i] * wr[i];
       job.out_row[col] = to_elem(acc);
       if (job.mag_row != nullptr) {
-        float sq = 0.f;  // a tolerance's scale: fp32 is plenty, and it vectorizes
+        float sq = 0.f;  // the scale of a tolerance: fp32 is plenty
         for (int i = 0; i < k; ++i) sq += (af[i] * wr[i]) * (af[i] * wr[i]);
         job.mag_row[col] = std::sqrt(sq);
       }
@@ -135,7 +135,8 @@ void w4a16_gemm_indexed(const uint16_t* a, int num_tokens, int top_k, const int3
     if (e < 0 || e >= num_experts) continue;
     const int id = sorted_ids[p];
     if (id < 0 || id >= routes) continue;
-    jobs.push_back({a + static_cast<size_t>(id / top_k) * k, e, out + static_cast<size_t>(id) * n, mag_row(magnitude, id, n)});
+    jobs.push_back(
+        {a + static_cast<size_t>(id / top_k) * k, e, out + static_cast<size_t>(id) * n, mag_row(magnitude, id, n)});
   }
   gemm_rows(jobs, w, num_experts, n, k, fp16);
 }

@@ -337,6 +337,32 @@ TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k orde
                                    out.begin() + static_cast<std::ptrdiff_t>(r + 1) * n);
     };
     INFO((fp16 ? "fp16" : "bf16"));
+    // The optional magnitudes: a second call with them writes the same outputs, and
+    // sqrt(sum_k (a_k w_k)^2) for each element it writes (src[r]: row r's activations and
+    // expert, or nullptr where the routing leaves the row alone: its magnitudes untouched).
+    using RowSource = std::pair<const uint16_t*, int>;
+    auto check_magnitudes = [&](const std::vector<uint16_t>& out, const std::vector<RowSource>& src, auto call) {
+      std::vector<uint16_t> again(out.size(), kUntouched);
+      std::vector<float> mag(out.size(), -1.f);
+      call(again.data(), mag.data());
+      CHECK(again == out);
+      for (size_t r = 0; r < src.size(); ++r) {
+        for (int col = 0; col < n; ++col) {
+          const float got = mag[r * n + col];
+          if (src[r].first == nullptr) {
+            CHECK(got == -1.f);
+            continue;
+          }
+          double sq = 0;
+          for (int i = 0; i < k; ++i) {
+            const double p = double(to_float(src[r].first[i])) *
+                             to_float(w[(static_cast<size_t>(src[r].second) * n + col) * k + i]);
+            sq += p * p;
+          }
+          CHECK(got == Approx(std::sqrt(sq)).epsilon(1e-5));
+        }
+      }
+    };
     // Contiguous: -1 and out-of-range experts are padding.
     const std::vector<int32_t> m_indices = {0, 0, -1, 2, 4, 7, 1};
     const int m = static_cast<int>(m_indices.size());
@@ -348,6 +374,14 @@ TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k orde
       CHECK(row_of(out, r) == (x >= 0 && x < e ? serial_row(&a[static_cast<size_t>(r) * k], x)
                                                 : std::vector<uint16_t>(n, kUntouched)));
     }
+    std::vector<RowSource> src_c;
+    for (int r = 0; r < m; ++r) {
+      const int x = m_indices[r];
+      src_c.push_back(x >= 0 && x < e ? RowSource{&a[static_cast<size_t>(r) * k], x} : RowSource{nullptr, 0});
+    }
+    check_magnitudes(out, src_c, [&](uint16_t* o, float* mag) {
+      w4a16_gemm_contiguous(a.data(), m, m_indices.data(), w.data(), e, n, k, o, fp16, mag);
+    });
     // Masked: group g's first masked_m[g] rows (at most max_m).
     const int max_m = 3;
     const std::vector<int32_t> masked_m = {2, 0, 3, 9, 1};
@@ -361,6 +395,16 @@ TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k orde
                                                     : std::vector<uint16_t>(n, kUntouched)));
       }
     }
+    std::vector<RowSource> src_m;
+    for (int g = 0; g < e; ++g) {
+      for (int r = 0; r < max_m; ++r) {
+        const size_t row = static_cast<size_t>(g) * max_m + r;
+        src_m.push_back(r < masked_m[g] ? RowSource{&am[row * k], g} : RowSource{nullptr, 0});
+      }
+    }
+    check_magnitudes(outm, src_m, [&](uint16_t* o, float* mag) {
+      w4a16_gemm_masked(am.data(), e, max_m, masked_m.data(), w.data(), n, k, o, fp16, mag);
+    });
     // Offsets: expert x's rows end at offsets[x]; expert 1 is empty.
     const std::vector<int32_t> offsets = {2, 2, 5, 5, 6};
     const std::vector<uint16_t> ao = randoms(6 * static_cast<size_t>(k));
@@ -368,6 +412,11 @@ TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k orde
     w4a16_gemm_offsets(ao.data(), 6, offsets.data(), w.data(), e, n, k, outo.data(), fp16);
     const int expert_of_row[6] = {0, 0, 2, 2, 2, 4};
     for (int r = 0; r < 6; ++r) CHECK(row_of(outo, r) == serial_row(&ao[static_cast<size_t>(r) * k], expert_of_row[r]));
+    std::vector<RowSource> src_o;
+    for (int r = 0; r < 6; ++r) src_o.push_back({&ao[static_cast<size_t>(r) * k], expert_of_row[r]});
+    check_magnitudes(outo, src_o, [&](uint16_t* o, float* mag) {
+      w4a16_gemm_offsets(ao.data(), 6, offsets.data(), w.data(), e, n, k, o, fp16, mag);
+    });
     // Indexed: route 3 appears twice (experts 1 then 4: the later wins), -1 and out-of-range
     // ids and a non-local block (-1) are skipped.
     const int tokens = 3, top_k = 2, block = 2;
@@ -384,26 +433,12 @@ TEST_CASE("reference: the grouped GEMM's rows equal a serial fp32 loop in k orde
     CHECK(row_of(outi, 2) == route(2, 0));
     CHECK(row_of(outi, 1) == std::vector<uint16_t>(n, kUntouched));  // its block is not local
     CHECK(row_of(outi, 4) == std::vector<uint16_t>(n, kUntouched));  // never routed
-    // The optional magnitudes: sqrt(sum_k (a_k w_k)^2) of each element written, the same
-    // outputs with them as without, and elements the routing leaves alone untouched.
-    std::vector<uint16_t> outi2(outi.size(), kUntouched);
-    std::vector<float> mag(outi.size(), -1.f);
-    w4a16_gemm_indexed(ai.data(), tokens, top_k, sorted_ids.data(), 8, expert_ids.data(), block, 8, w.data(), e, n, k,
-                       outi2.data(), fp16, mag.data());
-    CHECK(outi2 == outi);
-    auto magnitude = [&](int id, int x, int col) {
-      double sq = 0;
-      for (int i = 0; i < k; ++i) {
-        const double p = double(to_float(ai[static_cast<size_t>(id / top_k) * k + i])) *
-                         to_float(w[(static_cast<size_t>(x) * n + col) * k + i]);
-        sq += p * p;
-      }
-      return std::sqrt(sq);
-    };
-    for (int col = 0; col < n; ++col) {
-      CHECK(mag[static_cast<size_t>(3) * n + col] == Approx(magnitude(3, 4, col)).epsilon(1e-5));
-      CHECK(mag[static_cast<size_t>(0) * n + col] == Approx(magnitude(0, 1, col)).epsilon(1e-5));
-      CHECK(mag[static_cast<size_t>(4) * n + col] == -1.f);
-    }
+    auto token = [&](int id) { return &ai[static_cast<size_t>(id / top_k) * k]; };
+    const std::vector<RowSource> src_i = {{token(0), 1}, {nullptr, 0}, {token(2), 0},
+                                          {token(3), 4}, {nullptr, 0}, {token(5), 0}};
+    check_magnitudes(outi, src_i, [&](uint16_t* o, float* mag) {
+      w4a16_gemm_indexed(ai.data(), tokens, top_k, sorted_ids.data(), 8, expert_ids.data(), block, 8, w.data(), e, n,
+                         k, o, fp16, mag);
+    });
   }
 }
