@@ -113,7 +113,8 @@ def main():
                         f"max {x[-1]:.3f} (> 1.05: {sum(t > 1.05 for t in x)})")
         print("  ".join(line))
     if args.marlin:
-        print(f"calls over {MARLIN_BAR}x Marlin's time, of the {with_marlin} these pairs have Marlin times for:")
+        print(f"calls over {MARLIN_BAR}x Marlin's time, of the {with_marlin} these pairs have Marlin times for "
+              "(fastest: each call's fastest timed setting, either group-sum form, any tile the run timed):")
         for policy in list(out) + ["fastest"]:
             print(f"  {policy.ljust(8)} uniform {over[(policy, 'uniform')]}  skewed {over[(policy, 'skewed')]}  "
                   f"total {over[(policy, 'uniform')] + over[(policy, 'skewed')]}")
