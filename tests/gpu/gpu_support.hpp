@@ -1,5 +1,7 @@
 // Device memory and stream helpers for the GPU tests, over chord's own driver loader.
 #pragma once
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -74,5 +76,17 @@ inline std::vector<uint8_t> random_codes(size_t count, std::mt19937& rng) {
 
 // BF16 scales of varied magnitude and sign, as real checkpoints have.
 std::vector<uint16_t> random_scales(size_t count, std::mt19937& rng);
+
+// A GEMM output element's error over the GPU tests' tolerance: 2% of the larger of the reference
+// value and `magnitude`, the element's sqrt(sum_k (a_k w_k)^2) (chord::ref::w4a16_gemm_*). The
+// tiles that scale a group's fp32 sum instead of rounding each weight to T differ from the
+// reference in proportion to the size of the products, which a row of large scales or a sum that
+// cancels makes large against the value. Above 1 fails; a NaN, or any difference where the
+// tolerance is 0, is infinite.
+inline double tolerance_ratio(double got, double want, double magnitude) {
+  const double tol = 0.02 * std::max(std::fabs(want), magnitude);
+  const double ratio = tol > 0 ? std::fabs(got - want) / tol : (got == want ? 0.0 : HUGE_VAL);
+  return std::isnan(ratio) ? HUGE_VAL : ratio;
+}
 
 }  // namespace chord::test

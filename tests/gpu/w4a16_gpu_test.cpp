@@ -226,11 +226,8 @@ std::string last_kernel_name() {
   return name;
 }
 
-// Rows the reference left as poison must still be poison; others must be close: within 2% of
-// the larger of the reference value and `mag`, the element's sqrt(sum_k (a_k w_k)^2) from the
-// reference (chord::ref::w4a16_gemm_*): the tiles that scale a group's fp32 sum instead of
-// rounding each weight to T differ from the reference in proportion to the size of the
-// products, which a row of large scales or a sum that cancels makes large against the value.
+// Rows the reference left as poison must still be poison; others must be close: within
+// tolerance_ratio's tolerance of the reference, `mag` the size of each element's products.
 void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>& want, const std::vector<float>& mag) {
   REQUIRE(got.size() == want.size());
   REQUIRE(mag.size() == want.size());
@@ -252,9 +249,7 @@ void check_output(const std::vector<uint16_t>& got, const std::vector<uint16_t>&
     }
     double g = to_float(got[i]), r = to_float(want[i]);
     err_sq += (g - r) * (g - r);
-    const double tol = 0.02 * std::max(std::fabs(r), double(mag[i]));
-    double ratio = tol > 0 ? std::fabs(g - r) / tol : (g == r ? 0.0 : HUGE_VAL);
-    if (std::isnan(ratio)) ratio = HUGE_VAL;  // a NaN output counts as the worst, not as none
+    const double ratio = tolerance_ratio(g, r, mag[i]);
     worst = std::max(worst, ratio);
     near += ratio > 0.25;
     if (!(ratio <= 1.0)) {
