@@ -62,11 +62,12 @@ const char* cannot_run(const W4A16GemmConfig& c, const W4A16Problem& p) {
 struct KeyHash {
   size_t operator()(const W4A16SearchKey& k) const {
     size_t h = 0;
+    const auto mix = [&h](int v) { h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull; };
     for (int v : {k.sm, k.sm_count, k.mode, k.weight, k.n, k.k, k.experts, k.block_size, k.top_k, k.num_groups,
                   k.rows_log2}) {
-      h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull;
+      mix(v);
     }
-    for (int v : k.rule) h = (h ^ static_cast<size_t>(static_cast<unsigned int>(v))) * 0x100000001b3ull;
+    for (int v : k.rule) mix(v);
     return h;
   }
 };
