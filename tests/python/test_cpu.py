@@ -617,14 +617,14 @@ def test_conversions_keep_a_checkpoint_bias_for_the_transform_to_refuse():
     declares none (has_bias False): the conversion must not drop one, or the layer would run
     without it. An all-zero bias adds nothing and is left out."""
     e, n, k = 2, 64, 128
-    codes, scale, gptq, gptq_tensors_ = gptq_g32_layer(5)
+    codes, scale, gptq, gptq_layer = gptq_g32_layer(5)
     ct = BaseWeightSchema.from_config(CT_CONFIG)
     ct_tensors = {"weight_packed": codes, "weight_scale": scale.float(), "weight_shape": torch.tensor([n, k])}
     awq = BaseWeightSchema.from_config({"quant_method": "awq", "bits": 4, "group_size": 32, "zero_point": True})
     awq_tensors = {"qweight": torch.zeros(e, k, n // 8, dtype=torch.int32),
                    "qzeros": torch.full((e, k // 32, n // 8), 0x88888888 - 2**32, dtype=torch.int32),
                    "scales": torch.ones(e, k // 32, n, dtype=torch.float16)}
-    for schema, tensors in ((gptq, gptq_tensors_), (ct, ct_tensors), (awq, awq_tensors)):
+    for schema, tensors in ((gptq, gptq_layer), (ct, ct_tensors), (awq, awq_tensors)):
         bias = torch.zeros(e, n)
         _, out = schema.convert_humming({**tensors, "bias": bias}, [n], [k], torch.bfloat16, num_experts=e)
         assert "bias" not in out
