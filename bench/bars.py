@@ -8,6 +8,12 @@ bench/bench_w4a16.py (the suite, the generalization set, with or without --peers
   prefill BF16   every prefill row of the suite takes <= 1.0x BF16 torch._grouped_mm's time;
   checks         every row's output check passed.
 
+With --reach CURVE (the output of lab/kernel_check/launch_cost.cu on the same GPU: a plain read
+of B bytes timed as the bench times a call, for B from 2 MB up), each judged decode-floor row also
+gets the fraction of its floor that a plain read of its floor's bytes (floor_us x 4.47 TB/s)
+reaches, and the rows where even that read stays under 85% are counted apart: no kernel timed
+this way can meet the bar there, because of the launch and the DRAM ramp, not its math.
+
 A decode row is a masked row, or an indexed or offsets row of at most 64 tokens per rank (a
 contiguous row: 64 rows per expert); the generalization set's calls are all decode rows. A
 row's floor is the bench's (the larger of its bytes and FLOP floors). A Marlin verdict whose
@@ -15,11 +21,12 @@ row was host-bound (ours or Marlin's `host_late` above peers_chart.HOST_LATE: th
 host work) is counted and marked as such: it compares host paths as much as kernels.
 Torch-free.
 
-    python3 bench/bars.py RESULTS.json [RESULTS.json ...] [--misses N] [--json OUT]
+    python3 bench/bars.py RESULTS.json [RESULTS.json ...] [--misses N] [--json OUT] [--reach CURVE]
 """
 import argparse
 import json
 import os
+import re
 import signal
 import sys
 
@@ -31,6 +38,7 @@ MARLIN_BAR = peers_chart.BARS["marlin"]  # chord / Marlin on decode rows
 BF16_BAR = 1.0            # chord / BF16 grouped_mm on prefill rows
 SMALL_FLOOR_US = 10.0     # decode rows under this floor are held to the Marlin bar alone
 DECODE_X = 64
+STREAM_BYTES_PER_US = 4.47e6  # the read floor's rate (docs/shapes.md), bytes per us
 
 
 def row_name(row):
@@ -63,11 +71,49 @@ def host_bound(row, peer):
     return peers_chart.late(row) or peers_chart.late(row, peer)
 
 
-def judge(rows):
+def parse_read_curve(text):
+    """[(bytes, us), ...] by bytes from launch_cost.cu's output: the rows of its "plain read"
+    table ("  MB  us  floor us  of floor  us over floor"). ValueError if it has fewer than two."""
+    curve, inside = [], False
+    for line in text.splitlines():
+        if line.startswith("plain read"):
+            inside = True
+            continue
+        m = re.match(r"\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+\d", line) if inside else None
+        if m:
+            curve.append((float(m.group(1)) * (1 << 20), float(m.group(2))))
+        elif inside and line.strip() and not line.lstrip().startswith("MB"):
+            inside = False
+    if len(curve) < 2:
+        raise ValueError("no plain-read table (two or more sizes) in the --reach file")
+    return sorted(curve)
+
+
+def plain_read_us(curve, nbytes):
+    """The curve's time for nbytes: linear between its two nearest sizes, and along its first or
+    last segment outside them (time is close to linear in the bytes beyond a few MB)."""
+    i = 1
+    while i < len(curve) - 1 and curve[i][0] < nbytes:
+        i += 1
+    (b0, t0), (b1, t1) = curve[i - 1], curve[i]
+    return t0 + (t1 - t0) * (nbytes - b0) / (b1 - b0)
+
+
+def reach(row, curve):
+    """floor / (a plain read of the floor's bytes): the most of the floor a kernel timed this
+    way reaches on this row."""
+    return row["floor_us"] / plain_read_us(curve, row["floor_us"] * STREAM_BYTES_PER_US)
+
+
+def judge(rows, curve=None):
     """{bar: {"judged": n, "met": n, "host_bound": n, "misses": [(how far, row name), ...] worst
-    first}}; host_bound: the judged rows timed host-bound (the Marlin bar's)."""
+    first}}; host_bound: the judged rows timed host-bound (the Marlin bar's). With a plain-read
+    curve, the decode floor bar also has "out_of_reach": its rows whose plain read stays under
+    the bar."""
     bars = {name: {"judged": 0, "met": 0, "host_bound": 0, "misses": []}
             for name in ("decode floor", "decode Marlin", "prefill BF16", "checks")}
+    if curve is not None:
+        bars["decode floor"]["out_of_reach"] = 0
 
     def count(name, met, miss, bound=False):
         bars[name]["judged"] += 1
@@ -82,7 +128,12 @@ def judge(rows):
         if is_decode(row):
             if row["floor_us"] >= SMALL_FLOOR_US:
                 frac = floor_fraction(row)
-                count("decode floor", frac >= FLOOR_BAR, (frac, f"{row_name(row)}: {100 * frac:.1f}% of the floor"))
+                text = f"{row_name(row)}: {100 * frac:.1f}% of the floor"
+                if curve is not None:
+                    most = reach(row, curve)
+                    bars["decode floor"]["out_of_reach"] += most < FLOOR_BAR
+                    text += f" (a plain read: {100 * most:.1f}%)"
+                count("decode floor", frac >= FLOOR_BAR, (frac, text))
             ratio = marlin_ratio(row)
             if ratio is not None:
                 count("decode Marlin", ratio <= MARLIN_BAR, (-ratio, f"{row_name(row)}: {ratio:.3f}x Marlin"),
@@ -108,12 +159,24 @@ def main(argv=None):
     parser.add_argument("results", nargs="+", help="bench.json / generalization.json files")
     parser.add_argument("--misses", type=int, default=10, help="misses listed per bar, worst first")
     parser.add_argument("--json", default=None, help="also write the verdicts here")
+    parser.add_argument("--reach", default=None, metavar="CURVE",
+                        help="launch_cost.cu's output on the GPU of the results: count the decode rows a "
+                             "plain read of their bytes cannot bring to the floor bar")
     args = parser.parse_args(argv)
     if argv is None:  # as a command: a closed pipe (`| head`) ends it quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    bars = judge(load_rows(args.results))
+    curve = None
+    if args.reach:
+        with open(args.reach) as f:
+            try:
+                curve = parse_read_curve(f.read())
+            except ValueError as e:
+                parser.error(f"{args.reach}: {e}")
+    bars = judge(load_rows(args.results), curve)
     for name, bar in bars.items():
         bound = f" ({bar['host_bound']} of the {bar['judged']} host-bound)" if bar["host_bound"] else ""
+        if "out_of_reach" in bar:
+            bound += f"; {bar['out_of_reach']} out of reach of a plain read of their bytes"
         print(f"{name:14s} {bar['met']:4d} of {bar['judged']:4d} met{bound}")
         for _, text in bar["misses"][:args.misses]:
             print(f"    {text}")
@@ -122,7 +185,8 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({name: dict(judged=b["judged"], met=b["met"], host_bound=b["host_bound"],
-                                  misses=[t for _, t in b["misses"]])
+                                  misses=[t for _, t in b["misses"]],
+                                  **({"out_of_reach": b["out_of_reach"]} if "out_of_reach" in b else {}))
                        for name, b in bars.items()}, f, indent=1)
     return 0
 

@@ -211,6 +211,23 @@ inline void set_ws_maps(W4A16Args& a, int mode, int block_n, bool nf4) {
              chord::kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
+// Launches kernel with thread block clusters of `cluster` CTAs along x (grid.x a multiple of it).
+template <class... Params, class... Args>
+void launch_clusters(void (*kernel)(Params...), dim3 grid, int threads, int smem, int cluster, Args... args) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(threads, 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 // Launches kEntry over w4a16_grid(a, bm, bn); an empty grid launches nothing. The first call
 // prepares the entry, so the warm-up launches of time_kernel take that host work out of the
 // timed reps.
@@ -228,18 +245,7 @@ void launch_entry(const W4A16Args& a, int bm, int bn, int threads, int smem, int
   if (split == 1) {
     kEntry<<<dim3(g.x, g.y, g.z), threads, smem>>>(a);
   } else {
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(g.x * split, g.y, g.z);
-    cfg.blockDim = dim3(threads, 1, 1);
-    cfg.dynamicSmemBytes = smem;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = split;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    CK(cudaLaunchKernelEx(&cfg, kEntry, a));
+    launch_clusters(kEntry, dim3(g.x * split, g.y, g.z), threads, smem, split, a);
   }
   CK(cudaGetLastError());
 }

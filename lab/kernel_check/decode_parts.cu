@@ -32,6 +32,10 @@
 //             warp w runs the correction MMAs of groups w, w + 4, ... and its first quad stores
 //             them, then a second barrier. Its main loop holds every group's branch (336
 //             instructions at BN128, of which a warp runs one group's 2 MMAs).
+//   nocorr-2x2 MODE 11: MODE 4's math with the four warps split 2 x 2 over N and the stage's
+//             64-k chunks (Humming's 8-token tile splits its warps this way): each warp runs four
+//             n tiles' independent chains on half the k, where MODE 4 runs two on all of it. A
+//             tile would add the two k halves through shared memory once at its end (not timed).
 // Two more take the MMA step to sm_90a's wgmma (one warpgroup, m64n8k16: each warp's 16-row n
 // tile i is its quarter of A, from registers as the mma.sync fragment; the 8 tokens are B, a
 // K-major 128-byte-swizzled tile in shared memory, written once):
@@ -98,11 +102,11 @@ using namespace stream_probe;
 using namespace chord;
 
 
-constexpr int kModes = 11;
+constexpr int kModes = 12;
 constexpr const char* kModeNames[kModes] = {"copy",     "+lds",     "+dequant", "+mma",   "nocorr",   "split",
-                                            "nocorr+split", "wgmma-gs", "wgmma-dq", "seeded", "seeded-kb"};
+                                            "nocorr+split", "wgmma-gs", "wgmma-dq", "seeded", "seeded-kb", "nocorr-2x2"};
 __host__ __device__ constexpr bool wgmma_mode(int mode) { return mode == 7 || mode == 8; }
-constexpr int kSeedMode = 9, kSeedKbMode = 10;
+constexpr int kSeedMode = 9, kSeedKbMode = 10, kWarpsKMode = 11;
 __host__ __device__ constexpr bool seeded_mode(int mode) { return mode == kSeedMode || mode == kSeedKbMode; }
 
 // D[64 x 8] (+)= A[64 x 16] (registers: warp w's mma A fragment is rows 16w..16w+15) * B[16 x 8]
@@ -180,6 +184,7 @@ __device__ __forceinline__ void group(float (&acc)[NT][4], const unsigned int (&
   // MODE 4 / 6 take (code - 8) per weight (one bf16x2 fma per register after the lop3) and
   // drop the shared correction MMAs; MODE 5 / 6 run the group's two k16 MMAs as independent
   // chains, each scaled into acc by its own fmas.
+  // MODE 11 is MODE 4's math on another warp layout.
   constexpr bool kCorr = MODE == 3 || MODE == 5, kSplit = MODE == 5 || MODE == 6, kSeeded = seeded_mode(MODE);
   const unsigned int kOne = 0x3f803f80u;  // bf16 {1, 1}
   float corr[4] = {0.f, 0.f, 0.f, 0.f};
@@ -239,7 +244,11 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
                                                          const unsigned int* act, int n, int k, int split,
                                                          int tiles, unsigned int* sink) {
   using T = Tile<BN, BK, STAGES, THREADS>;
-  constexpr int kNT = T::kNT, kKC = T::kKC;
+  // MODE 11: the warps split N in two and the stage's 64-k chunks in two (warp w: n half w & 1,
+  // chunks of parity w >> 1), so each warp runs twice the n tiles on half the k.
+  constexpr bool kWarpsK = MODE == kWarpsKMode;
+  constexpr int kNT = kWarpsK ? 2 * T::kNT : T::kNT, kKC = T::kKC;
+  static_assert(!kWarpsK || (T::kWarps == 4 && kKC % 2 == 0), "the 2 x 2 layout: 4 warps, an even number of chunks");
   static_assert(!RING || MODE == 0 || MODE == 4, "the ring schedule runs the copy and the offset-form decode");
   extern __shared__ __align__(1024) unsigned char smem[];  // 1024: the wgmma modes' swizzled B tile
   const unsigned int base = (unsigned int)__cvta_generic_to_shared(smem);
@@ -433,12 +442,13 @@ __global__ void __launch_bounds__(THREADS) decode_parts(const unsigned char* w, 
     if constexpr (MODE >= 1) {
 #pragma unroll
       for (int kc = 0; kc < kKC; ++kc) {
+        if (kWarpsK && kc % 2 != (warp >> 1)) continue;  // warp-uniform
         // The real tile's reads: lane l's 16 bytes of each of its 16 x 64 chunks (four k16 words)
         // and, per 32-k group h, the scale pair {s[g], s[g+8]} of rows g, g + 8 (permuted rows).
         unsigned int wq[kNT][4], sc[kNT][2];
 #pragma unroll
         for (int i = 0; i < kNT; ++i) {
-          const int nt = warp * kNT + i;
+          const int nt = (kWarpsK ? (warp & 1) : warp) * kNT + i;
           ptx::lds128(sw + ((nt * kKC + kc) * 32 + lane) * 16, wq[i][0], wq[i][1], wq[i][2], wq[i][3]);
 #pragma unroll
           for (int h = 0; h < 2; ++h) sc[i][h] = ptx::lds32(ss + ((kc * 2 + h) * BN + nt * 16 + 2 * g) * 2);
@@ -555,29 +565,10 @@ struct Buffers {
 };
 
 
-// Median over 12 reps (after 3 warm-up reps) of launch(), each after a read flush; the events
-// bracket the launch only.
+// Median over 12 reps (after 3 warm-up reps) of launch(), each after a read flush.
 template <class Launch>
 float time_us(const Buffers& b, Launch launch) {
-  cudaEvent_t a, e;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&e));
-  std::vector<float> t;
-  for (int r = 0; r < 15; ++r) {
-    launch_read_flush(b.flush, b.sink);
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(e));
-    CK(cudaEventSynchronize(e));
-    CK(cudaGetLastError());
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, e));
-    if (r >= 3) t.push_back(ms * 1000.f);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(e));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_us([&](int) { launch_read_flush(b.flush, b.sink); }, launch);
 }
 
 template <int MODE, int BN, int BK, int STAGES, int THREADS>
@@ -614,7 +605,8 @@ void run(const Shape& sh, int split, const Buffers& b) {
                             run_mode<7, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<8, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<9, BN, BK, STAGES, THREADS>(sh, split, b),
-                            run_mode<10, BN, BK, STAGES, THREADS>(sh, split, b)};
+                            run_mode<10, BN, BK, STAGES, THREADS>(sh, split, b),
+                            run_mode<11, BN, BK, STAGES, THREADS>(sh, split, b)};
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));

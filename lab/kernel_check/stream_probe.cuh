@@ -1,9 +1,14 @@
-// What the copy-stream probes (stream_sweep.cu, decode_parts.cu) share: the few-expert decode
-// shapes they stream, their bytes against the read floor, the 16-byte async copy, and the L2
-// flush by reading.
+// What the copy-stream probes (stream_sweep.cu, decode_parts.cu, launch_cost.cu) share: the
+// few-expert decode shapes they stream, their bytes against the read floor, the 16-byte async
+// copy, and the L2 flush by reading.
 #pragma once
 
 #include <cuda_runtime.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "lab/kernel_check/check_harness.cuh"  // CK
 
 namespace stream_probe {
 
@@ -50,6 +55,31 @@ __global__ void read_flush(const uint4* p, long long n, unsigned int* sink) {
 
 inline void launch_read_flush(const void* flush, unsigned int* sink) {
   read_flush<<<132 * 8, 256>>>((const uint4*)flush, kFlushBytes / 16, sink);
+}
+
+// Median us of launch() over `reps` reps after `warmup` more, each after flush(); the events
+// bracket the launch only, as the bench brackets a call.
+template <class Flush, class Launch>
+float median_us(Flush flush, Launch launch, int warmup = 3, int reps = 12) {
+  cudaEvent_t a, e;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&e));
+  std::vector<float> t;
+  for (int r = 0; r < warmup + reps; ++r) {
+    flush(r);
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(e));
+    CK(cudaEventSynchronize(e));
+    CK(cudaGetLastError());
+    float ms;
+    CK(cudaEventElapsedTime(&ms, a, e));
+    if (r >= warmup) t.push_back(ms * 1000.f);
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(e));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }
 
 }  // namespace stream_probe

@@ -91,28 +91,15 @@ void run(const Shape& sh, int split, const Buffers& b) {
   auto kernel = stream<BN, BK, STAGES, THREADS>;
   CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, T::kSmem));
   const int grid = sh.experts * (sh.n / BN) * split;
-  cudaEvent_t a, e;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&e));
-  std::vector<float> t;
-  for (int r = 0; r < 15; ++r) {
-    if (b.read_flush) {  // L2 flushed before every rep
-      launch_read_flush(b.flush, b.sink);
-    } else {
-      CK(cudaMemsetAsync(b.flush, r, kFlushBytes));
-    }
-    CK(cudaEventRecord(a));
-    kernel<<<grid, THREADS, T::kSmem>>>(b.w, b.s, sh.n, sh.k, split, b.sink);
-    CK(cudaEventRecord(e));
-    CK(cudaEventSynchronize(e));
-    float ms;
-    CK(cudaEventElapsedTime(&ms, a, e));
-    if (r >= 3) t.push_back(ms * 1000.f);
-  }
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(e));
-  std::sort(t.begin(), t.end());
-  const float us = t[t.size() / 2];
+  const float us = median_us(
+      [&](int r) {  // L2 flushed before every rep
+        if (b.read_flush) {
+          launch_read_flush(b.flush, b.sink);
+        } else {
+          CK(cudaMemsetAsync(b.flush, r, kFlushBytes));
+        }
+      },
+      [&] { kernel<<<grid, THREADS, T::kSmem>>>(b.w, b.s, sh.n, sh.k, split, b.sink); });
   int per_sm = 0;
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, THREADS, T::kSmem));
   const double floor_us = sh.floor_us();

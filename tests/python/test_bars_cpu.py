@@ -83,3 +83,66 @@ def test_marlin_verdicts_on_host_bound_rows_are_counted_and_marked(capsys):
     assert sorted(text for _, text in verdict["misses"]) == [
         "dsv3_ep8 indexed uniform x=2 down: 1.000x Marlin (host-bound)",
         "dsv3_ep8 indexed uniform x=4 down: 1.000x Marlin", "dsv3_ep8 indexed uniform x=8 down: 1.000x Marlin"]
+
+
+# launch_cost.cu's output: the empty-kernel table (whose rows must not be read as the curve), then
+# the plain read, 10 us + 1 us per 4.47 MB (a 10 us fixed cost on a 4.47 TB/s stream).
+CURVE_TEXT = """NVIDIA H200, 132 SMs
+empty kernel, 128 threads: us by grid (rows) and dynamic shared memory / cluster (columns)
+  grid   smem0/c1  smem48K/c1  smem96K/c1  smem0/c2  smem0/c4  smem0/c8  smem96K/c4
+   132      2.70        2.70        2.70      2.70      2.70      2.70        2.70
+plain read of B bytes (132 x 8 CTAs x 256 threads, 4 x 16-byte loads in flight per thread)
+  MB      us   floor us  of floor  us over floor
+     64    25.01     15.01     60.0%     10.00
+    128    40.03     30.03     75.0%     10.00
+    512   130.11    120.11     92.3%     10.00
+"""
+
+
+def test_read_curve_is_the_plain_read_table_only():
+    curve = bars.parse_read_curve(CURVE_TEXT)
+    assert curve == [(64 * 2**20, 25.01), (128 * 2**20, 40.03), (512 * 2**20, 130.11)]
+    try:
+        bars.parse_read_curve(CURVE_TEXT.split("plain read")[0])
+    except ValueError as e:
+        assert "plain-read table" in str(e)
+    else:
+        raise AssertionError("a file without the plain-read table was accepted")
+
+
+def test_plain_read_is_linear_between_and_beyond_the_sizes():
+    curve = [(100.0, 10.0), (200.0, 12.0), (400.0, 20.0)]
+    assert bars.plain_read_us(curve, 150.0) == 11.0
+    assert bars.plain_read_us(curve, 300.0) == 16.0
+    assert bars.plain_read_us(curve, 600.0) == 28.0   # the last segment's slope
+    assert bars.plain_read_us(curve, 50.0) == 9.0     # the first segment's
+
+
+def test_reach_counts_the_floor_rows_a_plain_read_cannot_bring_to_the_bar():
+    curve = bars.parse_read_curve(CURVE_TEXT)
+    # Floors of 20 us (89.4 MB: the read takes ~31 us, 65%) and 110 us (~469 MB: ~120 us, 91.5%).
+    rows = [set_row(1, 30.0, 20.0), set_row(2, 120.0, 110.0), set_row(4, 8.0, 5.0)]
+    verdict = bars.judge(rows, curve)["decode floor"]
+    assert (verdict["judged"], verdict["met"], verdict["out_of_reach"]) == (2, 1, 1)
+    (_, text), = verdict["misses"]
+    most = 20.0 / bars.plain_read_us(curve, 20.0 * bars.STREAM_BYTES_PER_US)
+    assert 0.6 < most < 0.7
+    assert text == f"dsv3_ep8 indexed uniform x=1 down: 66.7% of the floor (a plain read: {100 * most:.1f}%)"
+    assert "out_of_reach" not in bars.judge(rows)["decode floor"]
+
+
+def test_command_line_reach(tmp_path, capsys):
+    gen, curve = tmp_path / "generalization.json", tmp_path / "launch_cost.txt"
+    gen.write_text(json.dumps(dict(meta={}, rows=[set_row(1, 30.0, 20.0), set_row(2, 120.0, 110.0)])))
+    curve.write_text(CURVE_TEXT)
+    out = tmp_path / "bars.json"
+    assert bars.main([str(gen), "--reach", str(curve), "--json", str(out)]) == 0
+    assert "decode floor      1 of    2 met; 1 out of reach of a plain read of their bytes" in capsys.readouterr().out
+    assert json.loads(out.read_text())["decode floor"]["out_of_reach"] == 1
+    curve.write_text("no table here\n")
+    try:
+        bars.main([str(gen), "--reach", str(curve)])
+    except SystemExit as e:
+        assert e.code == 2
+    else:
+        raise AssertionError("a curve file without the table was accepted")
