@@ -11,8 +11,10 @@ bench/bench_w4a16.py (the suite, the generalization set, with or without --peers
 With --reach CURVE (the output of lab/kernel_check/launch_cost.cu on the same GPU: a plain read
 of B bytes timed as the bench times a call, for B from 2 MB up), each judged decode-floor row also
 gets the fraction of its floor that a plain read of its floor's bytes (floor_us x 4.47 TB/s)
-reaches, and the rows where even that read stays under 85% are counted apart: no kernel timed
-this way can meet the bar there, because of the launch and the DRAM ramp, not its math.
+reaches, and the misses that this read misses too are counted apart: there the launch and the
+DRAM ramp take most of what the bar leaves, so a kernel meets it only by reading faster than a
+plain read. The read is a reference, not a bound (a well-scheduled copy stream can beat it by a
+few percent).
 
 A decode row is a masked row, or an indexed or offsets row of at most 64 tokens per rank (a
 contiguous row: 64 rows per expert); the generalization set's calls are all decode rows. A
@@ -73,19 +75,24 @@ def host_bound(row, peer):
 
 def parse_read_curve(text):
     """[(bytes, us), ...] by bytes from launch_cost.cu's output: the rows of its "plain read"
-    table ("  MB  us  floor us  of floor  us over floor"). ValueError if it has fewer than two."""
-    curve, inside = [], False
+    table ("  MB  us  floor us  of floor  us over floor"). ValueError with fewer than two sizes,
+    a size twice or a second table (two runs' output in one file)."""
+    curve, inside, tables = [], False, 0
     for line in text.splitlines():
         if line.startswith("plain read"):
-            inside = True
+            inside, tables = True, tables + 1
             continue
         m = re.match(r"\s+(\d+(?:\.\d+)?)\s+(\d+(?:\.\d+)?)\s+\d", line) if inside else None
         if m:
             curve.append((float(m.group(1)) * (1 << 20), float(m.group(2))))
         elif inside and line.strip() and not line.lstrip().startswith("MB"):
             inside = False
+    if tables > 1:
+        raise ValueError("more than one plain-read table in the --reach file: give one run's output")
     if len(curve) < 2:
         raise ValueError("no plain-read table (two or more sizes) in the --reach file")
+    if len({b for b, _ in curve}) != len(curve):
+        raise ValueError("a size appears twice in the --reach file's plain-read table")
     return sorted(curve)
 
 
@@ -100,20 +107,19 @@ def plain_read_us(curve, nbytes):
 
 
 def reach(row, curve):
-    """floor / (a plain read of the floor's bytes): the most of the floor a kernel timed this
-    way reaches on this row."""
+    """floor / (a plain read of the floor's bytes, timed as the bench times a call)."""
     return row["floor_us"] / plain_read_us(curve, row["floor_us"] * STREAM_BYTES_PER_US)
 
 
 def judge(rows, curve=None):
     """{bar: {"judged": n, "met": n, "host_bound": n, "misses": [(how far, row name), ...] worst
     first}}; host_bound: the judged rows timed host-bound (the Marlin bar's). With a plain-read
-    curve, the decode floor bar also has "out_of_reach": its rows whose plain read stays under
-    the bar."""
+    curve, the decode floor bar also has "plain_read_misses": its misses whose plain read misses
+    the bar too."""
     bars = {name: {"judged": 0, "met": 0, "host_bound": 0, "misses": []}
             for name in ("decode floor", "decode Marlin", "prefill BF16", "checks")}
     if curve is not None:
-        bars["decode floor"]["out_of_reach"] = 0
+        bars["decode floor"]["plain_read_misses"] = 0
 
     def count(name, met, miss, bound=False):
         bars[name]["judged"] += 1
@@ -130,9 +136,9 @@ def judge(rows, curve=None):
                 frac = floor_fraction(row)
                 text = f"{row_name(row)}: {100 * frac:.1f}% of the floor"
                 if curve is not None:
-                    most = reach(row, curve)
-                    bars["decode floor"]["out_of_reach"] += most < FLOOR_BAR
-                    text += f" (a plain read: {100 * most:.1f}%)"
+                    read = reach(row, curve)
+                    bars["decode floor"]["plain_read_misses"] += frac < FLOOR_BAR and read < FLOOR_BAR
+                    text += f" (a plain read: {100 * read:.1f}%)"
                 count("decode floor", frac >= FLOOR_BAR, (frac, text))
             ratio = marlin_ratio(row)
             if ratio is not None:
@@ -160,23 +166,23 @@ def main(argv=None):
     parser.add_argument("--misses", type=int, default=10, help="misses listed per bar, worst first")
     parser.add_argument("--json", default=None, help="also write the verdicts here")
     parser.add_argument("--reach", default=None, metavar="CURVE",
-                        help="launch_cost.cu's output on the GPU of the results: count the decode rows a "
-                             "plain read of their bytes cannot bring to the floor bar")
+                        help="launch_cost.cu's output on the GPU of the results: count the decode floor "
+                             "misses that a plain read of their bytes misses too")
     args = parser.parse_args(argv)
     if argv is None:  # as a command: a closed pipe (`| head`) ends it quietly
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     curve = None
     if args.reach:
-        with open(args.reach) as f:
-            try:
+        try:
+            with open(args.reach) as f:
                 curve = parse_read_curve(f.read())
-            except ValueError as e:
-                parser.error(f"{args.reach}: {e}")
+        except (OSError, ValueError) as e:
+            parser.error(f"--reach {args.reach}: {e}")
     bars = judge(load_rows(args.results), curve)
     for name, bar in bars.items():
         bound = f" ({bar['host_bound']} of the {bar['judged']} host-bound)" if bar["host_bound"] else ""
-        if "out_of_reach" in bar:
-            bound += f"; {bar['out_of_reach']} out of reach of a plain read of their bytes"
+        if "plain_read_misses" in bar:
+            bound += f"; a plain read of their bytes misses it too on {bar['plain_read_misses']} of the misses"
         print(f"{name:14s} {bar['met']:4d} of {bar['judged']:4d} met{bound}")
         for _, text in bar["misses"][:args.misses]:
             print(f"    {text}")
@@ -186,7 +192,7 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump({name: dict(judged=b["judged"], met=b["met"], host_bound=b["host_bound"],
                                   misses=[t for _, t in b["misses"]],
-                                  **({"out_of_reach": b["out_of_reach"]} if "out_of_reach" in b else {}))
+                                  **({"plain_read_misses": b["plain_read_misses"]} if "plain_read_misses" in b else {}))
                        for name, b in bars.items()}, f, indent=1)
     return 0
 

@@ -33,8 +33,8 @@
 //             them, then a second barrier. Its main loop holds every group's branch (336
 //             instructions at BN128, of which a warp runs one group's 2 MMAs).
 //   nocorr-2x2 MODE 11: MODE 4's math with the four warps split 2 x 2 over N and the stage's
-//             64-k chunks (Humming's 8-token tile splits its warps this way): each warp runs four
-//             n tiles' independent chains on half the k, where MODE 4 runs two on all of it. A
+//             64-k chunks (Humming's 8-token tile splits its warps this way): each warp runs twice
+//             MODE 4's n tiles' independent chains (4 at BN128, 2 at BN64) on half the k. A
 //             tile would add the two k halves through shared memory once at its end (not timed).
 // Two more take the MMA step to sm_90a's wgmma (one warpgroup, m64n8k16: each warp's 16-row n
 // tile i is its quarter of A, from registers as the mma.sync fragment; the 8 tokens are B, a
@@ -591,6 +591,16 @@ float run_ring(const Shape& sh, int ctas, const Buffers& b) {
   return time_us(b, [&] { kernel<<<ctas, THREADS, T::kSmem>>>(b.w, b.s, b.act, sh.n, sh.k, 1, tiles, b.sink); });
 }
 
+// MODE 11 where its layout fits the setting (four warps, an even number of 64-k chunks), else NaN.
+template <int BN, int BK, int STAGES, int THREADS>
+float run_warps_k(const Shape& sh, int split, const Buffers& b) {
+  if constexpr (THREADS == 128 && BK % 128 == 0) {
+    return run_mode<kWarpsKMode, BN, BK, STAGES, THREADS>(sh, split, b);
+  } else {
+    return __builtin_nanf("");
+  }
+}
+
 template <int BN, int BK, int STAGES, int THREADS>
 void run(const Shape& sh, int split, const Buffers& b) {
   using T = Tile<BN, BK, STAGES, THREADS>;
@@ -606,7 +616,7 @@ void run(const Shape& sh, int split, const Buffers& b) {
                             run_mode<8, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<9, BN, BK, STAGES, THREADS>(sh, split, b),
                             run_mode<10, BN, BK, STAGES, THREADS>(sh, split, b),
-                            run_mode<11, BN, BK, STAGES, THREADS>(sh, split, b)};
+                            run_warps_k<BN, BK, STAGES, THREADS>(sh, split, b)};
   int per_sm = 0;  // the full math's occupancy (registers can differ by mode; shared memory rules)
   CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_parts<3, BN, BK, STAGES, THREADS>, THREADS,
                                                    T::kSmem));

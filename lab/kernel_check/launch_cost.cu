@@ -6,9 +6,11 @@
 //   read    the fastest plain read of B bytes the probe knows: one 16-byte non-coherent load per
 //           thread and step, 4 loads in flight per thread, a grid of 132 x 8 CTAs of 256 threads
 //           striding over the buffer. Its time against B / 4.47 TB/s is the fraction of the read
-//           floor that any kernel timed this way can reach at that size.
-// The decode bar (>= 85% of the floor) needs floor / (floor + fixed cost) >= 0.85; the two
-// tables say at which sizes the launch and the DRAM ramp alone rule it out.
+//           floor a plain read reaches at that size: a reference, not a bound (a well-scheduled
+//           copy stream can beat it by a few percent).
+// The decode bar (>= 85% of the floor) needs floor / (floor + fixed cost) >= 0.85 where the bytes
+// stream at the floor's rate; the two tables say at which sizes the launch and the DRAM ramp
+// take most of what the bar leaves (bench/bars.py --reach).
 //   nvcc -std=c++17 -O3 -gencode=arch=compute_90a,code=sm_90a -I. lab/kernel_check/launch_cost.cu -o /tmp/lc
 //   /tmp/lc
 #include <algorithm>
