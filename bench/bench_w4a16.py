@@ -221,8 +221,18 @@ def skewed_topk(tokens, experts, top_k, gen):
 # one when there are fewer routes than experts; the peers' alignment counts this rank's experts
 # and one group for the others'). The indexed GEMM launches one M tile per block_m slots of
 # sorted_ids (the padded count is on the device), so the longer buffer adds CTAs that read
-# num_tokens_padded and exit: it times the call as vLLM sizes it.
+# num_tokens_padded and exit: it times the call as vLLM sizes it. Masked rows: max_m is twice
+# the mean rows per group (tight) or the batched buffer vLLM gives its masked experts
+# (vllm: max_num_tokens 256 per dispatching rank x the EP ranks, MASKED_TOKENS_PER_RANK); the
+# GEMM launches one M tile per block_m rows of max_m (masked_m is on the device), so the
+# longer buffer adds CTAs that read their group's row count and exit.
 CAPACITY = "tight"
+MASKED_TOKENS_PER_RANK = 256  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
+
+
+def masked_capacity(tokens_per_expert, ranks):
+    """max_m of a masked row for --capacity (see CAPACITY)."""
+    return MASKED_TOKENS_PER_RANK * ranks if CAPACITY == "vllm" else 2 * tokens_per_expert
 
 
 def routing_capacity(routes, experts, block_size, padded, extra_blocks):
@@ -564,11 +574,15 @@ class Suite:
                     dict(humming=self.humming_contiguous(w, a, out, offsets, check)))
 
     # -- grouped masked ----------------------------------------------------------------------
-    def masked(self, scenario, x, w, tokens_per_expert, gen):
+    def masked(self, scenario, x, w, tokens_per_expert, ranks, gen):
         e = w.experts
-        max_m = 2 * tokens_per_expert
+        max_m = masked_capacity(tokens_per_expert, ranks)
         masked_m = masked_rows(e, tokens_per_expert, gen)
-        a = torch.randn(e, max_m, w.k, device="cuda", generator=gen).to(torch.bfloat16)
+        # The rows a group can have (masked_rows: under 2 t) are drawn whatever max_m is, so that
+        # both --capacity settings time the same rows and inputs; rows past them are zero.
+        a = torch.zeros(e, max_m, w.k, device="cuda", dtype=torch.bfloat16)
+        a[:, :2 * tokens_per_expert] = torch.randn(e, 2 * tokens_per_expert, w.k, device="cuda",
+                                                   generator=gen).to(torch.bfloat16)
         out = torch.full((e, max_m, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
         valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
         x_grouped = a[valid]
@@ -690,7 +704,7 @@ def run_kimi(suite, chord, quick, gen):
     for ep, subset in subsets.items():
         for suite.proj, w in (("gate_up", subset[0]), ("down", subset[1])):
             for t in shapes.sweep(f"masked {ep}", quick):
-                suite.masked(f"masked {ep}", t, w, t, gen)
+                suite.masked(f"masked {ep}", t, w, t, int(ep[2:]), gen)
     for t in shapes.sweep("indexed EP8 prefill", quick):
         over, top_k, block = shapes.routing("indexed EP8 prefill")
         suite.indexed("indexed EP8 prefill", t, up, down, t, over, top_k, local_ep8, block, gen, model_experts=e_all)
@@ -1327,7 +1341,9 @@ def parse_args(argv=None):
     parser.add_argument("--capacity", choices=("tight", "vllm"), default="tight",
                         help="indexed rows: sorted_ids' length past the padded routes: 2 blocks (tight) or "
                              "vLLM's max_num_tokens_padded (vllm: routes + experts x (block - 1), at most "
-                             "routes x block), whose extra slots the GEMM's grid covers with CTAs that exit")
+                             "routes x block); masked rows: max_m, twice the mean rows per group (tight) or "
+                             "vLLM's batched buffer (vllm: 256 x the EP ranks); the GEMM's grid covers the "
+                             "extra slots and rows with CTAs that exit")
     parser.add_argument("--reps", type=int, default=None,
                         help="--set generalization / formats: timed reps per row (default 50 / 100)")
     parser.add_argument("--peers", default=None, type=peer_names,

@@ -172,7 +172,8 @@ CHORD_EXPORT chord_status_t chord_w4a16_contiguous(const void* a_dev, int64_t m,
 
 /* Masked: a [G, max_m, K], masked_m [G] int32 (valid rows of group g, expert g), out
  * [G, max_m, N]; rows past masked_m[g] untouched. expected_m: host hint (rows per group),
- * picks the config only; <= 0 means max_m. */
+ * picks the config only; <= 0 means max_m. The grid covers all max_m rows of every group (the
+ * counts are on the device), so a max_m far above the rows costs time. */
 CHORD_EXPORT chord_status_t chord_w4a16_masked(const void* a_dev, int64_t G, int64_t max_m,
                                                const chord_w4a16_weight_t* weight, const int32_t* masked_m_dev,
                                                int64_t expected_m, void* out_dev, chord_stream_t stream);

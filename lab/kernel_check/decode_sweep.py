@@ -62,7 +62,7 @@ def child(out_path, rows, tokens, prefill_tokens):
         over, top_k, block = b.shapes.routing("indexed EP8 decode")
         suite.indexed("indexed EP8 decode", 20, up, down, 20, over, top_k, local_only, block, gen)
         for suite.proj, w in (("gate_up", up), ("down", down)):
-            suite.masked("masked EP8", 8, w, 8, gen)
+            suite.masked("masked EP8", 8, w, 8, 8, gen)
         del up, down
         torch.cuda.empty_cache()
     e_q, n_up, k_up, n_down, k_down = b.MODELS["qwen3"]

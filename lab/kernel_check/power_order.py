@@ -23,7 +23,7 @@ for step in ("masked", "contig", "masked", "sleep", "masked", "contig", "masked"
         time.sleep(5); clocks("after 5 s idle"); continue
     g = torch.Generator(device="cuda"); g.manual_seed(7)
     if step == "masked":
-        suite.masked("masked EP8", 8, down, 8, g)
+        suite.masked("masked EP8", 8, down, 8, 8, g)
     else:
         suite.contiguous("contiguous EP8", 512, down, 512, g)
     clocks(step)
