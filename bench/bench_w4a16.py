@@ -222,17 +222,20 @@ def skewed_topk(tokens, experts, top_k, gen):
 # and one group for the others'). The indexed GEMM launches one M tile per block_m slots of
 # sorted_ids (the padded count is on the device), so the longer buffer adds CTAs that read
 # num_tokens_padded and exit: it times the call as vLLM sizes it. Masked rows: max_m is twice
-# the mean rows per group (tight) or the batched buffer vLLM gives its masked experts
-# (vllm: max_num_tokens 256 per dispatching rank x the EP ranks, MASKED_TOKENS_PER_RANK); the
-# GEMM launches one M tile per block_m rows of max_m (masked_m is on the device), so the
-# longer buffer adds CTAs that read their group's row count and exit.
+# the mean rows per group (tight) or the batched buffer vLLM gives its masked experts by default
+# (vllm: max_num_tokens, its max_num_batched_tokens, 256 per dispatching rank unless set, x the
+# EP ranks: MASKED_TOKENS_PER_RANK); the GEMM launches one M tile per block_m rows of max_m
+# (masked_m is on the device), so the longer buffer adds CTAs that read their group's row count
+# and exit.
 CAPACITY = "tight"
 MASKED_TOKENS_PER_RANK = 256  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 
 
 def masked_capacity(tokens_per_expert, ranks):
-    """max_m of a masked row for --capacity (see CAPACITY)."""
-    return MASKED_TOKENS_PER_RANK * ranks if CAPACITY == "vllm" else 2 * tokens_per_expert
+    """max_m of a masked row for --capacity (see CAPACITY): never below the 2 t rows the row's
+    groups can have."""
+    rows = 2 * tokens_per_expert
+    return max(MASKED_TOKENS_PER_RANK * ranks, rows) if CAPACITY == "vllm" else rows
 
 
 def routing_capacity(routes, experts, block_size, padded, extra_blocks):
@@ -1342,7 +1345,7 @@ def parse_args(argv=None):
                         help="indexed rows: sorted_ids' length past the padded routes: 2 blocks (tight) or "
                              "vLLM's max_num_tokens_padded (vllm: routes + experts x (block - 1), at most "
                              "routes x block); masked rows: max_m, twice the mean rows per group (tight) or "
-                             "vLLM's batched buffer (vllm: 256 x the EP ranks); the GEMM's grid covers the "
+                             "vLLM's default batched buffer (vllm: 256 x the EP ranks); the GEMM's grid covers the "
                              "extra slots and rows with CTAs that exit")
     parser.add_argument("--reps", type=int, default=None,
                         help="--set generalization / formats: timed reps per row (default 50 / 100)")

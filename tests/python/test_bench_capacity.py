@@ -21,6 +21,7 @@ def test_masked_capacity_follows_the_option():
         set_capacity("vllm")
         assert [bench_w4a16.masked_capacity(8, ranks) for ranks in (8, 16, 32)] == [2048, 4096, 8192]
         assert bench_w4a16.masked_capacity(64, 8) == 2048  # the buffer, whatever the rows
+        assert bench_w4a16.masked_capacity(256, 1) == 512  # but never fewer rows than drawn
     finally:
         set_capacity("tight")
 
