@@ -499,6 +499,22 @@ TEST_CASE("gpu w4a16: masked mode with zero, full and partial groups", "[gpu][w4
   }
 }
 
+// vLLM's batched experts hand over a buffer of hundreds of rows per dispatching rank for every
+// expert, holding a few rows each (docs/performance.md, "Masked calls in vLLM's batched
+// buffers"): every row of such a buffer must come out right, a full group's included, and the
+// rows past each group's count untouched.
+TEST_CASE("gpu w4a16: masked mode in a buffer far larger than its rows, one group full", "[gpu][w4a16]") {
+  const Fp16Scope dtype(GENERATE(false, true));
+  std::mt19937 rng(47);
+  Stream stream;
+  const int e = 5, n = 128, k = 256, max_m = 2048;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  for (int64_t expected_m : {int64_t{0}, int64_t{8}}) {
+    check_masked(w, {0, 3, 8, 17, max_m}, max_m, expected_m, rng, stream);
+    check_masked(w, {1, 0, 9, 0, 2}, max_m, expected_m, rng, stream);
+  }
+}
+
 TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]") {
   const Fp16Scope dtype(GENERATE(false, true));
   std::mt19937 rng(41);
