@@ -33,6 +33,7 @@ import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import generalization  # noqa: E402  (torch-free: the set's calls and the read floor's rate)
 import peers_chart  # noqa: E402  (torch-free: a row's state and ratio against a peer, the peers' bars)
 
 FLOOR_BAR = 0.85          # floor / chord on decode rows
@@ -40,7 +41,7 @@ MARLIN_BAR = peers_chart.BARS["marlin"]  # chord / Marlin on decode rows
 BF16_BAR = 1.0            # chord / BF16 grouped_mm on prefill rows
 SMALL_FLOOR_US = 10.0     # decode rows under this floor are held to the Marlin bar alone
 DECODE_X = 64
-STREAM_BYTES_PER_US = 4.47e6  # the read floor's rate (docs/shapes.md), bytes per us
+STREAM_BYTES_PER_US = generalization.STREAM_BYTES_PER_S / 1e6  # the read floor's rate, bytes per us
 
 
 def row_name(row):

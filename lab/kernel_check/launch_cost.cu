@@ -24,10 +24,6 @@ namespace {
 
 using namespace stream_probe;
 
-__global__ void empty_kernel(unsigned int* sink) {
-  if (threadIdx.x == 1024) sink[0] = 0;
-}
-
 // Reads n 16-byte words; the XOR keeps the loads live.
 __global__ void __launch_bounds__(256) read_words(const uint4* p, long long n, unsigned int* sink) {
   const long long stride = (long long)gridDim.x * blockDim.x;

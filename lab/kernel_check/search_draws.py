@@ -24,12 +24,16 @@ import json
 import os
 import re
 import statistics
+import sys
 
 import explore_summary  # beside this file: the run's rows and per-setting times
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MARGIN = 0.03  # ops/w4a16_search.hpp kW4A16SearchMargin
-MARLIN_BAR = 0.9  # issue 29: chord <= 0.9x Marlin's time on every decode row
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import peers_chart  # noqa: E402  (torch-free: the peers' bars)
+
+MARLIN_BAR = peers_chart.BARS["marlin"]  # issue 29: chord <= 0.9x Marlin's time on every decode row
 
 
 def search_tiles():

@@ -53,6 +53,11 @@ __global__ void read_flush(const uint4* p, long long n, unsigned int* sink) {
   if (acc == 0x9e3779b9u) sink[0] = acc;
 }
 
+// The fixed cost every call carries: a launch whose CTAs do nothing.
+__global__ void empty_kernel(unsigned int* sink) {
+  if (threadIdx.x == 1024) sink[0] = 0;
+}
+
 inline void launch_read_flush(const void* flush, unsigned int* sink) {
   read_flush<<<132 * 8, 256>>>((const uint4*)flush, kFlushBytes / 16, sink);
 }
