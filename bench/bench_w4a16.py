@@ -224,9 +224,9 @@ def skewed_topk(tokens, experts, top_k, gen):
 # num_tokens_padded and exit: it times the call as vLLM sizes it. Masked rows: max_m is twice
 # the mean rows per group (tight) or the batched buffer vLLM gives its masked experts by default
 # (vllm: max_num_tokens, its max_num_batched_tokens, 256 per dispatching rank unless set, x the
-# EP ranks: MASKED_TOKENS_PER_RANK); the GEMM launches one M tile per block_m rows of max_m
-# (masked_m is on the device), so the longer buffer adds CTAs that read their group's row count
-# and exit.
+# EP ranks: MASKED_TOKENS_PER_RANK); the rows and inputs are the same either way. The masked
+# grid follows the hint (tokens per expert) on the kernels that loop over tiles and covers
+# max_m on the others (docs/kernels.md), so the longer buffer times what those CTAs cost.
 CAPACITY = "tight"
 MASKED_TOKENS_PER_RANK = 256  # vLLM's SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS_FOR_BATCHED_DP
 

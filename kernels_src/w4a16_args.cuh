@@ -71,6 +71,8 @@ struct W4A16Args {
   int top_k;                 // INDEXED: input row = route id / top_k (down proj: 1)
   int block_size;            // INDEXED: vLLM alignment block; must be a multiple of BLOCK_M
   int capacity;              // INDEXED: length of sorted_ids (allocated, >= valid prefix)
+  int expected_m;            // MASKED: host hint, mean valid rows per group (<= 0: max_m); sizes
+                             // the grid (w4a16_masked_tiles), never which rows are computed
   int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
   // The warp-specialized kernel in contiguous / masked / offsets mode (w4a16_tma_activations):
   // A as rows of K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
@@ -151,6 +153,14 @@ struct W4A16Dim3 {
 };
 
 CHORD_W4A16_HD constexpr int w4a16_threads(int warps_m, int warps_n) { return 32 * warps_m * warps_n; }
+
+// Whether a mma.sync tile can loop over the masked compact schedule's tiles (its MASKED_LOOP form,
+// W4A16Tiles<kW4A16Masked>): not the 256-thread tiles, compiled at the 128-register cap of two
+// CTAs per SM, where the loop's called copy of the tile spills (32-80 bytes against 24). Their
+// masked grids cover the buffer, as the one-role WGMMA kernel's do.
+CHORD_W4A16_HD constexpr bool w4a16_gemm_tile_loop(int warps_m, int warps_n) {
+  return w4a16_threads(warps_m, warps_n) != 256;
+}
 
 // Shared memory header: src rows, dst rows, scheduler scratch (64 ints); 128-byte aligned.
 CHORD_W4A16_HD constexpr int w4a16_smem_header_bytes(int block_m) {
@@ -243,11 +253,27 @@ CHORD_W4A16_HD constexpr long long w4a16_offsets_tiles(int block_m, int a_rows, 
              : a_rows;
 }
 
-// Number of M tiles (an upper bound where the mode's tiling is data dependent).
+// Masked mode: the counts are on the device, so the grid is sized from the host's hint of the
+// mean valid rows per group. The CTAs take the non-empty tiles in group order (tile slot s, then
+// s + slots, ...: W4A16Tiles<kW4A16Masked>), so a grid smaller than the tiles is still correct,
+// only slower; one larger than them has CTAs that find no tile. With the mean right, sum over
+// groups of ceil(rows / BM) <= G * mean / BM + G: one pass. Never more than the buffer's
+// G * ceil(max_m / BM) tiles (expected_m <= 0 asks for those). vLLM's batched buffers hold
+// thousands of rows per group for a few valid ones: sizing by max_m launched CTAs by the
+// thousand that only read a count and exit.
+CHORD_W4A16_HD constexpr long long w4a16_masked_tiles(int block_m, int num_groups, int max_m, int expected_m) {
+  return expected_m > 0 && ((long long)num_groups * expected_m + block_m - 1) / block_m + num_groups <
+                               (long long)num_groups * ((max_m + block_m - 1) / block_m)
+             ? ((long long)num_groups * expected_m + block_m - 1) / block_m + num_groups
+             : (long long)num_groups * ((max_m + block_m - 1) / block_m);
+}
+
+// Number of M tiles (an upper bound where the mode's tiling is data dependent; masked: the
+// grid's slots, w4a16_masked_tiles).
 CHORD_W4A16_HD constexpr long long w4a16_m_tiles(int mode, int block_m, int a_rows, int num_experts,
-                                                 int num_groups, int max_m, int capacity) {
+                                                 int num_groups, int max_m, int capacity, int expected_m = 0) {
   return mode == kW4A16Contiguous ? (a_rows + block_m - 1) / block_m
-         : mode == kW4A16Masked   ? (long long)num_groups * ((max_m + block_m - 1) / block_m)
+         : mode == kW4A16Masked   ? w4a16_masked_tiles(block_m, num_groups, max_m, expected_m)
          : mode == kW4A16Offsets  ? w4a16_offsets_tiles(block_m, a_rows, num_experts)
          : mode == kW4A16Indexed  ? (capacity + block_m - 1) / block_m
                                   : 0;
@@ -265,15 +291,15 @@ CHORD_W4A16_HD constexpr int w4a16_n_runs(int n, int block_n, int n_run) {
 // launch nothing. x must stay below 2^31.
 CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(int mode, int block_m, int block_n, int n, int a_rows,
                                               int num_experts, int num_groups, int max_m, int capacity,
-                                              int n_run = 1) {
+                                              int n_run = 1, int expected_m = 0) {
   return W4A16Dim3{(unsigned int)(w4a16_m_tiles(mode, block_m, a_rows, num_experts, num_groups, max_m,
-                                                capacity) *
+                                                capacity, expected_m) *
                                   w4a16_n_runs(n, block_n, n_run)),
                    1u, 1u};
 }
 CHORD_W4A16_HD constexpr W4A16Dim3 w4a16_grid(const W4A16Args& args, int block_m, int block_n, int n_run = 1) {
   return w4a16_grid(args.mode, block_m, block_n, args.n, args.a_rows, args.num_experts, args.num_groups,
-                    args.max_m, args.capacity, n_run);
+                    args.max_m, args.capacity, n_run, args.expected_m);
 }
 
 // Pack / unpack: 256 threads, grid-stride loops; any grid works, this one covers the work.

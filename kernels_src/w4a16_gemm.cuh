@@ -75,12 +75,14 @@ struct W4A16Config {
 };
 
 // ---------------------------------------------------------------------------------------
-// One output tile: tile `tile` of the mode's scheduler, weight rows n_block * BLOCK_N.., k blocks [kb0, kb0 + num_k). `split` is the CTA's
-// cluster rank with SPLIT_K > 1.
+// One output tile: tile `tile` of the mode's scheduler, weight rows n_block * BLOCK_N.., k blocks
+// [kb0, kb0 + num_k). `split` is the CTA's cluster rank with SPLIT_K > 1. Returns the tile the
+// CTA's loop over masked tiles ends at (w4a16_tiles_done), or 0 when the scheduler gives the
+// tile no rows; the same for every CTA of a cluster.
 // ---------------------------------------------------------------------------------------
 template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
-          int SPLIT_K, int GROUP_SUMS, int N_RUN = 1>
-__device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile, int n_block, int split, int kb0,
+          int SPLIT_K, int GROUP_SUMS, int N_RUN = 1, int MASKED_LOOP = 0>
+__device__ __forceinline__ int w4a16_gemm_tile(const W4A16Args& args, int tile, int n_block, int split, int kb0,
                                                 int num_k, int runs = 1) {
   // SPLIT_K > 1 (sm_90+, launched as clusters of SPLIT_K CTAs along x): the SPLIT_K CTAs of a
   // cluster share one output tile and each reduces its slice of K; rank 0 adds the others'
@@ -154,7 +156,9 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
 
   // Every CTA of a cluster resolves the same tile, so all of them return here or none does.
   int expert = -1;
-  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
+  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads, W4A16CtaSync, MASKED_LOOP != 0>(args, tile, s_src, s_dst,
+                                                                                            s_misc, expert))
+    return 0;
 
   bool narrow = false;  // kNarrowPath: rows 8..15 of the tile have no source
   if constexpr (kNarrowPath) {
@@ -699,7 +703,7 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
   }
 
   ptx::cp_async_wait<0>();
-  if constexpr (N_RUN > 1) return;  // every n block of the run is stored
+  if constexpr (N_RUN > 1) return w4a16_tiles_done<MODE, MASKED_LOOP != 0>(s_misc);  // every n block of the run is stored
   __syncthreads();
   if constexpr (SPLIT_K > 1) {
     // Ranks 1.. leave their partials in their own pipeline smem, [register][thread] so the
@@ -719,7 +723,7 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
       }
     }
     ptx::cluster_sync();  // the peers' shared memory must outlive rank 0's reads
-    if (split != 0) return;
+    if (split != 0) return w4a16_tiles_done<MODE, MASKED_LOOP != 0>(s_misc);
   }
 
   // Epilogue: fragments -> smem [BLOCK_M][BLOCK_N + 8] bf16 -> 16-byte row segments.
@@ -751,17 +755,15 @@ __device__ __forceinline__ void w4a16_gemm_tile(const W4A16Args& args, int tile,
       *reinterpret_cast<uint4_w*>(out + (long long)dst * args.ldc + (long long)n_block * BLOCK_N + ch * 8) = v;
     }
   }
+  return w4a16_tiles_done<MODE, MASKED_LOOP != 0>(s_misc);
 }
 
-// ---------------------------------------------------------------------------------------
-// The kernel body. Launch: grid = w4a16_grid(..., N_RUN) x SPLIT_K (clusters of SPLIT_K along x),
-// block = kThreads, dynamic smem = w4a16_smem_bytes(..., NF4 weights) (the pair table).
-// ---------------------------------------------------------------------------------------
-template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
-          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
-          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset, int N_RUN = 1>
-__device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
-  // N_RUN > 1: CTA c takes n blocks N_RUN * (c % n_runs).. of its tile (w4a16_n_runs).
+// This CTA's tile, `later` tiles past its first, all from blockIdx: CTA c takes n blocks
+// N_RUN * (c % n_runs).. of tile c / n_runs (w4a16_n_runs); cluster rank `split` of SPLIT_K takes
+// its slice of the k blocks.
+template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
+          int SPLIT_K, int GROUP_SUMS, int N_RUN, int MASKED_LOOP>
+__device__ __forceinline__ int w4a16_gemm_cta_tile(const W4A16Args& args, int later) {
   const int n_blocks = args.n / BLOCK_N;
   const int n_runs = w4a16_n_runs(args.n, BLOCK_N, N_RUN);
   const unsigned int cta = blockIdx.x / SPLIT_K;
@@ -771,8 +773,52 @@ __device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
   const int kb1 = (int)((long long)kb_tile * (split + 1) / SPLIT_K);
   const int n_block = (int)(cta % (unsigned int)n_runs) * N_RUN;
   const int runs = n_blocks - n_block < N_RUN ? n_blocks - n_block : N_RUN;
-  w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS, N_RUN>(
-      args, (int)(cta / (unsigned int)n_runs), n_block, split, kb0, kb1 - kb0, runs);
+  return w4a16_gemm_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS,
+                         N_RUN, MASKED_LOOP>(args, (int)(cta / (unsigned int)n_runs) + later, n_block, split, kb0,
+                                             kb1 - kb0, runs);
+}
+
+// A masked_loop CTA's tiles after its first: a call, so that the first tile's inlined code stays
+// close to the one-tile form (a loop around the inlined tile holds values across tiles: 129 ->
+// 174 registers on the BM16 x BN256 decode tile; the call costs a few bytes of saves outside the
+// main loop). It derives its n blocks and k slice again, so that only the loop's count and
+// position live across the first tile.
+template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N, int PATH, int WEIGHT,
+          int SPLIT_K, int GROUP_SUMS, int N_RUN>
+__device__ __noinline__ int w4a16_gemm_next_tile(const W4A16Args& args, int later) {
+  return w4a16_gemm_cta_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K,
+                             GROUP_SUMS, N_RUN, 1>(args, later);
+}
+
+// ---------------------------------------------------------------------------------------
+// The kernel body. Launch: grid = w4a16_grid(..., N_RUN) x SPLIT_K (clusters of SPLIT_K along x),
+// block = kThreads, dynamic smem = w4a16_smem_bytes(..., NF4 weights) (the pair table).
+// MASKED_LOOP (masked mode, fewer than 256 threads): the grid follows the hint
+// (w4a16_masked_tiles) and the CTAs take the compact schedule's tiles in turn; without it every
+// CTA takes one tile, and a masked grid must cover the buffer (expected_m = 0).
+// ---------------------------------------------------------------------------------------
+template <int MODE, int BLOCK_M, int BLOCK_N, int BLOCK_K, int STAGES, int WARPS_M, int WARPS_N,
+          int PATH = w4a16_default_path(BLOCK_M, WARPS_M, STAGES), int WEIGHT = kW4A16WeightInt4,
+          int SPLIT_K = 1, int GROUP_SUMS = kW4A16GroupSumsOffset, int N_RUN = 1, int MASKED_LOOP = 0>
+__device__ __forceinline__ void w4a16_gemm_body(const W4A16Args& args) {
+  static_assert(MASKED_LOOP == 0 || (MODE == kW4A16Masked && w4a16_gemm_tile_loop(WARPS_M, WARPS_N)),
+                "a masked tile loop needs a masked tile of fewer than 256 threads (w4a16_gemm_tile_loop)");
+  const int tiles = w4a16_gemm_cta_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT,
+                                        SPLIT_K, GROUP_SUMS, N_RUN, MASKED_LOOP>(args, 0);
+  if constexpr (MASKED_LOOP != 0) {
+    // The grid's slots take the groups' non-empty tiles in turn (w4a16_masked_tiles); the
+    // barrier keeps the next tile's routing and copies off the shared memory the last one's
+    // epilogue still reads.
+    const unsigned int n_runs = (unsigned int)w4a16_n_runs(args.n, BLOCK_N, N_RUN);
+    const int first = (int)(blockIdx.x / SPLIT_K / n_runs), slots = (int)(gridDim.x / SPLIT_K / n_runs);
+    for (int later = slots; first + later < tiles; later += slots) {
+      __syncthreads();
+      w4a16_gemm_next_tile<MODE, BLOCK_M, BLOCK_N, BLOCK_K, STAGES, WARPS_M, WARPS_N, PATH, WEIGHT, SPLIT_K, GROUP_SUMS,
+                           N_RUN>(args, later);
+    }
+  } else {
+    (void)tiles;
+  }
 }
 
 }  // namespace chord

@@ -11,7 +11,9 @@ namespace chord {
 // ---------------------------------------------------------------------------------------
 // Tile schedulers. resolve() is called by every thread of the CTA; it fills
 // s_src[BLOCK_M] (activation row, -1 = invalid) and s_dst[BLOCK_M] (output row, -1 = do not
-// write), sets `expert`, and returns false (uniformly) when the CTA has no work.
+// write), sets `expert`, and returns false (uniformly) when the CTA has no work. COMPACT: the
+// masked compact schedule, whose CTAs loop over tiles; false: the buffer-wide one, one tile per
+// CTA (W4A16Tiles<kW4A16Masked>). The other modes ignore it.
 // ---------------------------------------------------------------------------------------
 template <int MODE>
 struct W4A16Tiles;
@@ -31,7 +33,7 @@ struct W4A16NamedSync {
 
 template <>
 struct W4A16Tiles<kW4A16Contiguous> {
-  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync, bool COMPACT = false>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int* s_misc, int& expert) {
     const int row0 = tile * BLOCK_M;
@@ -52,9 +54,54 @@ struct W4A16Tiles<kW4A16Contiguous> {
   }
 };
 
+// Block-wide exclusive scan of the threads' tile counts nt (one per thread, after `carry`
+// tiles of earlier rounds): this thread's first tile. `total`: carry plus every thread's nt.
+// Writes s_warp[0, THREADS / 32); the caller syncs before the next round rewrites them.
+template <int THREADS, class Sync>
+__device__ __forceinline__ int w4a16_scan_tiles(int nt, int carry, int* s_warp, int& total) {
+  constexpr int kWarps = THREADS / 32;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int cnt = nt;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, cnt, d);
+    if (lane >= d) cnt += v;
+  }
+  if (lane == 31) s_warp[warp] = cnt;
+  Sync::sync();
+  int before = carry;
+  total = carry;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const int v = s_warp[w];
+    before += w < warp ? v : 0;
+    total += v;
+  }
+  return before + cnt - nt;
+}
+
 template <>
 struct W4A16Tiles<kW4A16Masked> {
-  // Tile `tile`'s group g and first row r0; false where the tile has no rows.
+  // Two schedules (COMPACT). Buffer-wide, for a grid of the buffer's G * ceil(max_m / BM) tiles:
+  // tile t is rows (t % tiles per group) * BM.. of group t / tiles per group, and a tile past its
+  // group's rows has nothing to do. Compact, for a grid sized by the hint (w4a16_masked_tiles;
+  // vLLM's batched buffers hold thousands of rows per group for a few valid ones): tile t is the
+  // t-th BLOCK_M slice of the groups' valid rows in group order, found by a block-wide scan of
+  // per-group tile counts (G <= a few hundred, L2 hits), and the CTAs take t, t + slots, ...
+  // while tiles are left; correct on any grid. Group g holds min(max(masked_m[g], 0), max_m)
+  // rows. s_misc[kTilesAt]: the compact schedule's tile count, where the CTAs' loop ends, so that
+  // a CTA needs no second scan to learn it has no more.
+  static constexpr int kTilesAt = 35;
+
+  // Whether a grid sized by the call's arguments is the compact schedule's (the hint asks for
+  // fewer tiles than the buffer holds; expected_m <= 0 asks for the buffer's).
+  template <int BLOCK_M>
+  __device__ __forceinline__ static bool compact(const W4A16Args& args) {
+    return args.expected_m > 0 && w4a16_masked_tiles(BLOCK_M, args.num_groups, args.max_m, args.expected_m) <
+                                      w4a16_masked_tiles(BLOCK_M, args.num_groups, args.max_m, 0);
+  }
+
+  // Buffer-wide: tile `tile`'s group g and first row r0; false where the tile has no rows.
   template <int BLOCK_M>
   __device__ __forceinline__ static bool rows_of(const W4A16Args& args, int tile, int& g, int& r0, int& count) {
     const int tiles_per_group = (args.max_m + BLOCK_M - 1) / BLOCK_M;
@@ -67,11 +114,48 @@ struct W4A16Tiles<kW4A16Masked> {
     return r0 < count;
   }
 
-  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  // Compact: tile `tile`'s group g, first row r0 and the group's rows; false past the last tile.
+  template <int BLOCK_M, int THREADS, class Sync>
+  __device__ __forceinline__ static bool compact_rows_of(const W4A16Args& args, int tile, int* s_misc, int& g, int& r0,
+                                                         int& count) {
+    const int* masked_m = static_cast<const int*>(args.masked_m);
+    const int groups = args.num_groups < args.num_experts ? args.num_groups : args.num_experts;
+    const int max_m = args.max_m;
+    if (threadIdx.x == 0) s_misc[32] = -1;
+    int carry = 0;
+    for (int base = 0; base < groups; base += THREADS) {
+      const int e = base + (int)threadIdx.x;
+      int rows = e < groups ? masked_m[e] : 0;
+      rows = rows < 0 ? 0 : (rows < max_m ? rows : max_m);
+      const int nt = (rows + BLOCK_M - 1) / BLOCK_M;
+      int total;
+      const int first = w4a16_scan_tiles<THREADS, Sync>(nt, carry, s_misc, total);
+      if (nt > 0 && tile >= first && tile < first + nt) {
+        s_misc[32] = e;
+        s_misc[33] = (tile - first) * BLOCK_M;
+        s_misc[34] = rows;
+      }
+      carry = total;
+      Sync::sync();  // s_misc[0..kWarps) is rewritten next round; publishes s_misc[32..34]
+    }
+    if (threadIdx.x == 0) s_misc[kTilesAt] = carry;
+    Sync::sync();  // also orders thread 0's s_misc[32] = -1 when the loop did not run
+    g = s_misc[32];
+    r0 = s_misc[33];
+    count = s_misc[34];
+    return g >= 0;
+  }
+
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync, bool COMPACT = false>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
-                                                 int*, int& expert) {
+                                                 int* s_misc, int& expert) {
     int g, r0, count;
-    if (!rows_of<BLOCK_M>(args, tile, g, r0, count)) return false;
+    if constexpr (COMPACT) {
+      if (!compact_rows_of<BLOCK_M, THREADS, Sync>(args, tile, s_misc, g, r0, count)) return false;
+    } else {
+      (void)s_misc;
+      if (!rows_of<BLOCK_M>(args, tile, g, r0, count)) return false;
+    }
     if (threadIdx.x < BLOCK_M) {
       const int r = r0 + (int)threadIdx.x;
       const int idx = r < count ? g * args.max_m + r : -1;
@@ -84,6 +168,18 @@ struct W4A16Tiles<kW4A16Masked> {
   }
 };
 
+// What a tile function returns once its tile is done: in the masked compact schedule, where the
+// CTA's loop over tiles (t, t + slots, ...) ends, its tile count (W4A16Tiles<kW4A16Masked>); 1
+// otherwise (one tile per CTA, or the warp-specialized kernel's own loop).
+template <int MODE, bool COMPACT>
+__device__ __forceinline__ int w4a16_tiles_done(const int* s_misc) {
+  if constexpr (MODE == kW4A16Masked && COMPACT) {
+    return s_misc[W4A16Tiles<kW4A16Masked>::kTilesAt];
+  } else {
+    return 1;
+  }
+}
+
 template <>
 struct W4A16Tiles<kW4A16Offsets> {
   // Tile t of the grid is the t-th BLOCK_M slice in expert order; each CTA recovers its
@@ -91,7 +187,7 @@ struct W4A16Tiles<kW4A16Offsets> {
   // Expert e owns rows [end(e-1), end(e)) with end(e) = clamp(max(offsets[0..e]), 0, S):
   // decreasing, negative or past-S offsets give empty or clipped segments, never two experts
   // writing the same row (the running max keeps the segments disjoint).
-  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync, bool COMPACT = false>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int* s_misc, int& expert) {
     constexpr int kWarps = THREADS / 32;
@@ -126,22 +222,8 @@ struct W4A16Tiles<kW4A16Offsets> {
       const int end = incl < 0 ? 0 : (incl < rows ? incl : rows);
       const int beg = excl < 0 ? 0 : (excl < rows ? excl : rows);
       const int nt = e < num_e && end > beg ? (end - beg + BLOCK_M - 1) / BLOCK_M : 0;
-      int cnt = nt;
-#pragma unroll
-      for (int d = 1; d < 32; d <<= 1) {
-        const int v = __shfl_up_sync(0xffffffffu, cnt, d);
-        if (lane >= d) cnt += v;
-      }
-      if (lane == 31) s_misc[warp] = cnt;
-      Sync::sync();
-      int before = carry, total = carry;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const int v = s_misc[w];
-        before += w < warp ? v : 0;
-        total += v;
-      }
-      const int first = before + cnt - nt;
+      int total;
+      const int first = w4a16_scan_tiles<THREADS, Sync>(nt, carry, s_misc, total);
       if (nt > 0 && tile >= first && tile < first + nt) {
         s_misc[32] = e;
         s_misc[33] = beg + (tile - first) * BLOCK_M;
@@ -170,7 +252,7 @@ template <>
 struct W4A16Tiles<kW4A16Indexed> {
   // vLLM moe_align_block_size: one expert id per block_size sorted ids; block_size is a
   // multiple of BLOCK_M, so a tile never straddles two vLLM blocks.
-  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync>
+  template <int BLOCK_M, int THREADS, class Sync = W4A16CtaSync, bool COMPACT = false>
   __device__ __forceinline__ static bool resolve(const W4A16Args& args, int tile, int* s_src, int* s_dst,
                                                  int*, int& expert) {
     // The three routing loads are issued together and judged after, so the tile waits one memory

@@ -41,7 +41,8 @@
 
 namespace chord {
 
-// The grid is the mma.sync path's: w4a16_grid(args, BLOCK_M, BLOCK_N) (n block fastest).
+// The grid is the mma.sync path's: w4a16_grid(args, BLOCK_M, BLOCK_N) (n block fastest); masked
+// calls launch it with expected_m = 0, the buffer-wide grid (one tile per CTA).
 
 // ZP: zero-point weights (32-bit {scale, bias} scale entries); G128: group-128 weights (one
 // scale row per stage).
@@ -167,7 +168,11 @@ __device__ __forceinline__ void w4a16_wgmma_body(const W4A16Args& args) {
   const int tile = (int)(blockIdx.x / (unsigned int)n_blocks);
 
   int expert = -1;
-  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads>(args, tile, s_src, s_dst, s_misc, expert)) return;
+  // One tile per CTA: masked calls take the buffer-wide schedule (a loop over tiles around this
+  // body spills or serializes its wgmma at the 128-register cap; the launch sizes its grid so).
+  if (!W4A16Tiles<MODE>::template resolve<BLOCK_M, kThreads, W4A16CtaSync, false>(args, tile, s_src, s_dst, s_misc,
+                                                                                  expert))
+    return;
   const int tid = threadIdx.x;
   if constexpr (kNF4) nf4_detail::nf4_fill_pair_table<kElem, kThreads, 16>(nf4_tab, tid);
   __syncthreads();  // not every scheduler ends on a barrier after its last s_src write; the table

@@ -138,7 +138,13 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     ptx::setmaxnreg_dec<56>();
     using Sync = W4A16NamedSync<1, kProducers>;
     const int n_blocks = N / BLOCK_N;
-    const int total = (int)w4a16_grid(args, BM, BLOCK_N).x;
+    // Masked, compact (W4A16Tiles<kW4A16Masked>): the tiles are the groups' non-empty ones in
+    // group order, however many the host's hint expected, up to the buffer's; the first without
+    // rows ends the loop.
+    bool compact = false;
+    if constexpr (MODE == kW4A16Masked) compact = W4A16Tiles<kW4A16Masked>::compact<BM>(args);
+    const int total = compact ? (int)(w4a16_masked_tiles(BM, args.num_groups, args.max_m, 0) * n_blocks)
+                              : (int)w4a16_grid(args, BM, BLOCK_N).x;
     constexpr int kAPieces = BM * 8 / kProducers;  // 8: rows tid / 8 + 16 i, chunk tid % 8
     const int a_row = tid >> 3, a_ch = tid & 7;
     const unsigned int a_dst = a_row * 128 + ((a_ch ^ (a_row & 7)) << 4);
@@ -164,8 +170,20 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       // Resolve straight into the slot: source rows here, output rows where the consumers read.
       int* dst = slots + slot * (BM + 4);
       int expert = -1;
-      if (!W4A16Tiles<MODE>::template resolve<BM, kProducers, Sync>(args, t / n_blocks, s_src, dst, s_misc, expert))
+      bool resolved;
+      if constexpr (MODE == kW4A16Masked) {  // one of two schedules, as the grid was sized
+        resolved = compact ? W4A16Tiles<MODE>::template resolve<BM, kProducers, Sync, true>(args, t / n_blocks, s_src,
+                                                                                          dst, s_misc, expert)
+                           : W4A16Tiles<MODE>::template resolve<BM, kProducers, Sync, false>(args, t / n_blocks, s_src,
+                                                                                           dst, s_misc, expert);
+      } else {
+        resolved = W4A16Tiles<MODE>::template resolve<BM, kProducers, Sync>(args, t / n_blocks, s_src, dst, s_misc,
+                                                                           expert);
+      }
+      if (!resolved) {
+        if (compact) break;
         continue;
+      }
       const int n_block = t % n_blocks;
       if (tid == 0) {
         dst[BM] = n_block;

@@ -221,6 +221,7 @@ Launch prepare(W4A16Problem problem, const W4A16Args& args, const chord_w4a16_we
       l.config = w4a16_searched_config(*plan, stream_capturing(stream), timer, JitRuntime::global().disk_cache());
     }
   }
+  l.config = w4a16_config_for_masked_grid(l.config, args);
   l.kernel = &JitRuntime::global().kernel(l.config.descriptor(l.device.arch), l.device.context);
   return l;
 }
@@ -292,8 +293,20 @@ thread_local std::optional<W4A16GemmConfig> t_last_config;
 void launch(const Launch& l, const W4A16Args& in_args, CUstream stream, bool check_routing = true) {
   t_last_config = l.config;
   W4A16Args args = in_args;
+  // A masked grid follows the hint only where the kernel loops over tiles; every other kernel
+  // takes one tile per CTA and gets a grid over the whole buffer (masked decode calls far below
+  // the buffer's rows go to a kernel that loops: the resolver's rejection).
+  if (args.mode == kW4A16Masked) {
+    const bool follows = w4a16_masked_grid_follows_hint(l.config, args);
+    // An mma.sync kernel's form must match its grid: the one-tile form on a hint-sized grid
+    // would leave tiles undone.
+    CHORD_REQUIRE(l.config.wgmma() || l.config.masked_loop == follows,
+                  "masked launch of {} on a {} grid", l.config.source().name, follows ? "hint-sized" : "buffer-wide");
+    if (!follows) args.expected_m = 0;
+  }
   set_tma_maps(l, &args);
-  // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles.
+  // w4a16_grid truncates to 32 bits: a row count x N that large would silently drop tiles. The
+  // bound is every tile's (masked: the buffer's, which its CTAs may loop up to).
   const long long ctas = w4a16_m_tiles(args.mode, l.config.block_m, args.a_rows, args.num_experts, args.num_groups,
                                        args.max_m, args.capacity) *
                          w4a16_n_runs(args.n, l.config.block_n, l.config.n_run) * l.config.split_k;
@@ -430,11 +443,15 @@ struct SearchResources {
 // the call's own inputs after a read of twice the L2 (a call in a model finds its weights in
 // DRAM), between two events. Returns each candidate's median in us (infinity: it failed).
 // The output is written by every launch; the call's own launch comes after.
-std::vector<double> time_configs(const DeviceContext& device, const std::vector<W4A16GemmConfig>& configs,
+std::vector<double> time_configs(const DeviceContext& device, const std::vector<W4A16GemmConfig>& candidates,
                                  const W4A16Args& args, CUstream stream) {
   constexpr int kSearchReps = 5;
   const DriverApi& d = driver();
-  const size_t n = configs.size();
+  const size_t n = candidates.size();
+  // Each candidate as these arguments run it (a masked grid that follows the hint loops).
+  std::vector<W4A16GemmConfig> configs;
+  configs.reserve(n);
+  for (const W4A16GemmConfig& c : candidates) configs.push_back(w4a16_config_for_masked_grid(c, args));
   JitRuntime& jit = JitRuntime::global();
   {
     const auto compile = [&jit, &configs, &device](size_t i) {
@@ -672,6 +689,7 @@ void w4a16_masked(const void* a, int64_t groups, int64_t max_m, const chord_w4a1
   args.masked_m = masked_m;
   args.num_groups = static_cast<int>(groups);
   args.max_m = static_cast<int>(max_m);
+  args.expected_m = static_cast<int>(problem.rows_per_expert);  // the grid's slots (w4a16_masked_tiles)
   launch(prepare(problem, args, weight, stream, kind), args, stream);
 }
 

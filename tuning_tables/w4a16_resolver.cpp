@@ -193,6 +193,27 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   return c;
 }
 
+// A masked call whose buffer holds over twice the tiles its hint's rows need (vLLM's batched
+// buffers: 2048 rows per group at EP8 for a few dozen), where the mma.sync alternative is a
+// decode tile (BM <= 32, the heuristic's up to about 21 rows per group): a kernel that takes one
+// tile per CTA (the one-role WGMMA kernel; takes_masked_loop) would launch every tile of the
+// buffer (ops/w4a16.cpp, launch), where the mma.sync decode tile takes the hint's tiles in turn
+// (w4a16_masked_tiles). Above that the mma.sync tiles are its prefill ones, slower than the
+// buffer-wide WGMMA grid. Measured on an H100, Kimi K2 EP8 /
+// 16 / 32 in vLLM's default buffer (bench_w4a16.py --only masked --capacity vllm, against the
+// buffer-wide grid in one process): 16 tokens per expert on mma.sync's BM32 tile 1.18-3.57x as
+// fast, 1.06-1.23x the WGMMA tile's time in a tight buffer; 32 and 64 tokens per expert on its
+// BM64 / BM128 tiles 0.51-1.44x as fast, slower on 9 of the 12 calls.
+bool masked_buffer_too_large(const W4A16GemmConfig& run, const W4A16Problem& p) {
+  if (p.mode != kW4A16Masked || run.takes_masked_loop() || p.num_groups <= 0 || p.max_m <= 0) {
+    return false;
+  }
+  if (heuristic(p).block_m > 32) return false;
+  const int hint = static_cast<int>(std::clamp<int64_t>(p.rows_per_expert, 1, p.max_m));
+  return w4a16_masked_tiles(run.block_m, p.num_groups, p.max_m, 0) >
+         2 * w4a16_masked_tiles(run.block_m, p.num_groups, p.max_m, hint);
+}
+
 // Why the call cannot run a candidate (`run`: as its weight kind runs it), or nullptr.
 const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const Environment& e) {
   if (run.wgmma()) {
@@ -204,6 +225,10 @@ const char* rejection(const W4A16GemmConfig& run, const W4A16Problem& p, const E
   if (const char* why = run.error()) return why;
   if (const char* why = run.shape_error(p.n, p.k)) return why;
   if (p.mode == kW4A16Indexed && p.block_size % run.block_m != 0) return "BLOCK_M does not divide the routing block";
+  if (masked_buffer_too_large(run, p)) {
+    return "this kernel takes one tile per CTA, so its grid would cover the masked buffer: over twice the hint's "
+           "tiles";
+  }
   if (run.smem_bytes() > max_shared_bytes_per_block(p.arch)) return "shared memory exceeds this GPU's per-CTA limit";
   return nullptr;
 }

@@ -171,9 +171,12 @@ CHORD_EXPORT chord_status_t chord_w4a16_contiguous(const void* a_dev, int64_t m,
                                                    const int32_t* m_indices_dev, void* out_dev, chord_stream_t stream);
 
 /* Masked: a [G, max_m, K], masked_m [G] int32 (valid rows of group g, expert g), out
- * [G, max_m, N]; rows past masked_m[g] untouched. expected_m: host hint (rows per group),
- * picks the config only; <= 0 means max_m. The grid covers all max_m rows of every group (the
- * counts are on the device), so a max_m far above the rows costs time. */
+ * [G, max_m, N]; rows past masked_m[g] untouched. expected_m: host hint, the mean rows per
+ * group (<= 0 means max_m); it picks the config and sizes the grid, whose CTAs take the groups'
+ * non-empty tiles in turn, so a hint below the rows costs time, never rows. On the kernels that
+ * take one tile per CTA (sm_90a's one-role WGMMA tiles, 32-128 rows; the 256-thread mma.sync
+ * tiles) the grid covers all max_m rows of every group, so there a max_m far above the rows
+ * costs time. */
 CHORD_EXPORT chord_status_t chord_w4a16_masked(const void* a_dev, int64_t G, int64_t max_m,
                                                const chord_w4a16_weight_t* weight, const int32_t* masked_m_dev,
                                                int64_t expected_m, void* out_dev, chord_stream_t stream);

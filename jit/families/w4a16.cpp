@@ -59,12 +59,12 @@ KernelDescriptor W4A16GemmConfig::descriptor(const Arch& arch) const {
   d.family = KernelFamily::kW4A16Gemm;
   d.arch = arch;
   // params[10] is the k schedule: 0 whole tiles, 2 / 4 / 8 cluster split-K. params[11] is the
-  // group-sums form plus 16 x (n_run - 1): 0 with the default form and no n-block run. So those
-  // descriptors (and cache keys) are unchanged.
+  // group-sums form plus 16 x (n_run - 1) plus 256 x masked_loop: 0 with the default form, no
+  // n-block run and no masked tile loop. So those descriptors (and cache keys) are unchanged.
   const int k_schedule = split_k > 1 ? split_k : 0;
   d.params = {mode,       block_m, block_n, block_k,    stages,
               warps_m,    warps_n, static_cast<int>(engine), warpgroups, weight,
-              k_schedule, group_sums + 16 * (n_run - 1)};
+              k_schedule, group_sums + 16 * (n_run - 1) + 256 * (masked_loop ? 1 : 0)};
   return d;
 }
 
@@ -83,7 +83,8 @@ W4A16GemmConfig W4A16GemmConfig::from(const KernelDescriptor& d) {
   // Any other k schedule stays as it is, for error() to refuse.
   c.split_k = d.params[10] == 0 ? 1 : d.params[10];
   c.group_sums = d.params[11] & 15;
-  c.n_run = (d.params[11] >> 4) + 1;
+  c.n_run = ((d.params[11] >> 4) & 15) + 1;
+  c.masked_loop = ((d.params[11] >> 8) & 1) != 0;
   return c;
 }
 
@@ -129,10 +130,11 @@ KernelSource W4A16GemmConfig::source() const {
                        warps_n);
   // INT4 (BF16) instantiations keep their original text (and so their cache entries); the other
   // kinds name the weight kind after the defaulted main-loop path. Likewise split-K, a group-sums
-  // variant other than the default and an n-block run: each spells out the defaulted arguments
-  // before its own (a run the group-sums form too, whose name suffix shows only when not 0).
+  // variant other than the default, an n-block run and a masked tile loop: each spells out the
+  // defaulted arguments before its own (a run the group-sums form too, whose name suffix shows
+  // only when not 0; a masked loop the run too).
   std::string weight_args;
-  const bool run = n_run > 1;
+  const bool run = n_run > 1 || masked_loop;
   if (weight != kW4A16WeightInt4 || split_k > 1 || group_sums != 0 || run) {
     s.name += w4a16_weight_suffix(weight);
     weight_args = fmt::format(", chord::w4a16_default_path({}, {}, {}), {}", block_m, warps_m, stages,
@@ -147,8 +149,12 @@ KernelSource W4A16GemmConfig::source() const {
     weight_args += fmt::format(", {}", group_sums);
   }
   if (run) {  // n_run n blocks per CTA (w4a16_grid's n_run)
-    s.name += fmt::format("_nr{}", n_run);
+    if (n_run > 1) s.name += fmt::format("_nr{}", n_run);
     weight_args += fmt::format(", {}", n_run);
+  }
+  if (masked_loop) {  // the CTAs take the masked compact schedule's tiles in turn
+    s.name += "_ml";
+    weight_args += ", 1";
   }
   // 256-thread (prefill) tiles: cap registers at 128 for 2 CTAs per SM (H200, kernel_check:
   // contiguous EP8 512 rows/expert BM128 3718 us vs 4603 us at 1 CTA/SM); smaller CTAs

@@ -34,6 +34,10 @@ struct W4A16GemmConfig {
   // kMmaSync staged tiles: n blocks one CTA reduces through one copy ring (1, 2, 4, 8;
   // w4a16_gemm_tile), for short-K calls whose one-block CTAs spend their time on fixed costs.
   int n_run = 1;
+  // kMmaSync masked tiles: the CTAs take the compact schedule's tiles in turn (kernel name suffix
+  // _ml; W4A16Tiles<kW4A16Masked>), for calls whose grid follows the hint rather than the buffer
+  // (w4a16_masked_grid_follows_hint). Off, the kernel is the one-tile-per-CTA form.
+  bool masked_loop = false;
 
   bool wgmma() const { return engine != W4A16Engine::kMmaSync; }  // either WGMMA kernel
   bool warp_specialized() const { return engine == W4A16Engine::kWgmmaWs; }
@@ -59,9 +63,20 @@ struct W4A16GemmConfig {
     if (wgmma()) return 2;
     return threads() == 256 ? 2 : 0;
   }
+  // Whether the kernel can loop over the masked compact schedule's tiles, so that its masked grid
+  // may follow the hint rather than the buffer (w4a16_masked_tiles): the mma.sync tiles below the
+  // register cap (w4a16_gemm_tile_loop; their masked_loop form) and the warp-specialized kernel
+  // (its tile loop). The one-role WGMMA kernel takes one tile per CTA (a loop spills or
+  // serializes its wgmma).
+  bool takes_masked_loop() const {
+    return warp_specialized() || (!wgmma() && w4a16_gemm_tile_loop(warps_m, warps_n));
+  }
   // Why the config is invalid (nullptr when valid).
   const char* error() const {
     if (wgmma() && n_run != 1) return "n-block runs are a mma.sync schedule";
+    if (masked_loop && (wgmma() || mode != kW4A16Masked || !takes_masked_loop())) {
+      return "a masked tile loop needs a masked mma.sync tile of fewer than 256 threads";
+    }
     if (warp_specialized()) {
       return split_k != 1                    ? "split-K is a mma.sync schedule"
              : group_sums != 0                ? "the group-sums forms are a mma.sync schedule"
@@ -136,5 +151,22 @@ KernelSource w4a16_pack_kernel_source(std::string name, const std::string& args_
 // last tile). Such a call would read the wrong rows without an error. `tiles`: the call's tiles
 // (CTAs before the warp-specialized kernel's clamp to one per SM).
 std::string w4a16_offset_limit_error(const W4A16GemmConfig& c, const W4A16Args& args, long long tiles, int sm_count);
+
+// Whether a masked call's grid follows the hint (w4a16_masked_tiles at args.expected_m) rather
+// than the buffer: where the hint asks for fewer tiles than the buffer holds and the config's
+// kernel can loop over them. Otherwise the launch zeroes expected_m and the grid covers the
+// buffer. An mma.sync config then runs its masked_loop form.
+inline bool w4a16_masked_grid_follows_hint(const W4A16GemmConfig& c, const W4A16Args& args) {
+  return args.mode == kW4A16Masked && c.takes_masked_loop() &&
+         w4a16_masked_tiles(c.block_m, args.num_groups, args.max_m, args.expected_m) <
+             w4a16_masked_tiles(c.block_m, args.num_groups, args.max_m, 0);
+}
+
+// The config as a masked call with these arguments runs it (masked_loop where the mma.sync grid
+// follows the hint).
+inline W4A16GemmConfig w4a16_config_for_masked_grid(W4A16GemmConfig c, const W4A16Args& args) {
+  c.masked_loop = !c.wgmma() && w4a16_masked_grid_follows_hint(c, args);
+  return c;
+}
 
 }  // namespace chord

@@ -786,8 +786,9 @@ def contiguous(a: torch.Tensor, packed: W4A16Weight, m_indices: torch.Tensor,
 def masked(a: torch.Tensor, packed: W4A16Weight, masked_m: torch.Tensor, expected_m: int,
            outputs: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """Grouped GEMM, masked layout: a [G, max_m, K] (packed.dtype); masked_m int32 [G] (valid rows of
-    group g, which uses expert g); expected_m: host hint of rows per group (picks the
-    config only). Returns [G, max_m, N]; rows past masked_m[g] are left untouched."""
+    group g, which uses expert g); expected_m: host hint, the mean rows per group (<= 0: max_m); it
+    picks the config and sizes the grid, whose CTAs take the groups' rows in turn, so a low hint
+    costs time, never rows. Returns [G, max_m, N]; rows past masked_m[g] are left untouched."""
     p = _packed(packed)
     if outputs is None:
         outputs = torch.empty(_leading(a, "a", 3)[:2] + (_dims(p)[1],), dtype=p.dtype, device=a.device)

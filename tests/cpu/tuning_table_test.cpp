@@ -685,6 +685,51 @@ TEST_CASE("tuning: offsets tiles are bounded by the rows and the experts that ca
   CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 0, 128, 0, 0, 0) == 0);
 }
 
+TEST_CASE("tuning: masked decode calls in a buffer over twice the hint's tiles leave the one-role WGMMA kernel for "
+          "mma.sync's decode tile, which takes the hint's tiles in turn; wider tiles and the warp-specialized kernel stay",
+          "[tuning]") {
+  // Masked EP8 gate_up, 48 groups of 16 expected rows: a tight buffer runs the narrow WGMMA tile.
+  chord::W4A16Problem p = problem(4096, 7168, 16);
+  p.num_groups = 48;
+  p.max_m = 32;
+  CHECK(chord::resolve_w4a16_config(p).engine == chord::W4A16Engine::kWgmma);
+  p.max_m = 64;  // two BM32 tiles per group against 1.5: still the WGMMA tile
+  CHECK(chord::resolve_w4a16_config(p).engine == chord::W4A16Engine::kWgmma);
+  p.max_m = 2048;  // vLLM's EP8 batched buffer: 64 tiles per group
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
+  CHECK(c.engine == chord::W4A16Engine::kMmaSync);
+  const std::vector<chord::W4A16Candidate> list = chord::w4a16_candidates(p);
+  REQUIRE(!list.empty());
+  CHECK(chord::w4a16_candidate_source(list.front()) == "narrow WGMMA tile");
+  CHECK_THAT(std::string(list.front().rejected ? list.front().rejected : ""), Catch::Contains("masked buffer"));
+  // 32 rows per group: mma.sync's alternative is its BM64 prefill tile, slower than the
+  // buffer-wide WGMMA grid; the WGMMA tile stays.
+  p.rows_per_expert = 32;
+  CHECK(chord::resolve_w4a16_config(p).engine == chord::W4A16Engine::kWgmma);
+  // Prefill-sized groups in a large buffer: the warp-specialized kernel loops over tiles itself.
+  p.rows_per_expert = 1024;
+  p.max_m = 8192;
+  CHECK(chord::resolve_w4a16_config(p).warp_specialized());
+}
+
+TEST_CASE("tuning: masked grids are sized by the hint's rows plus one tile per group, never past the buffer",
+          "[tuning]") {
+  using chord::w4a16_masked_tiles;
+  // vLLM's EP8 batched buffer (2048 rows per group) holding 8 rows per group over 32 groups:
+  // 32 x 8 / 16 + 32 tiles, not the buffer's 32 x 128.
+  CHECK(w4a16_masked_tiles(16, 32, 2048, 8) == 48);
+  CHECK(chord::w4a16_m_tiles(chord::kW4A16Masked, 16, 0, 32, 32, 2048, 0, 8) == 48);
+  CHECK(w4a16_masked_tiles(16, 32, 2048, 0) == 32 * 128);   // no hint: the buffer's tiles
+  CHECK(w4a16_masked_tiles(16, 32, 2048, -3) == 32 * 128);
+  CHECK(w4a16_masked_tiles(16, 32, 16, 8) == 32);           // a tight buffer: its own tiles
+  CHECK(w4a16_masked_tiles(64, 4, 100, 1) == 1 + 4);        // ceil(4 x 1 / 64) + 4
+  CHECK(w4a16_masked_tiles(8, 0, 2048, 8) == 0);            // no groups: nothing to launch
+  CHECK(w4a16_masked_tiles(8, 3, 0, 8) == 0);
+  // The hint is in the grid only through the slots: the same call without it covers the buffer.
+  CHECK(chord::w4a16_grid(chord::kW4A16Masked, 16, 128, 256, 0, 32, 32, 2048, 0, 1, 8).x == 48u * 2u);
+  CHECK(chord::w4a16_grid(chord::kW4A16Masked, 16, 128, 256, 0, 32, 32, 2048, 0, 1).x == 32u * 128u * 2u);
+}
+
 TEST_CASE("tuning: the warp-specialized WGMMA config says what is wrong with it", "[tuning]") {
   chord::W4A16GemmConfig c;
   c.engine = chord::W4A16Engine::kWgmmaWs;

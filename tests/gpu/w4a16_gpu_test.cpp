@@ -415,8 +415,21 @@ void check_indexed(const PackedWeight& w, const Routing& r, int a_rows, int kern
   });
 }
 
-}  // namespace
+// Runs this test binary's hidden test case `tag` in a child process with the environment
+// assignments `env` (the environment is read once per process) and checks that all its
+// tests passed.
+void check_child(const std::string& env, const char* tag) {
+  char self[4096] = {0};
+  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
+  const std::string command = env + " '" + self + "' '" + tag + "'";
+  int code = -1;
+  const std::string output = run_command(command, &code);
+  INFO(command << " -> " << output);
+  CHECK(code == 0);  // exited, with status 0
+  CHECK(output.find("All tests passed") != std::string::npos);
+}
 
+}  // namespace
 
 TEST_CASE("gpu w4a16: pack matches the reference packer, dequantize matches the logical weight", "[gpu][w4a16]") {
   const Fp16Scope dtype(GENERATE(false, true));
@@ -513,6 +526,55 @@ TEST_CASE("gpu w4a16: masked mode in a buffer far larger than its rows, one grou
     check_masked(w, {0, 3, 8, 17, max_m}, max_m, expected_m, rng, stream);
     check_masked(w, {1, 0, 9, 0, 2}, max_m, expected_m, rng, stream);
   }
+}
+
+// Run by the test below in child processes with an engine forced (CHORD_W4A16_ENGINE, and
+// CHORD_W4A16_SPLIT_K for the mma.sync clusters): masked calls whose grid, sized by the hint
+// (w4a16_masked_tiles), holds fewer tiles than the rows (each CTA takes several in turn), about
+// as many, and more (CTAs that find no tile), on the kernels that loop; on those that take one
+// tile per CTA (one-role WGMMA; mma.sync's 256-thread tile, which the forced engine picks for
+// the hint 0), the buffer-wide grid whatever the hint. 300 groups, more than a CTA's threads
+// (the tile scan's rounds), in a 1024-row buffer; full, empty, negative and past-max_m counts.
+TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every group's tiles", "[.gpu_masked_slots_child]") {
+  const char* engine = std::getenv("CHORD_W4A16_ENGINE");
+  if (engine == nullptr) return;  // only as the parent's child
+  const Fp16Scope dtype(GENERATE(false, true));
+  std::mt19937 rng(g_fp16 ? 5301 : 5300);
+  Stream stream;
+  const int e = 300, n = 256, k = 512, max_m = 1024;
+  PackedWeight w = make_weight(e, n, k, rng, stream);
+  std::vector<int32_t> masked_m(e);
+  for (int g = 0; g < e; ++g) masked_m[g] = rng() % 4 == 0 ? 0 : static_cast<int32_t>(rng() % 17);
+  masked_m[3] = max_m;
+  masked_m[150] = -5;
+  masked_m[151] = max_m + 40;  // counts as max_m
+  masked_m[e - 1] = 130;
+  for (int64_t expected_m : {int64_t{1}, int64_t{8}, int64_t{0}}) {
+    check_masked(w, masked_m, max_m, expected_m, rng, stream);
+    const std::string name = last_kernel_name();
+    INFO(name);
+    const std::string want = engine;
+    const bool ws = name.find("wgmma_ws") != std::string::npos, wgmma = name.find("wgmma") != std::string::npos;
+    CHECK(ws == (want == "wgmma_ws"));
+    CHECK(wgmma == (want != "mma_sync"));
+    if (const char* split = std::getenv("CHORD_W4A16_SPLIT_K")) {
+      CHECK(name.find(std::string("_sk") + split) != std::string::npos);
+    }
+  }
+  check_masked(w, std::vector<int32_t>(e, 0), max_m, 8, rng, stream);  // no rows at all
+}
+
+TEST_CASE("gpu w4a16: masked calls take every group's tiles whatever the hint sizes the grid to, on every engine",
+          "[gpu][w4a16]") {
+  Stream stream;
+  std::vector<std::string> engines = {"CHORD_W4A16_ENGINE=mma_sync"};
+  if (chord::current_device_context(stream.get()).arch.sm() == 90) {
+    engines.insert(engines.end(), {"CHORD_W4A16_ENGINE=mma_sync CHORD_W4A16_SPLIT_K=2", "CHORD_W4A16_ENGINE=wgmma",
+                                   "CHORD_W4A16_ENGINE=wgmma_ws"});
+  } else {
+    WARN("the WGMMA engines and split-K clusters are sm_90a only: mma.sync checked alone");
+  }
+  for (const std::string& env : engines) check_child(env, "[.gpu_masked_slots_child]");
 }
 
 TEST_CASE("gpu w4a16: offsets mode with uneven and empty experts", "[gpu][w4a16]") {
@@ -684,6 +746,7 @@ void check_every_mode(std::mt19937& rng, const Stream& stream, int k, int k_min,
     PackedWeight w = make_weight(6, 256, k, rng, stream);
     check_contiguous(w, {1, 0, 130, 7, 0, 256}, rng, stream);
     check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 8, rng, stream);           // decode-sized groups
+    check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 1, rng, stream);           // a low hint: CTAs take several tiles
     check_masked(w, {200, 0, 256, 17, 1, 256}, 256, 256, rng, stream);  // prefill-sized groups
     check_offsets(w, {1, 0, 0, 5, 2, 0}, rng, stream);                   // M = 8 routed rows, ragged
     check_offsets(w, {300, 0, 17, 513, 1, 64}, rng, stream);
@@ -704,6 +767,7 @@ void check_every_mode(std::mt19937& rng, const Stream& stream, int k, int k_min,
     // Few rows and a long K: split-K on sm_90+ (clusters), one CTA per tile elsewhere.
     PackedWeight w = make_weight(4, 128, 4096, rng, stream);
     check_offsets(w, {1, 0, 2, 1}, rng, stream);
+    check_masked(w, {33, 0, 2, 17}, 64, 1, rng, stream);  // clusters that take several tiles each
     if (k_odd > 0) {
       PackedWeight odd = make_weight(4, 128, k_odd, rng, stream);
       check_offsets(odd, {1, 0, 2, 1}, rng, stream);
@@ -781,20 +845,6 @@ void check_decode_modes(std::mt19937& rng, const Stream& stream) {
   }
   PackedWeight long_k = make_weight(4, 128, 4096, rng, stream);
   check_offsets(long_k, {1, 0, 2, 1}, rng, stream);
-}
-
-// Runs this test binary's hidden test case `tag` in a child process with the environment
-// assignments `env` (the environment is read once per process) and checks that all its
-// tests passed.
-void check_child(const std::string& env, const char* tag) {
-  char self[4096] = {0};
-  REQUIRE(readlink("/proc/self/exe", self, sizeof self - 1) > 0);
-  const std::string command = env + " '" + self + "' '" + tag + "'";
-  int code = -1;
-  const std::string output = run_command(command, &code);
-  INFO(command << " -> " << output);
-  CHECK(code == 0);  // exited, with status 0
-  CHECK(output.find("All tests passed") != std::string::npos);
 }
 
 // Run by the test below in a child process whose CHORD_W4A16_GROUP_SUMS is set (the environment
@@ -952,6 +1002,7 @@ TEST_CASE("gpu w4a16 wgmma tile child: every mode on the process's forced WGMMA 
   PackedWeight w = make_weight(e, n, k, rng, stream);
   const int max_m = 3 * bm + 5;
   check_masked(w, {0, 1, bm, bm - 3, max_m, 2 * bm + 1}, max_m, bm, rng, stream);
+  check_masked(w, {0, 1, bm, bm - 3, max_m, 2 * bm + 1}, max_m, 1, rng, stream);  // CTAs take several tiles
   check_masked(w, {0, 0, 0, 0, 0, 0}, max_m, bm, rng, stream);
   // Experts whose last tile holds half a tile plus three rows, a quarter plus one, or one row short.
   check_masked(w, {bm / 2 + 3, bm / 4 + 1, bm + bm / 2 + 3, 0, bm + bm / 4 + 1, bm - 1}, max_m, bm, rng, stream);
