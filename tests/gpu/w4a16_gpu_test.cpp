@@ -557,6 +557,10 @@ TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every
     const bool ws = name.find("wgmma_ws") != std::string::npos, wgmma = name.find("wgmma") != std::string::npos;
     CHECK(ws == (want == "wgmma_ws"));
     CHECK(wgmma == (want != "mma_sync"));
+    // mma.sync: the hint-sized grid runs the looping form (_ml); no hint, the 256-thread tile
+    // and its buffer-wide grid.
+    const bool loop_form = name.size() > 3 && name.compare(name.size() - 3, 3, "_ml") == 0;
+    CHECK(loop_form == (want == "mma_sync" && expected_m > 0));
     if (const char* split = std::getenv("CHORD_W4A16_SPLIT_K")) {
       CHECK(name.find(std::string("_sk") + split) != std::string::npos);
     }
