@@ -155,11 +155,12 @@ struct W4A16Dim3 {
 CHORD_W4A16_HD constexpr int w4a16_threads(int warps_m, int warps_n) { return 32 * warps_m * warps_n; }
 
 // Whether a mma.sync tile can loop over the masked compact schedule's tiles (its MASKED_LOOP form,
-// W4A16Tiles<kW4A16Masked>): not the 256-thread tiles, compiled at the 128-register cap of two
-// CTAs per SM, where the loop's called copy of the tile spills (32-80 bytes against 24). Their
-// masked grids cover the buffer, as the one-role WGMMA kernel's do.
+// W4A16Tiles<kW4A16Masked>): the tiles of fewer than 256 threads. The 256-thread tiles are compiled
+// at the 128-register cap of two CTAs per SM, where the loop's called copy of the tile spills
+// (32-80 bytes against 24); their masked grids cover the buffer, as the one-role WGMMA kernel's
+// do.
 CHORD_W4A16_HD constexpr bool w4a16_gemm_tile_loop(int warps_m, int warps_n) {
-  return w4a16_threads(warps_m, warps_n) != 256;
+  return w4a16_threads(warps_m, warps_n) < 256;
 }
 
 // Shared memory header: src rows, dst rows, scheduler scratch (64 ints); 128-byte aligned.

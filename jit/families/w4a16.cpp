@@ -11,6 +11,10 @@ namespace {
 // A descriptor read back from elsewhere gets the checks descriptor() made when it was built.
 KernelSource generate_gemm(const KernelDescriptor& d) {
   const W4A16GemmConfig c = W4A16GemmConfig::from(d);
+  // params[11]'s bits past the group-sums form, the n-block run and the masked loop name nothing.
+  if (d.params[11] & ~0x1ff) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 kernel descriptor is invalid: params[11] = {}", d.params[11]);
+  }
   if (const char* why = c.error()) fail(CHORD_ERROR_INVALID_ARGUMENT, "W4A16 kernel descriptor is invalid: {}", why);
   return c.source();
 }

@@ -686,7 +686,8 @@ TEST_CASE("tuning: offsets tiles are bounded by the rows and the experts that ca
 }
 
 TEST_CASE("tuning: masked decode calls in a buffer over twice the hint's tiles leave the one-role WGMMA kernel for "
-          "mma.sync's decode tile, which takes the hint's tiles in turn; wider tiles and the warp-specialized kernel stay",
+          "mma.sync's decode tile, which takes the hint's tiles in turn, while wider tiles and the warp-specialized "
+          "kernel stay",
           "[tuning]") {
   // Masked EP8 gate_up, 48 groups of 16 expected rows: a tight buffer runs the narrow WGMMA tile.
   chord::W4A16Problem p = problem(4096, 7168, 16);

@@ -919,6 +919,9 @@ TEST_CASE("gpu w4a16 n-run child: every mode under the process's CHORD_W4A16_N_R
   CHECK(last_kernel_name().find("_nr" + std::to_string(want)) != std::string::npos);
   check_masked(w, std::vector<int32_t>(e, 0), 8, 4, rng, stream);  // no rows at all
   check_masked(w, {16, 0, 9, 1, 0, 16, 2, 15}, 16, 8, rng, stream);  // 16-token tiles
+  // A buffer far above a low hint: the runs of the masked tile loop (its early return each tile).
+  check_masked(w, {0, 1, 8, 3, 0, 5, 2, 7}, 64, 1, rng, stream);
+  CHECK(last_kernel_name().find("_nr" + std::to_string(want) + "_ml") != std::string::npos);
   check_offsets(w, {1, 0, 0, 5, 2, 0, 3, 1}, rng, stream);
   check_offsets(w, {0, 1, 0, 0, 0, 0, 0, 0}, rng, stream);  // one row
   check_contiguous(w, {1, 0, 7, 3, 0, 2, 1, 8}, rng, stream);
