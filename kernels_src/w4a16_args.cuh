@@ -269,6 +269,14 @@ CHORD_W4A16_HD constexpr long long w4a16_masked_tiles(int block_m, int num_group
              : (long long)num_groups * ((max_m + block_m - 1) / block_m);
 }
 
+// Whether the masked grid sized by the hint is the compact schedule's (W4A16Tiles<kW4A16Masked>):
+// the hint asks for fewer tiles than the buffer holds. expected_m <= 0 is tested first: a
+// buffer-wide grid's CTAs past the rows do little else before they exit.
+CHORD_W4A16_HD constexpr bool w4a16_masked_compact(int block_m, int num_groups, int max_m, int expected_m) {
+  return expected_m > 0 && w4a16_masked_tiles(block_m, num_groups, max_m, expected_m) <
+                               w4a16_masked_tiles(block_m, num_groups, max_m, 0);
+}
+
 // Number of M tiles (an upper bound where the mode's tiling is data dependent; masked: the
 // grid's slots, w4a16_masked_tiles).
 CHORD_W4A16_HD constexpr long long w4a16_m_tiles(int mode, int block_m, int a_rows, int num_experts,

@@ -93,14 +93,6 @@ struct W4A16Tiles<kW4A16Masked> {
   // a CTA needs no second scan to learn it has no more.
   static constexpr int kTilesAt = 35;
 
-  // Whether a grid sized by the call's arguments is the compact schedule's (the hint asks for
-  // fewer tiles than the buffer holds; expected_m <= 0 asks for the buffer's).
-  template <int BLOCK_M>
-  __device__ __forceinline__ static bool compact(const W4A16Args& args) {
-    return args.expected_m > 0 && w4a16_masked_tiles(BLOCK_M, args.num_groups, args.max_m, args.expected_m) <
-                                      w4a16_masked_tiles(BLOCK_M, args.num_groups, args.max_m, 0);
-  }
-
   // Buffer-wide: tile `tile`'s group g and first row r0; false where the tile has no rows.
   template <int BLOCK_M>
   __device__ __forceinline__ static bool rows_of(const W4A16Args& args, int tile, int& g, int& r0, int& count) {

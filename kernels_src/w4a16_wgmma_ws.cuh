@@ -142,7 +142,9 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // group order, however many the host's hint expected, up to the buffer's; the first without
     // rows ends the loop.
     bool compact = false;
-    if constexpr (MODE == kW4A16Masked) compact = W4A16Tiles<kW4A16Masked>::compact<BM>(args);
+    if constexpr (MODE == kW4A16Masked) {
+      compact = w4a16_masked_compact(BM, args.num_groups, args.max_m, args.expected_m);
+    }
     const int total = compact ? (int)(w4a16_masked_tiles(BM, args.num_groups, args.max_m, 0) * n_blocks)
                               : (int)w4a16_grid(args, BM, BLOCK_N).x;
     constexpr int kAPieces = BM * 8 / kProducers;  // 8: rows tid / 8 + 16 i, chunk tid % 8

@@ -158,8 +158,7 @@ std::string w4a16_offset_limit_error(const W4A16GemmConfig& c, const W4A16Args& 
 // buffer. An mma.sync config then runs its masked_loop form.
 inline bool w4a16_masked_grid_follows_hint(const W4A16GemmConfig& c, const W4A16Args& args) {
   return args.mode == kW4A16Masked && c.takes_masked_loop() &&
-         w4a16_masked_tiles(c.block_m, args.num_groups, args.max_m, args.expected_m) <
-             w4a16_masked_tiles(c.block_m, args.num_groups, args.max_m, 0);
+         w4a16_masked_compact(c.block_m, args.num_groups, args.max_m, args.expected_m);
 }
 
 // The config as a masked call with these arguments runs it (masked_loop where the mma.sync grid
