@@ -64,8 +64,10 @@ CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int bloc
              : nullptr;
 }
 
-// Warp-specialized variant (w4a16_wgmma_ws.cuh): 128-token tiles, one producer and two consumer
-// warpgroups, one CTA per SM.
+// Warp-specialized variant (w4a16_wgmma_ws.cuh): one producer and two consumer warpgroups, one
+// CTA per SM. Its tiles have 128 tokens; masked calls may also take 32, 48, 64 or 96 (INT4: the
+// tiles of a few dozen rows per group in vLLM's batched buffers, where the persistent tile loop
+// takes only the groups' non-empty tiles; docs/kernels.md).
 constexpr int kW4A16WgmmaWsBlockM = 128;
 constexpr int kW4A16WgmmaWsThreads = 384;
 // The warp-specialized kernel copies the activation rows with TMA (one 128-row x 64-element box
@@ -114,28 +116,31 @@ constexpr int kW4A16WsStoreRowBytes = 272;
 CHORD_W4A16_HD constexpr bool w4a16_wgmma_ws_async_stores(int block_n, int stages, bool nf4) {
   return block_n == 256 && stages <= 4 && !nf4;
 }
-CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_epi_bytes(int block_n, int stages, bool nf4) {
-  return w4a16_wgmma_ws_async_stores(block_n, stages, nf4) ? 2 * kW4A16WgmmaWsBlockM * kW4A16WsStoreRowBytes : 8 * 512;
+CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_epi_bytes(int block_m, int block_n, int stages, bool nf4) {
+  return w4a16_wgmma_ws_async_stores(block_n, stages, nf4) ? 2 * block_m * kW4A16WsStoreRowBytes : 8 * 512;
 }
-// The stages, the barriers, the tile slots of 128 output rows + 4 ints, the producer's 128 source
-// rows, 64 scheduler ints, the epilogue staging (above), the NF4 pair table (BN256: 64 KiB of
+// The stages, the barriers, the tile slots of BLOCK_M output rows + 4 ints, the producer's BLOCK_M
+// source rows, 64 scheduler ints, the epilogue staging (above), the NF4 pair table (BN256: 64 KiB of
 // 256-byte entries, BN128: 32 KiB; 256 bytes of alignment slack); 1024 bytes of alignment
 // slack.
-CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_smem_bytes(int block_n, int stages, bool nf4, bool zp = false,
-                                                       bool g128 = false) {
-  return 1024 + w4a16_wgmma_stage_bytes(kW4A16WgmmaWsBlockM, block_n, zp, g128) * stages +
-         w4a16_wgmma_ws_barrier_bytes(stages) +
-         (kW4A16WgmmaWsSlots * (kW4A16WgmmaWsBlockM + 4) + kW4A16WgmmaWsBlockM + 64) * 4 +
-         w4a16_wgmma_ws_epi_bytes(block_n, stages, nf4) + (nf4 ? 256 * (block_n == 256 ? 64 : 32) * 4 + 256 : 0);
+CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_smem_bytes(int block_m, int block_n, int stages, bool nf4,
+                                                       bool zp = false, bool g128 = false) {
+  return 1024 + w4a16_wgmma_stage_bytes(block_m, block_n, zp, g128) * stages + w4a16_wgmma_ws_barrier_bytes(stages) +
+         (kW4A16WgmmaWsSlots * (block_m + 4) + block_m + 64) * 4 + w4a16_wgmma_ws_epi_bytes(block_m, block_n, stages, nf4) +
+         (nf4 ? 256 * (block_n == 256 ? 64 : 32) * 4 + 256 : 0);
 }
-CHORD_W4A16_HD constexpr const char* w4a16_wgmma_ws_config_error(int mode, int block_n, int stages, bool nf4,
-                                                                 bool zp = false, bool g128 = false) {
-  return (block_n != 128 && block_n != 256) ? "BLOCK_N must be 128 or 256 (one or two m64 tiles per consumer)"
+CHORD_W4A16_HD constexpr const char* w4a16_wgmma_ws_config_error(int mode, int block_m, int block_n, int stages,
+                                                                 bool nf4, bool zp = false, bool g128 = false) {
+  return (block_m != kW4A16WgmmaWsBlockM && block_m != 32 && block_m != 48 && block_m != 64 && block_m != 96)
+             ? "the warp-specialized WGMMA kernel has 128-token tiles (masked INT4: also 32, 48, 64, 96)"
+         : (block_m != kW4A16WgmmaWsBlockM && (mode != kW4A16Masked || nf4))
+             ? "the warp-specialized WGMMA kernel has 128-token tiles outside masked INT4 calls"
+         : (block_n != 128 && block_n != 256) ? "BLOCK_N must be 128 or 256 (one or two m64 tiles per consumer)"
          : (stages < 3 || stages > 12)      ? "STAGES must be in [3, 12]"
-         : (mode == kW4A16Contiguous && kW4A16ContiguousAlign % kW4A16WgmmaWsBlockM != 0)
-             ? "CONTIGUOUS needs 128-row alignment"
-         : (w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4, zp, g128) > 227 * 1024) ? "shared memory exceeds 227 KiB"
-                                                                                    : nullptr;
+         : (mode == kW4A16Contiguous && kW4A16ContiguousAlign % block_m != 0) ? "CONTIGUOUS needs 128-row alignment"
+         : (w4a16_wgmma_ws_smem_bytes(block_m, block_n, stages, nf4, zp, g128) > 227 * 1024)
+             ? "shared memory exceeds 227 KiB"
+             : nullptr;
 }
 
 // Shape rules: N % BLOCK_N == 0, K % 64 == 0 (the packed layout already needs K % 64 == 0).

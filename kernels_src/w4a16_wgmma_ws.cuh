@@ -20,8 +20,9 @@
 // copies are in flight during a tile's epilogue. Tiles reach the consumers through
 // kW4A16WgmmaWsSlots slots (output rows, n block, a "done" mark, the wgmma width) with their
 // own full / empty mbarriers; NF4 tiles whose rows fit in the first 64 tokens run the m64n64
-// wgmma. The resolver runs it for NF4 prefill and large long-K INT4 prefill
-// (docs/kernels.md).
+// wgmma. The resolver runs it for NF4 prefill and large long-K INT4 prefill, and on tiles of
+// 48 or 96 tokens (BLOCK_M) for masked INT4 calls of a few dozen rows per group in buffers far
+// larger, where its loop takes only the groups' non-empty tiles (docs/kernels.md).
 #pragma once
 
 #include "w4a16_wgmma.cuh"
@@ -41,9 +42,9 @@ __device__ __forceinline__ void consumer_sync(int consumer) {
 
 }  // namespace w4a16_ws_detail
 
-template <int MODE, int BLOCK_N, int STAGES, int WEIGHT>
+template <int MODE, int BLOCK_N, int STAGES, int WEIGHT, int BLOCK_M>
 struct W4A16WgmmaWsConfig {
-  static constexpr int kBlockM = kW4A16WgmmaWsBlockM;
+  static constexpr int kBlockM = BLOCK_M;
   static constexpr int kThreads = kW4A16WgmmaWsThreads;
   static constexpr bool kZp = w4a16_has_zero_point(WEIGHT);
   static constexpr bool kG128 = w4a16_is_g128(WEIGHT);
@@ -55,15 +56,16 @@ struct W4A16WgmmaWsConfig {
   static constexpr int kSBytes = BLOCK_N * (kZp ? 8 : 4) / (kG128 ? 2 : 1);
   static constexpr int kTiles = BLOCK_N / 128;  // m64 tiles per consumer warpgroup
   static constexpr int kAcc = kBlockM / 2;
-  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT), kZp, kG128) == nullptr,
+  static_assert(w4a16_wgmma_ws_config_error(MODE, BLOCK_M, BLOCK_N, STAGES, w4a16_is_nf4(WEIGHT), kZp, kG128) == nullptr,
                 "invalid W4A16 warp-specialized WGMMA config (see w4a16_wgmma_ws_config_error)");
 };
 
 // Launch: grid = any (the launcher: min(tiles, SMs)), block = 384, dynamic smem =
-// w4a16_wgmma_ws_smem_bytes(BLOCK_N, STAGES, nf4), __launch_bounds__(384, 1).
-template <int MODE, int BLOCK_N, int STAGES, int WEIGHT = kW4A16WeightInt4>
+// w4a16_wgmma_ws_smem_bytes(BLOCK_M, BLOCK_N, STAGES, nf4), __launch_bounds__(384, 1). BLOCK_M is
+// last so that the 128-token kernels' entry points keep their text.
+template <int MODE, int BLOCK_N, int STAGES, int WEIGHT = kW4A16WeightInt4, int BLOCK_M = kW4A16WgmmaWsBlockM>
 __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
-  using Cfg = W4A16WgmmaWsConfig<MODE, BLOCK_N, STAGES, WEIGHT>;
+  using Cfg = W4A16WgmmaWsConfig<MODE, BLOCK_N, STAGES, WEIGHT, BLOCK_M>;
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   using namespace w4a16_detail;
   using namespace w4a16_ws_detail;
@@ -109,7 +111,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   // folded into the load); BN128 on 128-byte entries (its contiguous S6 build serializes the
   // wgmma with the wider table, C7511).
   constexpr int kReplicas = kTiles == 2 ? 64 : 32;
-  const unsigned int nf4_tab = (epi_base + w4a16_wgmma_ws_epi_bytes(BLOCK_N, STAGES, kNF4) + 255u) & ~255u;
+  const unsigned int nf4_tab = (epi_base + w4a16_wgmma_ws_epi_bytes(BM, BLOCK_N, STAGES, kNF4) + 255u) & ~255u;
 
   const int tid = threadIdx.x;
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
@@ -314,11 +316,13 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
     // `wide`: ptx::Wgmma<BM>, else ptx::Wgmma<BM / 2> on the tile's first BM / 2 tokens (the other
     // accumulators keep stale values; their rows are not stored). A constant at each call.
     auto mma_step = [&](int i, int j, const unsigned int(&a)[4], unsigned long long desc0, bool first, bool wide) {
-      if (wide) {
-        ptx::Wgmma<BM>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
-      } else {
-        ptx::Wgmma<BM / 2>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
+      if constexpr (kNarrowTiles) {
+        if (!wide) {
+          ptx::Wgmma<BM / 2>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
+          return;
+        }
       }
+      ptx::Wgmma<BM>::template mma<kF16>(acc[i], a, desc0 + 2 * j, j > 0 || !first);
     };
     auto k_block = [&](unsigned int(&af)[kTiles][4][4], bool first, bool wide) {
       ptx::mbar_wait(bar_full + 8 * stage, full_parity);
@@ -420,7 +424,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       pending_slot = -1;
     };
 
-    // kAsyncStores: this warpgroup's 128 tokens x 128 outputs of the finished tile (slot `slot`),
+    // kAsyncStores: this warpgroup's BM tokens x 128 outputs of the finished tile (slot `slot`),
     // token rows of kW4A16WsStoreRowBytes, one bulk copy per valid token row (thread t: token
     // t), then the slot is free: the copies complete while the next tile runs.
     const unsigned int wg_staging = epi_base + (unsigned int)(cw * BM * kW4A16WsStoreRowBytes);
@@ -440,7 +444,7 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
       ptx::fence_proxy_async_shared();  // the generic-proxy writes, read by the bulk copies
       consumer_sync(cw);
       const int t = warp * 32 + lane;
-      const int dst = rows[t];
+      const int dst = t < BM ? rows[t] : -1;
       if (dst >= 0) {
         ptx::bulk_store(out + (long long)dst * args.ldc + rows[BM] * BLOCK_N + cw * 128,
                    wg_staging + (unsigned int)(t * kW4A16WsStoreRowBytes), 128 * 2);

@@ -265,8 +265,8 @@ CUtensorMap packed_map(const void* base, const W4A16MapShape& s) {
 }
 
 // The warp-specialized kernel's TMA maps: the packed weight and scales (one box of each per
-// stage), and in contiguous, masked and offsets mode A, 128 rows x 64 elements (128 bytes: one
-// swizzle span) per box, as the kernel's shared-memory stage lays them out.
+// stage), and in contiguous, masked and offsets mode A, BLOCK_M rows x 64 elements (128 bytes:
+// one swizzle span) per box, as the kernel's shared-memory stage lays them out.
 void set_tma_maps(const Launch& l, W4A16Args* args) {
   if (!l.config.warp_specialized()) return;
   const int bn = l.config.block_n;
@@ -278,7 +278,7 @@ void set_tma_maps(const Launch& l, W4A16Args* args) {
   const long long rows = w4a16_a_total_rows(args->mode, args->a_rows, args->num_groups, args->max_m);
   set_map(&args->a_map, make_tensor_map_2d(args->a, CU_TENSOR_MAP_DATA_TYPE_UINT16, static_cast<uint64_t>(rows),
                                            static_cast<uint64_t>(args->k), static_cast<uint64_t>(args->lda),
-                                           kW4A16WgmmaWsBlockM, kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B));
+                                           l.config.block_m, kW4A16WgmmaBlockK, CU_TENSOR_MAP_SWIZZLE_128B));
 }
 
 // The config of the last W4A16 GEMM call this thread made (w4a16_last_kernel): the decode tile

@@ -163,6 +163,18 @@ bool ws_promotes(const W4A16Problem& p) {
 
 bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
 
+// Whether a masked call's buffer holds over twice the tiles of `block_m` rows that its hint's
+// rows need (w4a16_masked_tiles): a kernel that takes one tile per CTA launches every one.
+bool masked_buffer_exceeds_hint(int block_m, const W4A16Problem& p) {
+  if (p.mode != kW4A16Masked || p.num_groups <= 0 || p.max_m <= 0) return false;
+  const int hint = static_cast<int>(std::clamp<int64_t>(p.rows_per_expert, 1, p.max_m));
+  return w4a16_masked_tiles(block_m, p.num_groups, p.max_m, 0) >
+         2 * w4a16_masked_tiles(block_m, p.num_groups, p.max_m, hint);
+}
+
+// The warp-specialized kernel's stages on tiles under 128 tokens.
+constexpr int kWsNarrowStages = 6;
+
 // INT4 masked and offsets calls of 11 to 64 expected rows per expert: a one-role WGMMA tile just
 // wide enough for 1.5x the hint (32, 48 or 96 tokens; wgmma N), so that an expert's rows fit one
 // tile and the MMAs do little padding. In these modes a tile covers one expert's consecutive
@@ -181,6 +193,16 @@ bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }
 // on skewed Mixtral draws whose hot experts hold several blocks. Blocks of 64 keep the tables'
 // and the WGMMA defaults' BM64 tile: at TP8 1024 tokens (21 rows per expert, block 64) the
 // 32-token tile took 251 us against BM64's 206.
+// Masked calls of 33 to 96 tile rows (22-64 tokens per expert) whose buffer holds over twice the
+// tiles their hint's rows need (vLLM's batched buffers: 2048 rows per group at EP8, 8192 at EP32,
+// for a few dozen) take the same tile height on the warp-specialized kernel instead: the one-role
+// tile takes one tile per CTA, so its grid covers the whole buffer, where the persistent kernel's
+// CTAs take only the groups' non-empty tiles (the compact schedule). Its BN256 needs two tiles per
+// SM, as above. Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 32 and 64 tokens per expert,
+// vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against the buffer-wide
+// one-role tiles): 1.16-2.70x faster on all 12 calls, and 1.00-1.08x the one-role tiles' time in
+// a buffer twice the mean rows. Its 128-token tile was slower than the one-role tiles on EP8
+// gate_up (0.86x / 0.98x): its padding rows make it tensor-bound.
 std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   const bool indexed = p.mode == kW4A16Indexed;
   if (w4a16_is_nf4(p.weight) || (p.mode != kW4A16Masked && p.mode != kW4A16Offsets && !indexed)) return std::nullopt;
@@ -189,7 +211,14 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   W4A16GemmConfig c = wgmma_defaults(p);
   c.block_m = rows <= 32 ? 32 : rows <= 48 ? 48 : 96;
   const double ctas = expected_active_tiles(p, c.block_m) * (p.n / 256);
-  c.block_n = c.block_m <= 48 && p.n % 256 == 0 && ctas >= 2.0 * p.sm_count ? 256 : 128;
+  const bool two_per_sm = p.n % 256 == 0 && ctas >= 2.0 * p.sm_count;
+  if (c.block_m > 32 && masked_buffer_exceeds_hint(c.block_m, p)) {
+    c.engine = W4A16Engine::kWgmmaWs;
+    c.block_n = two_per_sm ? 256 : 128;
+    c.stages = kWsNarrowStages;
+    return c;
+  }
+  c.block_n = c.block_m <= 48 && two_per_sm ? 256 : 128;
   return c;
 }
 
@@ -205,13 +234,8 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
 // fast, 1.06-1.23x the WGMMA tile's time in a tight buffer; 32 and 64 tokens per expert on its
 // BM64 / BM128 tiles 0.51-1.44x as fast, slower on 9 of the 12 calls.
 bool masked_buffer_too_large(const W4A16GemmConfig& run, const W4A16Problem& p) {
-  if (p.mode != kW4A16Masked || run.takes_masked_loop() || p.num_groups <= 0 || p.max_m <= 0) {
-    return false;
-  }
-  if (heuristic(p).block_m > 32) return false;
-  const int hint = static_cast<int>(std::clamp<int64_t>(p.rows_per_expert, 1, p.max_m));
-  return w4a16_masked_tiles(run.block_m, p.num_groups, p.max_m, 0) >
-         2 * w4a16_masked_tiles(run.block_m, p.num_groups, p.max_m, hint);
+  if (run.takes_masked_loop() || heuristic(p).block_m > 32) return false;
+  return masked_buffer_exceeds_hint(run.block_m, p);
 }
 
 // Why the call cannot run a candidate (`run`: as its weight kind runs it), or nullptr.

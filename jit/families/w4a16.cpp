@@ -97,12 +97,17 @@ KernelSource W4A16GemmConfig::source() const {
   if (warp_specialized()) {
     // One CTA per SM: 384 threads share 168 registers each (setmaxnreg moves them to the
     // consumers); docs/kernels.md, "WGMMA prefill, warp-specialized".
-    s.name = fmt::format("w4a16_wgmma_ws_{}_n{}s{}", w4a16_mode_name(mode), block_n, stages);
+    // The 128-token tiles keep the names (and texts) they had before the kernel took other tile
+    // heights.
+    const bool tall = block_m == kW4A16WgmmaWsBlockM;
+    s.name = tall ? fmt::format("w4a16_wgmma_ws_{}_n{}s{}", w4a16_mode_name(mode), block_n, stages)
+                  : fmt::format("w4a16_wgmma_ws_{}_m{}n{}s{}", w4a16_mode_name(mode), block_m, block_n, stages);
     s.name += w4a16_weight_suffix(weight);
+    const std::string block_m_arg = tall ? "" : fmt::format(", {}", block_m);
     s.text = entry_point_source("w4a16_wgmma_ws.cuh", fmt::format("{}, {}", threads(), launch_min_blocks()),
                                 "W4A16Args",
-                                fmt::format("chord::w4a16_wgmma_ws_body<{}, {}, {}, {}>", static_cast<int>(mode),
-                                            block_n, stages, static_cast<int>(weight)));
+                                fmt::format("chord::w4a16_wgmma_ws_body<{}, {}, {}, {}{}>", static_cast<int>(mode),
+                                            block_n, stages, static_cast<int>(weight), block_m_arg));
     s.text += kernel_meta_definition(
         KernelMeta{static_cast<uint32_t>(threads()), static_cast<uint32_t>(smem_bytes()), 1});
     return s;

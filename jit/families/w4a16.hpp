@@ -50,7 +50,7 @@ struct W4A16GemmConfig {
                               : w4a16_threads(warps_m, warps_n);
   }
   int smem_bytes() const {
-    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_n, stages, nf4(), zero_point(), g128())
+    return warp_specialized() ? w4a16_wgmma_ws_smem_bytes(block_m, block_n, stages, nf4(), zero_point(), g128())
            : wgmma()          ? w4a16_wgmma_smem_bytes(block_m, block_n, stages, nf4(), zero_point(), g128())
                               : w4a16_smem_bytes(block_m, block_n, block_k, stages, nf4(), zero_point(), g128());
   }
@@ -78,11 +78,9 @@ struct W4A16GemmConfig {
       return "a masked tile loop needs a masked mma.sync tile of fewer than 256 threads";
     }
     if (warp_specialized()) {
-      return split_k != 1                    ? "split-K is a mma.sync schedule"
-             : group_sums != 0                ? "the group-sums forms are a mma.sync schedule"
-             : block_m != kW4A16WgmmaWsBlockM ? "the warp-specialized WGMMA kernel has 128-token tiles"
-                                              : w4a16_wgmma_ws_config_error(mode, block_n, stages, nf4(), zero_point(),
-                                                                            g128());
+      return split_k != 1     ? "split-K is a mma.sync schedule"
+             : group_sums != 0 ? "the group-sums forms are a mma.sync schedule"
+                               : w4a16_wgmma_ws_config_error(mode, block_m, block_n, stages, nf4(), zero_point(), g128());
     }
     if (wgmma() && block_k != kW4A16WgmmaBlockK) return "the WGMMA kernels have BLOCK_K 64";
     if (wgmma()) {

@@ -100,8 +100,8 @@ struct WsCfg {
   static constexpr int BM = chord::kW4A16WgmmaWsBlockM, BN = BN_, BK = 64, ST = ST_;
   static constexpr bool kTab = WEIGHT_ != chord::kW4A16WeightInt4;
   static constexpr int kThreads = chord::kW4A16WgmmaWsThreads;
-  static constexpr int kSmem = chord::w4a16_wgmma_ws_smem_bytes(BN, ST, kTab);
-  static constexpr bool supports(int mode) { return chord::w4a16_wgmma_ws_config_error(mode, BN, ST, kTab) == nullptr; }
+  static constexpr int kSmem = chord::w4a16_wgmma_ws_smem_bytes(chord::kW4A16WgmmaWsBlockM, BN, ST, kTab);
+  static constexpr bool supports(int mode) { return chord::w4a16_wgmma_ws_config_error(mode, chord::kW4A16WgmmaWsBlockM, BN, ST, kTab) == nullptr; }
   static std::string name() {
     char b[96];
     std::snprintf(b, sizeof b, "wgmma_ws BM128_BN%d_S%d%s", BN, ST,

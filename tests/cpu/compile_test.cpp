@@ -381,6 +381,60 @@ static long spill_stores(const chord::W4A16GemmConfig& c, const chord::Arch& arc
   return std::stol(log.substr(start, at - start));
 }
 
+TEST_CASE("compile: the warp-specialized kernel's masked INT4 tiles of 32-96 tokens build for sm_90a with no "
+          "serialized wgmma and no spills, and every other tile height or mode is refused",
+          "[compile]") {
+  // The resolver runs them for masked calls of a few dozen rows per group in buffers far larger
+  // (narrow_wgmma). Each INT4 kind, both BLOCK_N, at the resolver's 6 stages; 4 stages take the
+  // short-K bulk stores at BN256.
+  const chord::Arch arch = chord::parse_arch("sm_90a");
+  int checked = 0;
+  for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp,
+                      chord::kW4A16WeightInt4G128, chord::kW4A16WeightInt4ZpG128Fp16}) {
+    for (int block_m : {32, 48, 64, 96}) {
+      for (int block_n : {128, 256}) {
+        chord::W4A16GemmConfig c;
+        c.engine = chord::W4A16Engine::kWgmmaWs;
+        c.mode = chord::kW4A16Masked;
+        c.block_m = block_m;
+        c.block_n = block_n;
+        c.block_k = 64;
+        c.stages = block_n == 256 && block_m == 48 && weight == chord::kW4A16WeightInt4 ? 4 : 6;
+        c.weight = weight;
+        REQUIRE(c.error() == nullptr);
+        const std::string name = c.source().name;
+        CHECK(name.find("_m" + std::to_string(block_m) + "n") != std::string::npos);
+        CHECK(chord::W4A16GemmConfig::from(c.descriptor(arch)).block_m == block_m);
+        CHECK(spill_stores(c, arch) == 0);
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked == 40);
+  chord::W4A16GemmConfig c;
+  c.engine = chord::W4A16Engine::kWgmmaWs;
+  c.mode = chord::kW4A16Masked;
+  c.block_n = 256;
+  c.block_k = 64;
+  c.stages = 6;
+  for (int block_m : {16, 40, 80, 256}) {
+    c.block_m = block_m;
+    CHECK(std::string(c.error()).find("128-token tiles") != std::string::npos);
+  }
+  c.block_m = 64;
+  CHECK(c.error() == nullptr);
+  c.weight = chord::kW4A16WeightNF4;
+  CHECK(std::string(c.error()).find("outside masked INT4 calls") != std::string::npos);
+  c.weight = chord::kW4A16WeightInt4;
+  for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+    c.mode = mode;
+    CHECK(std::string(c.error()).find("outside masked INT4 calls") != std::string::npos);
+  }
+  c.mode = chord::kW4A16Masked;
+  c.block_m = 128;
+  CHECK(c.source().name == "w4a16_wgmma_ws_masked_n256s6");  // the 128-token tiles keep their names
+}
+
 TEST_CASE("compile: INT4 group 128 (symmetric and zero points, BF16 and FP16) builds every engine, tile and mode on "
           "every arch",
           "[compile]") {
@@ -487,7 +541,7 @@ TEST_CASE("compile: the warp-specialized WGMMA body builds its BN128 tiles for s
                              std::to_string(weight) + ">(args);\n}\n" +
                              chord::kernel_meta_definition(chord::KernelMeta{
                                  static_cast<uint32_t>(chord::kW4A16WgmmaWsThreads),
-                                 static_cast<uint32_t>(chord::w4a16_wgmma_ws_smem_bytes(128, 6, weight != 0)), 1});
+                                 static_cast<uint32_t>(chord::w4a16_wgmma_ws_smem_bytes(128, 128, 6, weight != 0)), 1});
     const chord::CubinInfo info = chord::read_cubin_info(compile_sm90a_unserialized("w4a16_wgmma_ws_test", text, {}));
     CHECK(info.arch == "sm_90a");
     CHECK(info.meta.threads == 384);

@@ -476,7 +476,7 @@ TEST_CASE("tuning: engines - WGMMA for INT4 and NF4 prefill on sm_90a only, a th
   CHECK(c.block_n == 256);
   CHECK(c.threads() == 384);
   CHECK(c.smem_bytes() <= 227 * 1024);
-  CHECK(c.smem_bytes() > chord::w4a16_wgmma_ws_smem_bytes(c.block_n, c.stages, false));  // the table is counted
+  CHECK(c.smem_bytes() > chord::w4a16_wgmma_ws_smem_bytes(c.block_m, c.block_n, c.stages, false));  // the table is counted
   // INT4 prefill too from K = 768 on (6 stages: no pair table); at K = 256 (TP8 down) the
   // one-role kernel at two CTAs per SM.
   chord::W4A16Problem int4 = nf4;
@@ -685,9 +685,8 @@ TEST_CASE("tuning: offsets tiles are bounded by the rows and the experts that ca
   CHECK(chord::w4a16_m_tiles(chord::kW4A16Offsets, 8, 0, 128, 0, 0, 0) == 0);
 }
 
-TEST_CASE("tuning: masked decode calls in a buffer over twice the hint's tiles leave the one-role WGMMA kernel for "
-          "mma.sync's decode tile, which takes the hint's tiles in turn, while wider tiles and the warp-specialized "
-          "kernel stay",
+TEST_CASE("tuning: masked calls in a buffer over twice the hint's tiles leave the one-role WGMMA kernel for a kernel "
+          "that takes the hint's tiles in turn: mma.sync's decode tile, the warp-specialized kernel above",
           "[tuning]") {
   // Masked EP8 gate_up, 48 groups of 16 expected rows: a tight buffer runs the narrow WGMMA tile.
   chord::W4A16Problem p = problem(4096, 7168, 16);
@@ -703,10 +702,35 @@ TEST_CASE("tuning: masked decode calls in a buffer over twice the hint's tiles l
   REQUIRE(!list.empty());
   CHECK(chord::w4a16_candidate_source(list.front()) == "narrow WGMMA tile");
   CHECK_THAT(std::string(list.front().rejected ? list.front().rejected : ""), Catch::Contains("masked buffer"));
-  // 32 rows per group: mma.sync's alternative is its BM64 prefill tile, slower than the
-  // buffer-wide WGMMA grid; the WGMMA tile stays.
+  // 32 and 64 rows per group: the narrow tile's height on the warp-specialized kernel, whose tile
+  // loop takes the groups' non-empty tiles; in a tight buffer the one-role tile.
   p.rows_per_expert = 32;
+  chord::W4A16GemmConfig narrow = chord::resolve_w4a16_config(p);
+  CHECK(narrow.warp_specialized());
+  CHECK(narrow.block_m == 48);
+  CHECK(narrow.block_n == 256);  // 48 groups x 16 n blocks: over two tiles per SM
+  CHECK(narrow.error() == nullptr);
+  p.rows_per_expert = 64;
+  narrow = chord::resolve_w4a16_config(p);
+  CHECK(narrow.warp_specialized());
+  CHECK(narrow.block_m == 96);
+  p.max_m = 96;
   CHECK(chord::resolve_w4a16_config(p).engine == chord::W4A16Engine::kWgmma);
+  p.rows_per_expert = 32;
+  p.max_m = 64;
+  CHECK(chord::resolve_w4a16_config(p).engine == chord::W4A16Engine::kWgmma);
+  // EP32 gate_up in vLLM's buffer: 12 groups x 16 n blocks of 256 leave SMs idle; BN128.
+  p.num_groups = 12;
+  p.max_m = 8192;
+  narrow = chord::resolve_w4a16_config(p);
+  CHECK(narrow.warp_specialized());
+  CHECK(narrow.block_n == 128);
+  p.num_groups = 48;
+  // NF4 keeps its tiles (the warp-specialized kernel's shorter tiles are INT4's).
+  p.weight = chord::kW4A16WeightNF4;
+  CHECK(chord::resolve_w4a16_config(p).error() == nullptr);
+  CHECK_FALSE(chord::resolve_w4a16_config(p).block_m == 48);
+  p.weight = chord::kW4A16WeightInt4;
   // Prefill-sized groups in a large buffer: the warp-specialized kernel loops over tiles itself.
   p.rows_per_expert = 1024;
   p.max_m = 8192;
@@ -743,7 +767,7 @@ TEST_CASE("tuning: the warp-specialized WGMMA config says what is wrong with it"
   REQUIRE(c.error() == nullptr);
   CHECK(c.wgmma());
   CHECK(c.threads() == 384);
-  CHECK(c.smem_bytes() == chord::w4a16_wgmma_ws_smem_bytes(256, 5, true));
+  CHECK(c.smem_bytes() == chord::w4a16_wgmma_ws_smem_bytes(128, 256, 5, true));
   CHECK(c.shape_error(1536, 2048) == nullptr);
   CHECK(std::string(c.shape_error(1536 + 128, 2048)).find("multiple of BLOCK_N") != std::string::npos);
   auto error_of = [&](auto change) {

@@ -528,8 +528,9 @@ TEST_CASE("gpu w4a16: masked mode in a buffer far larger than its rows, one grou
   }
 }
 
-// Run by the test below in child processes with an engine forced (CHORD_W4A16_ENGINE, and
-// CHORD_W4A16_SPLIT_K for the mma.sync clusters): masked calls whose grid, sized by the hint
+// Run by the test below in child processes with an engine forced (CHORD_W4A16_ENGINE, with
+// CHORD_W4A16_SPLIT_K for the mma.sync clusters and CHORD_W4A16_BM / _BN for the
+// warp-specialized kernel's shorter tiles): masked calls whose grid, sized by the hint
 // (w4a16_masked_tiles), holds fewer tiles than the rows (each CTA takes several in turn), about
 // as many, and more (CTAs that find no tile), on the kernels that loop; on those that take one
 // tile per CTA (one-role WGMMA; mma.sync's 256-thread tile, which the forced engine picks for
@@ -564,6 +565,7 @@ TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every
     if (const char* split = std::getenv("CHORD_W4A16_SPLIT_K")) {
       CHECK(name.find(std::string("_sk") + split) != std::string::npos);
     }
+    if (const char* bm = std::getenv("CHORD_W4A16_BM")) CHECK(name.find(std::string("_m") + bm + "n") != std::string::npos);
   }
   check_masked(w, std::vector<int32_t>(e, 0), max_m, 8, rng, stream);  // no rows at all
 }
@@ -573,8 +575,12 @@ TEST_CASE("gpu w4a16: masked calls take every group's tiles whatever the hint si
   Stream stream;
   std::vector<std::string> engines = {"CHORD_W4A16_ENGINE=mma_sync"};
   if (chord::current_device_context(stream.get()).arch.sm() == 90) {
+    // The warp-specialized kernel's masked tiles under 128 tokens: 48 (three 16-row copy pieces
+    // per producer thread), 96 on BN128 (one m64 tile per consumer), 32.
     engines.insert(engines.end(), {"CHORD_W4A16_ENGINE=mma_sync CHORD_W4A16_SPLIT_K=2", "CHORD_W4A16_ENGINE=wgmma",
-                                   "CHORD_W4A16_ENGINE=wgmma_ws"});
+                                   "CHORD_W4A16_ENGINE=wgmma_ws", "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=48",
+                                   "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=96 CHORD_W4A16_BN=128",
+                                   "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=32"});
   } else {
     WARN("the WGMMA engines and split-K clusters are sm_90a only: mma.sync checked alone");
   }
