@@ -758,6 +758,13 @@ void check_every_mode(std::mt19937& rng, const Stream& stream, int k, int k_min,
     check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 8, rng, stream);           // decode-sized groups
     check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 1, rng, stream);           // a low hint: CTAs take several tiles
     check_masked(w, {200, 0, 256, 17, 1, 256}, 256, 256, rng, stream);  // prefill-sized groups
+    // A few dozen rows per group in a buffer far larger (vLLM's batched buffers): on sm_90a the
+    // warp-specialized kernel's 48-token tile (narrow_wgmma), under every weight kind.
+    check_masked(w, {40, 0, 25, 33, 64, 12}, 512, 32, rng, stream);
+    if (chord::current_device_context(stream.get()).arch.sm() == 90 && std::getenv("CHORD_W4A16_ENGINE") == nullptr &&
+        std::getenv("CHORD_W4A16_BM") == nullptr) {
+      CHECK(last_kernel_name().find("wgmma_ws_masked_m48n128") != std::string::npos);
+    }
     check_offsets(w, {1, 0, 0, 5, 2, 0}, rng, stream);                   // M = 8 routed rows, ragged
     check_offsets(w, {300, 0, 17, 513, 1, 64}, rng, stream);
     check_offsets(w, {0, 1, 0, 0, 0, 0}, rng, stream);                   // one row
