@@ -200,7 +200,7 @@ constexpr int kWsNarrowStages = 6;
 // CTAs take only the groups' non-empty tiles (the compact schedule). Its BN256 needs two tiles per
 // SM, as above. Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 32 and 64 tokens per expert,
 // vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against the buffer-wide
-// one-role tiles): 1.16-2.70x faster on all 12 calls, and 1.00-1.08x the one-role tiles' time in
+// one-role tiles): 1.16-2.70x faster on all 12 calls, and 0.99-1.08x the one-role tiles' time in
 // a buffer twice the mean rows. Its 128-token tile was slower than the one-role tiles on EP8
 // gate_up (0.86x / 0.98x): its padding rows make it tensor-bound.
 std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
