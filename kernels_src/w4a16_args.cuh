@@ -75,7 +75,7 @@ struct W4A16Args {
                              // the grid (w4a16_masked_tiles), never which rows are computed
   int mode;                  // W4A16Mode, informational (the kernel is specialised on MODE)
   // The warp-specialized kernel in contiguous / masked / offsets mode (w4a16_tma_activations):
-  // A as rows of K, w4a16_a_total_rows rows, 128 x 64-element boxes with the 128-byte swizzle.
+  // A as rows of K, w4a16_a_total_rows rows, BLOCK_M x 64-element boxes with the 128-byte swizzle.
   W4A16TmaMap a_map;
   // The warp-specialized kernel: the packed weight and scales (w4a16_weight_map_shape,
   // w4a16_scale_map_shape for its BLOCK_N).

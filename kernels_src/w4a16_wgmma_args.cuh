@@ -70,8 +70,8 @@ CHORD_W4A16_HD constexpr const char* w4a16_wgmma_config_error(int mode, int bloc
 // takes only the groups' non-empty tiles; docs/kernels.md).
 constexpr int kW4A16WgmmaWsBlockM = 128;
 constexpr int kW4A16WgmmaWsThreads = 384;
-// The warp-specialized kernel copies the activation rows with TMA (one 128-row x 64-element box
-// per stage, from args.a_map) in CONTIGUOUS, MASKED and OFFSETS mode, where a tile's rows are one
+// The warp-specialized kernel copies the activation rows with TMA (one BLOCK_M-row x 64-element
+// box per stage, from args.a_map) in CONTIGUOUS, MASKED and OFFSETS mode, where a tile's rows are one
 // consecutive range of A. INDEXED gathers its rows with cp.async (TMA boxes of one row each
 // measured 1.4-1.8x slower). With the weights and scales loaded by TMA as well, a CONTIGUOUS
 // stage is all TMA (one producer thread, no proxy fence): 1.7-1.8% faster than cp.async rows on
@@ -108,7 +108,7 @@ CHORD_W4A16_HD constexpr int w4a16_wgmma_ws_barrier_bytes(int stages) {
   return ((2 * stages + 2 * kW4A16WgmmaWsSlots) * 8 + 15) / 16 * 16;
 }
 // INT4 BN256 at <= 4 stages (short K: TP8's down, four k blocks a tile) stores its output
-// through the TMA engine: each consumer warpgroup stages its 128 tokens x 128 outputs in shared
+// through the TMA engine: each consumer warpgroup stages its BLOCK_M tokens x 128 outputs in shared
 // memory (token rows padded to 272 bytes against bank conflicts) and issues one bulk copy per
 // token row, which completes while the next tile runs. Other configs store from registers
 // through a 512-byte transpose buffer per consumer warp.

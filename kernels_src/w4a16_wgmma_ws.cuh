@@ -91,6 +91,8 @@ __device__ __forceinline__ void w4a16_wgmma_ws_body(const W4A16Args& args) {
   // BLOCK_N 256 instantiations once the kernel holds both widths (C7511, "insufficient
   // register resources"), so INT4 tail tiles run at full width.
   constexpr bool kNarrowTiles = kNF4;
+  // The narrow-tile test reads all 128 of a slot's rows (NF4 runs 128-token tiles only).
+  static_assert(!kNarrowTiles || BM == kW4A16WgmmaWsBlockM, "half-width tail tiles need 128-token tiles");
 
   extern __shared__ __align__(1024) unsigned char w4a16_wgmma_smem[];
   const unsigned int raw_base = ptx::smem_addr(w4a16_wgmma_smem);

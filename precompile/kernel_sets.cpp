@@ -65,6 +65,10 @@ int auto_routing_block(double rows) {
   return 64;
 }
 
+// vLLM's default batched (masked) buffer per dispatching rank: its max_num_batched_tokens for
+// DeepEP low-latency and NIXL EP with data parallelism (docs/vllm.md).
+constexpr int kVllmBatchedRowsPerRank = 256;
+
 // The routed calls whose decode kernels (split-K, narrow WGMMA tiles) a set holds: tokens
 // routed top_k on a GPU of sm_count SMs.
 struct RoutedCalls {
@@ -114,6 +118,15 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
               p.num_groups = split.experts_local;
               p.max_m = 2 * rows;
               add(resolve_w4a16_config(p).descriptor(arch));
+              // And in vLLM's default batched buffer (256 rows per dispatching rank, the EP ranks),
+              // as the launch runs it: a grid that follows the hint may take other kernels.
+              p.max_m = std::max(2 * rows, kVllmBatchedRowsPerRank * split.ep);
+              W4A16Args args{};
+              args.mode = kW4A16Masked;
+              args.num_groups = p.num_groups;
+              args.max_m = p.max_m;
+              args.expected_m = rows;
+              add(w4a16_config_for_masked_grid(resolve_w4a16_config(p), args).descriptor(arch));
             }
           }
         }

@@ -193,16 +193,6 @@ constexpr int kWsNarrowStages = 6;
 // on skewed Mixtral draws whose hot experts hold several blocks. Blocks of 64 keep the tables'
 // and the WGMMA defaults' BM64 tile: at TP8 1024 tokens (21 rows per expert, block 64) the
 // 32-token tile took 251 us against BM64's 206.
-// Masked calls of 33 to 96 tile rows (22-64 tokens per expert) whose buffer holds over twice the
-// tiles their hint's rows need (vLLM's batched buffers: 2048 rows per group at EP8, 8192 at EP32,
-// for a few dozen) take the same tile height on the warp-specialized kernel instead: the one-role
-// tile takes one tile per CTA, so its grid covers the whole buffer, where the persistent kernel's
-// CTAs take only the groups' non-empty tiles (the compact schedule). Its BN256 needs two tiles per
-// SM, as above. Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 32 and 64 tokens per expert,
-// vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against the buffer-wide
-// one-role tiles): 1.16-2.70x faster on all 12 calls, and 0.99-1.08x the one-role tiles' time in
-// a buffer twice the mean rows. Its 128-token tile was slower than the one-role tiles on EP8
-// gate_up (0.86x / 0.98x): its padding rows make it tensor-bound.
 std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   const bool indexed = p.mode == kW4A16Indexed;
   if (w4a16_is_nf4(p.weight) || (p.mode != kW4A16Masked && p.mode != kW4A16Offsets && !indexed)) return std::nullopt;
@@ -211,15 +201,28 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   W4A16GemmConfig c = wgmma_defaults(p);
   c.block_m = rows <= 32 ? 32 : rows <= 48 ? 48 : 96;
   const double ctas = expected_active_tiles(p, c.block_m) * (p.n / 256);
-  const bool two_per_sm = p.n % 256 == 0 && ctas >= 2.0 * p.sm_count;
-  if (c.block_m > 32 && masked_buffer_exceeds_hint(c.block_m, p)) {
-    c.engine = W4A16Engine::kWgmmaWs;
-    c.block_n = two_per_sm ? 256 : 128;
-    c.stages = kWsNarrowStages;
-    return c;
-  }
-  c.block_n = c.block_m <= 48 && two_per_sm ? 256 : 128;
+  c.block_n = c.block_m <= 48 && p.n % 256 == 0 && ctas >= 2.0 * p.sm_count ? 256 : 128;
   return c;
+}
+
+// A masked call of 33 to 96 tile rows (22-64 tokens per expert) whose buffer holds over twice the
+// tiles its hint's rows need (vLLM's batched buffers: 2048 rows per group at EP8, 8192 at EP32,
+// for a few dozen) takes its narrow tile's height on the warp-specialized kernel, ranked before
+// the one-role tile (which forced engines and other GPUs still get): the one-role tile takes one
+// tile per CTA, so its grid covers the whole buffer, where the persistent kernel's CTAs take only
+// the groups' non-empty tiles (the compact schedule). BN256 where the grid holds two tiles per
+// SM, else 128. Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 32 and 64 tokens per expert,
+// vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against the buffer-wide
+// one-role tiles): 1.16-2.70x faster on all 12 calls, and 0.99-1.08x the one-role tiles' time in
+// a buffer twice the mean rows. Its 128-token tile was slower than the one-role tiles on EP8
+// gate_up (0.86x / 0.98x): its padding rows make it tensor-bound.
+std::optional<W4A16GemmConfig> narrow_ws(const W4A16Problem& p, W4A16GemmConfig narrow) {
+  if (narrow.block_m <= 32 || !masked_buffer_exceeds_hint(narrow.block_m, p)) return std::nullopt;
+  const double ctas = expected_active_tiles(p, narrow.block_m) * (p.n / 256);
+  narrow.engine = W4A16Engine::kWgmmaWs;
+  narrow.block_n = p.n % 256 == 0 && ctas >= 2.0 * p.sm_count ? 256 : 128;
+  narrow.stages = kWsNarrowStages;
+  return narrow;
 }
 
 // A masked call whose buffer holds over twice the tiles its hint's rows need (vLLM's batched
@@ -301,7 +304,10 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
     }
     add(source, row, c);
   };
-  if (const auto narrow = narrow_wgmma(p)) add(W4A16Candidate::kNarrowWgmma, -1, *narrow);
+  if (const auto narrow = narrow_wgmma(p)) {
+    if (const auto ws = narrow_ws(p, *narrow)) add(W4A16Candidate::kNarrowWgmma, -1, *ws);
+    add(W4A16Candidate::kNarrowWgmma, -1, *narrow);
+  }
   if (table != nullptr) {
     for (size_t i = 0; i < table->rows.size(); ++i) {
       const TuningRow& row = table->rows[i];

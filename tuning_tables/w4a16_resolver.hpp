@@ -35,7 +35,8 @@ struct W4A16Candidate {
   W4A16GemmConfig config;              // as the source names it, with the call's mode and weight
   W4A16GemmConfig runs;                // as the call runs it (NF4 one-role WGMMA: stages fitted)
   const char* rejected = nullptr;      // why the call cannot run it; nullptr: it can
-  // A warp-specialized tile: a table's wgmma_ws row, or the promotion of a BM128 WGMMA candidate.
+  // A warp-specialized tile: a table's wgmma_ws row, the promotion of a BM128 WGMMA candidate, or a
+  // masked call's narrow tile on that kernel.
   // A forced config (CHORD_W4A16_*) starts from the best candidate that is not one.
   bool promotion() const { return config.warp_specialized(); }
 };

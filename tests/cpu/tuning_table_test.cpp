@@ -813,6 +813,25 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
     CHECK(c.block_n == 256);
     CHECK(std::find(ep8.begin(), ep8.end(), c.descriptor(arch)) != ep8.end());
   }
+  // And in vLLM's EP8 batched buffer (2048 rows per group), as the launch runs them: mma.sync's
+  // looping form at 8 and 16 rows per group, the warp-specialized 48- and 96-token tiles at 32
+  // and 64.
+  for (int64_t rows : {8, 16, 32, 64}) {
+    for (const auto& [n, k] : {std::pair{4096, 7168}, std::pair{7168, 2048}}) {
+      chord::W4A16Problem p = problem(n, k, rows);
+      p.num_groups = 48;
+      p.max_m = 2048;
+      chord::W4A16Args args{};
+      args.mode = chord::kW4A16Masked;
+      args.num_groups = 48;
+      args.max_m = 2048;
+      args.expected_m = static_cast<int>(rows);
+      const chord::W4A16GemmConfig c = chord::w4a16_config_for_masked_grid(chord::resolve_w4a16_config(p), args);
+      INFO(c.source().name);
+      CHECK((rows <= 16 ? c.masked_loop : c.warp_specialized()));
+      CHECK(std::find(ep8.begin(), ep8.end(), c.descriptor(arch)) != ep8.end());
+    }
+  }
 }
 
 TEST_CASE("tuning: precompile profiles hold every INT4 kind's kernels (FP16, zero points, group 128) and the pack "
