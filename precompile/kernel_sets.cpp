@@ -118,9 +118,11 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
               p.num_groups = split.experts_local;
               p.max_m = 2 * rows;
               add(resolve_w4a16_config(p).descriptor(arch));
-              // And in vLLM's default batched buffer (256 rows per dispatching rank, the EP ranks),
-              // as the launch runs it: a grid that follows the hint may take other kernels.
-              p.max_m = std::max(2 * rows, kVllmBatchedRowsPerRank * split.ep);
+              // And in a buffer far over the rows, as vLLM's batched buffers are (256 rows per
+              // dispatching rank x the EP ranks; --moe knows no ranks: 16x the rows at least), as
+              // the launch runs it: a grid that follows the hint may take other kernels, and which
+              // ones depends only on the buffer holding over twice the hint's tiles.
+              p.max_m = std::max(16 * rows, kVllmBatchedRowsPerRank * split.ep);
               W4A16Args args{};
               args.mode = kW4A16Masked;
               args.num_groups = p.num_groups;

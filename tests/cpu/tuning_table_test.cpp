@@ -830,6 +830,13 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
       INFO(c.source().name);
       CHECK((rows <= 16 ? c.masked_loop : c.warp_specialized()));
       CHECK(std::find(ep8.begin(), ep8.end(), c.descriptor(arch)) != ep8.end());
+      // `chord precompile --moe` (no EP ranks) holds them too: 48 local experts of Kimi K2.
+      chord::MoeLayerShape layer;
+      layer.experts = 48;
+      layer.hidden = 7168;
+      layer.intermediate = 2048;
+      static const std::vector<chord::KernelDescriptor> moe = chord::moe_kernel_descriptors(layer, arch);
+      CHECK(std::find(moe.begin(), moe.end(), c.descriptor(arch)) != moe.end());
     }
   }
 }
