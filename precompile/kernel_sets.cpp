@@ -80,7 +80,8 @@ struct RoutedCalls {
 // The configs the resolver picks for a split's GEMMs, for each weight kind of the split
 // (split_weight_kinds; NF4 where `nf4`): every mode at the row counts of the suite (docs/shapes.md), without
 // routing geometry (no split-K; masked also with one group per local expert, whose count sets
-// the narrow WGMMA tile's BN); the offsets and indexed modes at `calls` (chord_kernels' routing
+// the narrow WGMMA tile's BN, in a buffer of twice the rows and in one far larger, as vLLM's
+// batched buffers are, with the launch's masked-grid form); the offsets and indexed modes at `calls` (chord_kernels' routing
 // block for indexed), which add the split-K kernels of the smallest grids. Other geometries (a few rows in other modes, other SM
 // counts) can still compile a kernel at their first call.
 std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, const RoutedCalls& calls,

@@ -208,7 +208,7 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
 // A masked call of 33 to 96 tile rows (22-64 tokens per expert) whose buffer holds over twice the
 // tiles its hint's rows need (vLLM's batched buffers: 2048 rows per group at EP8, 8192 at EP32,
 // for a few dozen) takes its narrow tile's height on the warp-specialized kernel, ranked before
-// the one-role tile (which forced engines and other GPUs still get): the one-role tile takes one
+// the one-role tile (which CHORD_W4A16_ENGINE=wgmma still gets): the one-role tile takes one
 // tile per CTA, so its grid covers the whole buffer, where the persistent kernel's CTAs take only
 // the groups' non-empty tiles (the compact schedule). BN256 where the grid holds two tiles per
 // SM, else 128. Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 32 and 64 tokens per expert,
@@ -305,7 +305,7 @@ std::vector<W4A16Candidate> candidates(const W4A16Problem& p, const Environment&
     add(source, row, c);
   };
   if (const auto narrow = narrow_wgmma(p)) {
-    if (const auto ws = narrow_ws(p, *narrow)) add(W4A16Candidate::kNarrowWgmma, -1, *ws);
+    if (const auto ws = narrow_ws(p, *narrow)) add(W4A16Candidate::kNarrowWs, -1, *ws);
     add(W4A16Candidate::kNarrowWgmma, -1, *narrow);
   }
   if (table != nullptr) {
@@ -431,6 +431,7 @@ std::string w4a16_candidate_source(const W4A16Candidate& c) {
       return c.table ? "warp-specialized tile of " + c.table->name + " row " + std::to_string(c.row)
                      : "warp-specialized tile of the WGMMA defaults";
     case W4A16Candidate::kNarrowWgmma: return "narrow WGMMA tile";
+    case W4A16Candidate::kNarrowWs: return "narrow tile, warp-specialized (masked, large buffer)";
     case W4A16Candidate::kWgmmaDefaults: return "WGMMA defaults";
     case W4A16Candidate::kHeuristic: return "heuristic";
   }

@@ -28,7 +28,7 @@ struct TuningTable;
 
 // One config the resolver considers for a problem.
 struct W4A16Candidate {
-  enum Source { kNarrowWgmma, kTableRow, kWsPromotion, kWgmmaDefaults, kHeuristic };
+  enum Source { kNarrowWs, kNarrowWgmma, kTableRow, kWsPromotion, kWgmmaDefaults, kHeuristic };
   Source source = kHeuristic;
   const TuningTable* table = nullptr;  // kTableRow, and kWsPromotion of a table row: the row's table
   int row = -1;                        // its index in table->rows

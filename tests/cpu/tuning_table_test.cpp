@@ -710,6 +710,13 @@ TEST_CASE("tuning: masked calls in a buffer over twice the hint's tiles leave th
   CHECK(narrow.block_m == 48);
   CHECK(narrow.block_n == 256);  // 48 groups x 16 n blocks: over two tiles per SM
   CHECK(narrow.error() == nullptr);
+  {
+    const std::vector<chord::W4A16Candidate> both = chord::w4a16_candidates(p);
+    REQUIRE(both.size() >= 2);
+    CHECK(chord::w4a16_candidate_source(both[0]) == "narrow tile, warp-specialized (masked, large buffer)");
+    CHECK(chord::w4a16_candidate_source(both[1]) == "narrow WGMMA tile");  // what CHORD_W4A16_ENGINE=wgmma gets
+    CHECK(both[1].config.engine == chord::W4A16Engine::kWgmma);
+  }
   p.rows_per_expert = 64;
   narrow = chord::resolve_w4a16_config(p);
   CHECK(narrow.warp_specialized());
@@ -815,7 +822,12 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
   }
   // And in vLLM's EP8 batched buffer (2048 rows per group), as the launch runs them: mma.sync's
   // looping form at 8 and 16 rows per group, the warp-specialized 48- and 96-token tiles at 32
-  // and 64.
+  // and 64; `chord precompile --moe` (no EP ranks) holds them too (48 local experts of Kimi K2).
+  chord::MoeLayerShape layer;
+  layer.experts = 48;
+  layer.hidden = 7168;
+  layer.intermediate = 2048;
+  const std::vector<chord::KernelDescriptor> moe = chord::moe_kernel_descriptors(layer, arch);
   for (int64_t rows : {8, 16, 32, 64}) {
     for (const auto& [n, k] : {std::pair{4096, 7168}, std::pair{7168, 2048}}) {
       chord::W4A16Problem p = problem(n, k, rows);
@@ -830,12 +842,6 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
       INFO(c.source().name);
       CHECK((rows <= 16 ? c.masked_loop : c.warp_specialized()));
       CHECK(std::find(ep8.begin(), ep8.end(), c.descriptor(arch)) != ep8.end());
-      // `chord precompile --moe` (no EP ranks) holds them too: 48 local experts of Kimi K2.
-      chord::MoeLayerShape layer;
-      layer.experts = 48;
-      layer.hidden = 7168;
-      layer.intermediate = 2048;
-      static const std::vector<chord::KernelDescriptor> moe = chord::moe_kernel_descriptors(layer, arch);
       CHECK(std::find(moe.begin(), moe.end(), c.descriptor(arch)) != moe.end());
     }
   }

@@ -576,12 +576,13 @@ TEST_CASE("gpu w4a16: masked calls take every group's tiles whatever the hint si
   std::vector<std::string> engines = {"CHORD_W4A16_ENGINE=mma_sync"};
   if (chord::current_device_context(stream.get()).arch.sm() == 90) {
     // The warp-specialized kernel's masked tiles under 128 tokens: those the resolver runs (48 and
-    // 96 on BN256, two m64 tiles per consumer; 48 on BN128, one), 64, and 32 at 4 stages (the
-    // TMA bulk stores of short-K BN256 builds, whose token rows past BLOCK_M store nothing).
+    // 96 on BN256, two m64 tiles per consumer; on BN128, one), 64, and 32 at 4 stages (the TMA
+    // bulk stores of short-K BN256 builds, whose token rows past BLOCK_M store nothing).
     engines.insert(engines.end(), {"CHORD_W4A16_ENGINE=mma_sync CHORD_W4A16_SPLIT_K=2", "CHORD_W4A16_ENGINE=wgmma",
                                    "CHORD_W4A16_ENGINE=wgmma_ws", "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=48",
                                    "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=96",
                                    "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=48 CHORD_W4A16_BN=128",
+                                   "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=96 CHORD_W4A16_BN=128",
                                    "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=64 CHORD_W4A16_BN=128",
                                    "CHORD_W4A16_ENGINE=wgmma_ws CHORD_W4A16_BM=32 CHORD_W4A16_STAGES=4"});
   } else {
@@ -762,7 +763,7 @@ void check_every_mode(std::mt19937& rng, const Stream& stream, int k, int k_min,
     check_masked(w, {0, 1, 8, 3, 0, 64}, 64, 1, rng, stream);           // a low hint: CTAs take several tiles
     check_masked(w, {200, 0, 256, 17, 1, 256}, 256, 256, rng, stream);  // prefill-sized groups
     // A few dozen rows per group in a buffer far larger (vLLM's batched buffers): on sm_90a the
-    // warp-specialized kernel's 48-token tile (narrow_wgmma), under every weight kind.
+    // warp-specialized kernel's 48-token tile (narrow_ws), under every weight kind.
     check_masked(w, {40, 0, 25, 33, 64, 12}, 512, 32, rng, stream);
     if (chord::current_device_context(stream.get()).arch.sm() == 90 && std::getenv("CHORD_W4A16_ENGINE") == nullptr &&
         std::getenv("CHORD_W4A16_BM") == nullptr) {
