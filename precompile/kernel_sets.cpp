@@ -124,12 +124,7 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
               // the launch runs it: a grid that follows the hint may take other kernels, and which
               // ones depends only on the buffer holding over twice the hint's tiles.
               p.max_m = std::max(16 * rows, kVllmBatchedRowsPerRank * split.ep);
-              W4A16Args args{};
-              args.mode = kW4A16Masked;
-              args.num_groups = p.num_groups;
-              args.max_m = p.max_m;
-              args.expected_m = rows;
-              add(w4a16_config_for_masked_grid(resolve_w4a16_config(p), args).descriptor(arch));
+              add(resolve_w4a16_launch_config(p).descriptor(arch));
             }
           }
         }

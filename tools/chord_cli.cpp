@@ -416,15 +416,8 @@ int config(const Args& args) {
   p.sm_count = static_cast<int>(number(args, "--sms", 132, 1));
   const std::string cubin_path = args.count("--cubin") ? args.at("--cubin") : "";
   if (p.mode == chord::kW4A16Indexed && p.block_size <= 0) p.block_size = 128;
-  chord::W4A16GemmConfig c = chord::resolve_w4a16_config(p);
-  if (p.mode == chord::kW4A16Masked) {  // the form the call runs on its grid (docs/kernels.md)
-    chord::W4A16Args call{};
-    call.mode = chord::kW4A16Masked;
-    call.num_groups = p.num_groups;
-    call.max_m = p.max_m;
-    call.expected_m = static_cast<int>(std::min<int64_t>(p.rows_per_expert, p.max_m));
-    c = chord::w4a16_config_for_masked_grid(c, call);
-  }
+  // The form the call runs on its grid (masked: docs/kernels.md).
+  const chord::W4A16GemmConfig c = chord::resolve_w4a16_launch_config(p);
   const char* engine = chord::w4a16_engine_name(c.engine);
   // group_sums and n_run show where they are not the default (CHORD_W4A16_GROUP_SUMS,
   // CHORD_W4A16_N_RUN and the short-K rule).

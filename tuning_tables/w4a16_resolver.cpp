@@ -175,6 +175,12 @@ bool masked_buffer_exceeds_hint(int block_m, const W4A16Problem& p) {
 // The warp-specialized kernel's stages on tiles under 128 tokens.
 constexpr int kWsNarrowStages = 6;
 
+// Whether the call's expected tiles of `block_m` rows, at BN256, give the grid two CTAs per SM:
+// the narrow tiles take BN256 (fewer decode instructions per weight) only then.
+bool bn256_fills_twice(const W4A16Problem& p, int block_m) {
+  return p.n % 256 == 0 && expected_active_tiles(p, block_m) * (p.n / 256) >= 2.0 * p.sm_count;
+}
+
 // INT4 masked and offsets calls of 11 to 64 expected rows per expert: a one-role WGMMA tile just
 // wide enough for 1.5x the hint (32, 48 or 96 tokens; wgmma N), so that an expert's rows fit one
 // tile and the MMAs do little padding. In these modes a tile covers one expert's consecutive
@@ -200,8 +206,7 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
   if (rows <= 16 || rows > (indexed ? 32 : 96) || (indexed && p.block_size != 32)) return std::nullopt;
   W4A16GemmConfig c = wgmma_defaults(p);
   c.block_m = rows <= 32 ? 32 : rows <= 48 ? 48 : 96;
-  const double ctas = expected_active_tiles(p, c.block_m) * (p.n / 256);
-  c.block_n = c.block_m <= 48 && p.n % 256 == 0 && ctas >= 2.0 * p.sm_count ? 256 : 128;
+  c.block_n = c.block_m <= 48 && bn256_fills_twice(p, c.block_m) ? 256 : 128;
   return c;
 }
 
@@ -218,9 +223,8 @@ std::optional<W4A16GemmConfig> narrow_wgmma(const W4A16Problem& p) {
 // gate_up (0.86x / 0.98x): its padding rows make it tensor-bound.
 std::optional<W4A16GemmConfig> narrow_ws(const W4A16Problem& p, W4A16GemmConfig narrow) {
   if (narrow.block_m <= 32 || !masked_buffer_exceeds_hint(narrow.block_m, p)) return std::nullopt;
-  const double ctas = expected_active_tiles(p, narrow.block_m) * (p.n / 256);
   narrow.engine = W4A16Engine::kWgmmaWs;
-  narrow.block_n = p.n % 256 == 0 && ctas >= 2.0 * p.sm_count ? 256 : 128;
+  narrow.block_n = bn256_fills_twice(p, narrow.block_m) ? 256 : 128;
   narrow.stages = kWsNarrowStages;
   return narrow;
 }
@@ -529,6 +533,17 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   // decode calls.
   if (e.w4a16_group_sums && c.takes_group_sums(*e.w4a16_group_sums)) c.group_sums = *e.w4a16_group_sums;
   return c;
+}
+
+W4A16GemmConfig resolve_w4a16_launch_config(const W4A16Problem& p) {
+  const W4A16GemmConfig c = resolve_w4a16_config(p);
+  if (p.mode != kW4A16Masked) return c;
+  W4A16Args call{};
+  call.mode = kW4A16Masked;
+  call.num_groups = p.num_groups;
+  call.max_m = p.max_m;
+  call.expected_m = static_cast<int>(std::clamp<int64_t>(p.rows_per_expert, 0, std::max(p.max_m, 0)));
+  return w4a16_config_for_masked_grid(c, call);
 }
 
 }  // namespace chord

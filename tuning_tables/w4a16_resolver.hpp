@@ -57,4 +57,9 @@ std::string w4a16_candidate_source(const W4A16Candidate& candidate);
 // CHORD_W4A16_* value makes it invalid, or naming N/K when the shape is unsupported.
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& problem);
 
+// resolve_w4a16_config's config as a call of this problem launches it: in masked mode, the form
+// its hint's grid takes (w4a16_config_for_masked_grid, with the hint the operator passes:
+// rows_per_expert, at most max_m). What `chord config` prints and `chord precompile` compiles.
+W4A16GemmConfig resolve_w4a16_launch_config(const W4A16Problem& problem);
+
 }  // namespace chord

@@ -783,6 +783,36 @@ TEST_CASE("tuning: the warp-specialized WGMMA config says what is wrong with it"
     const char* why = bad.error();
     return std::string(why ? why : "");
   };
+  // Tiles under 128 tokens: 32, 48, 64 or 96, for masked INT4 calls only; the 128-token tiles
+  // keep their names.
+  auto masked_int4 = [](chord::W4A16GemmConfig& b) {
+    b.mode = chord::kW4A16Masked;
+    b.weight = chord::kW4A16WeightInt4;
+  };
+  CHECK(error_of([&](auto& b) {
+          masked_int4(b);
+          b.block_m = 64;
+        }).empty());
+  for (int block_m : {16, 40, 80, 256}) {
+    CHECK(error_of([&](auto& b) {
+            masked_int4(b);
+            b.block_m = block_m;
+          }).find("(masked INT4: also 32, 48, 64, 96)") != std::string::npos);
+  }
+  CHECK(error_of([](auto& b) {
+          b.mode = chord::kW4A16Masked;
+          b.block_m = 64;
+        }).find("outside masked INT4 calls") != std::string::npos);  // NF4
+  for (auto mode : {chord::kW4A16Contiguous, chord::kW4A16Offsets, chord::kW4A16Indexed}) {
+    CHECK(error_of([&](auto& b) {
+            masked_int4(b);
+            b.mode = mode;
+            b.block_m = 64;
+          }).find("outside masked INT4 calls") != std::string::npos);
+  }
+  chord::W4A16GemmConfig tall = c;
+  masked_int4(tall);
+  CHECK(tall.source().name == "w4a16_wgmma_ws_masked_n256s5");
   CHECK(error_of([](auto& b) { b.block_m = 64; }).find("128-token tiles") != std::string::npos);
   CHECK(error_of([](auto& b) { b.block_n = 192; }).find("BLOCK_N must be 128 or 256") != std::string::npos);
   CHECK(error_of([](auto& b) { b.stages = 2; }).find("STAGES") != std::string::npos);
@@ -833,12 +863,7 @@ TEST_CASE("tuning: precompile profiles hold the kernels the indexed prefill rows
       chord::W4A16Problem p = problem(n, k, rows);
       p.num_groups = 48;
       p.max_m = 2048;
-      chord::W4A16Args args{};
-      args.mode = chord::kW4A16Masked;
-      args.num_groups = 48;
-      args.max_m = 2048;
-      args.expected_m = static_cast<int>(rows);
-      const chord::W4A16GemmConfig c = chord::w4a16_config_for_masked_grid(chord::resolve_w4a16_config(p), args);
+      const chord::W4A16GemmConfig c = chord::resolve_w4a16_launch_config(p);
       INFO(c.source().name);
       CHECK((rows <= 16 ? c.masked_loop : c.warp_specialized()));
       CHECK(std::find(ep8.begin(), ep8.end(), c.descriptor(arch)) != ep8.end());
