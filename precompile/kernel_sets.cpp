@@ -104,6 +104,7 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
           p.experts = split.experts_local;
           p.arch = arch;
           p.weight = weight;
+          p.sm_count = calls.sm_count;  // the narrow tiles' BN and the masked split-K count the SMs
           return p;
         };
         for (int rows : {1, 8, 16, 32, 64, 128, 512}) {
@@ -131,7 +132,6 @@ std::vector<KernelDescriptor> gemm_kernels(const ShapeSplit& split, bool nf4, co
         if (mode != kW4A16Offsets && mode != kW4A16Indexed) continue;
         for (int tokens : calls.tokens) {  // routed top_k, as the operators pass them
           W4A16Problem p = problem(mode);
-          p.sm_count = calls.sm_count;
           const int routes = calls.top_k * tokens;
           p.rows_per_expert = std::max(1, routes / split.experts_local);
           if (mode == kW4A16Offsets) {

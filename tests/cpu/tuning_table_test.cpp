@@ -1007,6 +1007,18 @@ TEST_CASE("tuning: precompile --moe holds the kernels a model outside the suite 
             p.experts = shape.experts;
             p.weight = weight;
             CHECK(holds(p));
+            if (mode != chord::kW4A16Masked) continue;
+            // Masked with one group per local expert on the GPU's SMs (the narrow tiles' BN and
+            // the split-K count them), in a buffer of twice the rows and in vLLM's large one, as
+            // the launch runs them.
+            p.num_groups = shape.experts;
+            p.sm_count = shape.sm_count;
+            for (int max_m : {static_cast<int>(2 * rows), static_cast<int>(std::max<int64_t>(16 * rows, 2048))}) {
+              p.max_m = max_m;
+              INFO("masked max_m " << max_m);
+              const chord::KernelDescriptor d = chord::resolve_w4a16_launch_config(p).descriptor(arch);
+              CHECK(std::find(set.begin(), set.end(), d) != set.end());
+            }
           }
         }
         // Offsets and indexed calls as ops/w4a16.cpp builds them from the call's rows.
