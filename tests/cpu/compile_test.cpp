@@ -17,6 +17,7 @@
 #include "jit/kernel_source.hpp"
 #include "precompile/kernel_sets.hpp"
 #include "runtime/runtime.hpp"
+#include "tuning_tables/w4a16_resolver.hpp"
 
 namespace {
 
@@ -774,6 +775,28 @@ TEST_CASE("compile: masked tile loops build the mma.sync decode tiles on every a
         CHECK_FALSE(chord::W4A16GemmConfig::from(one.descriptor(arch)).masked_loop);
         CHECK(spill_stores(loop, arch) <= spill_stores(one, arch) + loop_saves(loop));
       }
+    }
+  }
+  // The BM64 tile of one warp along M that masked calls of 22-64 rows per group run in large
+  // buffers off sm_90a (the heuristic's): its loop form builds with no spills on every INT4 kind.
+  for (const char* arch_name : {"sm_80", "sm_100a"}) {
+    const chord::Arch arch = chord::parse_arch(arch_name);
+    for (auto weight : {chord::kW4A16WeightInt4, chord::kW4A16WeightInt4ZpG128Fp16}) {
+      chord::W4A16Problem p;
+      p.mode = chord::kW4A16Masked;
+      p.arch = arch;
+      p.weight = weight;
+      p.n = 4096;
+      p.k = 7168;
+      p.experts = p.num_groups = 48;
+      p.max_m = 2048;
+      p.rows_per_expert = 32;
+      const chord::W4A16GemmConfig loop = chord::resolve_w4a16_launch_config(p);
+      INFO(arch_name << " " << loop.source().name);
+      REQUIRE(loop.masked_loop);
+      CHECK(loop.block_m == 64);
+      CHECK(loop.threads() == 128);
+      CHECK(spill_stores(loop, arch) == 0);
     }
   }
   // The one-tile form's text is the kernel's as it was (the same JIT name and cache entry).

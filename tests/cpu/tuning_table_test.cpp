@@ -744,6 +744,53 @@ TEST_CASE("tuning: masked calls in a buffer over twice the hint's tiles leave th
   CHECK(chord::resolve_w4a16_config(p).warp_specialized());
 }
 
+TEST_CASE("tuning: off sm_90a, INT4 masked calls of 22-64 rows per group in a buffer over twice the hint's tiles "
+          "run the looping BM64 tile of one warp along M; a tight buffer keeps the 256-thread tile",
+          "[tuning]") {
+  for (const char* name : {"sm_80", "sm_100a"}) {
+    INFO(name);
+    // Masked EP8 gate_up in vLLM's batched buffer (2048 rows per group).
+    chord::W4A16Problem p = problem(4096, 7168, 32);
+    p.arch = chord::parse_arch(name);
+    p.num_groups = 48;
+    p.max_m = 2048;
+    for (int64_t rows : {15, 22, 32, 64}) {
+      INFO(rows);
+      p.rows_per_expert = rows;
+      const chord::W4A16GemmConfig c = chord::resolve_w4a16_launch_config(p);
+      CHECK(c.engine == chord::W4A16Engine::kMmaSync);
+      CHECK(c.masked_loop);  // the grid follows the hint
+      CHECK(c.threads() == 128);
+      CHECK(c.block_m == (rows <= 21 ? 32 : 64));
+      CHECK(c.error() == nullptr);
+    }
+    // A tight buffer (twice the mean rows): the 256-thread tile, one tile per CTA.
+    p.rows_per_expert = 32;
+    p.max_m = 64;
+    chord::W4A16GemmConfig tight = chord::resolve_w4a16_launch_config(p);
+    CHECK(tight.block_m == 64);
+    CHECK(tight.threads() == 256);
+    CHECK_FALSE(tight.masked_loop);
+    // Over 64 rows per group: the BM128 tile, buffer-wide (not measured against the loop).
+    p.rows_per_expert = 65;
+    p.max_m = 2048;
+    tight = chord::resolve_w4a16_launch_config(p);
+    CHECK(tight.block_m == 128);
+    CHECK_FALSE(tight.masked_loop);
+    // The other INT4 kinds take the same tile; NF4 keeps its own.
+    p.rows_per_expert = 32;
+    for (chord::W4A16WeightKind kind :
+         {chord::kW4A16WeightInt4Fp16, chord::kW4A16WeightInt4Zp, chord::kW4A16WeightInt4G128}) {
+      p.weight = kind;
+      const chord::W4A16GemmConfig c = chord::resolve_w4a16_launch_config(p);
+      CHECK(c.block_m == 64);
+      CHECK(c.masked_loop);
+    }
+    p.weight = chord::kW4A16WeightNF4;
+    CHECK_FALSE(chord::resolve_w4a16_launch_config(p).masked_loop);
+  }
+}
+
 TEST_CASE("tuning: masked grids are sized by the hint's rows plus one tile per group, never past the buffer",
           "[tuning]") {
   using chord::w4a16_masked_tiles;

@@ -554,7 +554,7 @@ TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every
     check_masked(w, masked_m, max_m, expected_m, rng, stream);
     const std::string name = last_kernel_name();
     INFO(name);
-    const std::string want = engine;
+    const std::string want = std::string(engine) == "portable" ? "mma_sync" : engine;
     const bool ws = name.find("wgmma_ws") != std::string::npos, wgmma = name.find("wgmma") != std::string::npos;
     CHECK(ws == (want == "wgmma_ws"));
     CHECK(wgmma == (want != "mma_sync"));
@@ -568,12 +568,25 @@ TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every
     if (const char* bm = std::getenv("CHORD_W4A16_BM")) CHECK(name.find(std::string("_m") + bm + "n") != std::string::npos);
   }
   check_masked(w, std::vector<int32_t>(e, 0), max_m, 8, rng, stream);  // no rows at all
+  if (std::string(engine) == "portable") {
+    // A few dozen rows per group (hint 32, up to 80 rows, some groups empty) in the large
+    // buffer: the heuristic's BM64 tile of one warp along M, looping over the hint-sized grid.
+    std::vector<int32_t> dozens(e);
+    for (int g = 0; g < e; ++g) dozens[g] = rng() % 5 == 0 ? 0 : static_cast<int32_t>(16 + rng() % 65);
+    dozens[7] = max_m;
+    check_masked(w, dozens, max_m, 32, rng, stream);
+    const std::string name = last_kernel_name();
+    INFO(name);
+    CHECK(name.find("_m64n") != std::string::npos);
+    CHECK(name.find("w1x4") != std::string::npos);
+    CHECK(name.compare(name.size() - 3, 3, "_ml") == 0);
+  }
 }
 
 TEST_CASE("gpu w4a16: masked calls take every group's tiles whatever the hint sizes the grid to, on every engine",
           "[gpu][w4a16]") {
   Stream stream;
-  std::vector<std::string> engines = {"CHORD_W4A16_ENGINE=mma_sync"};
+  std::vector<std::string> engines = {"CHORD_W4A16_ENGINE=mma_sync", "CHORD_W4A16_ENGINE=portable"};
   if (chord::current_device_context(stream.get()).arch.sm() == 90) {
     // The warp-specialized kernel's masked tiles under 128 tokens: those the resolver runs (48 and
     // 96 on BN256, two m64 tiles per consumer; on BN128, one), 64, and 32 at 4 stages (the TMA
