@@ -496,10 +496,15 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   apply_override(&c.stages, e.w4a16_stages);
   c = w4a16_config_for_weight(c, p.weight, e.w4a16_stages.has_value());
   if (forced) {
-    if (!c.wgmma()) {  // keep the mma.sync warp split legal for the forced tile
-      c.warps_m = c.block_m >= 64 ? 2 : 1;
-      c.warps_n = c.block_n >= 64 ? 4 : 1;
-      while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
+    if (!c.wgmma()) {
+      // A forced BM or BN gets the warp split its tile sizes take; otherwise the candidate's
+      // split stays (e.g. the heuristic's one-warp-along-M BM64 tile for masked calls in large
+      // buffers, whose loop form needs its 128 threads).
+      if (e.w4a16_bm || e.w4a16_bn) {
+        c.warps_m = c.block_m >= 64 ? 2 : 1;
+        c.warps_n = c.block_n >= 64 ? 4 : 1;
+        while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
+      }
       apply_override(&c.warps_n, e.w4a16_warps_n);
     } else if (e.w4a16_warps_n) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_WARPS_N={} applies to the mma.sync kernel, not to {}",

@@ -406,6 +406,15 @@ struct EnvPin {
   bool error;
 };
 const EnvPin kEnvPins[] = {
+    // Masked calls of a few dozen rows per group in vLLM's batched buffer off sm_90a: the
+    // heuristic's looping BM64 tile of one warp along M keeps its split under knobs that do not
+    // force BM or BN (forced BM64 gets the 256-thread split, one tile per CTA).
+    {"CHORD_W4A16_STAGES=4", "--arch sm_100a --mode masked --n 4096 --k 7168 --experts 48 --rows 32 --groups 48 --max-m 2048",
+     "block_m=64 block_n=128 block_k=64 stages=4 warps_m=1 warps_n=4 warpgroups=2 split_k=1 threads=128 smem=51968 kernel=w4a16_masked_m64n128k64s4w1x4_ml", false},
+    {"CHORD_W4A16_ENGINE=mma_sync", "--arch sm_90a --mode masked --n 4096 --k 7168 --experts 48 --rows 32 --groups 48 --max-m 2048",
+     "kernel=w4a16_masked_m64n128k64s4w1x4_ml", false},
+    {"CHORD_W4A16_BM=64", "--arch sm_100a --mode masked --n 4096 --k 7168 --experts 48 --rows 32 --groups 48 --max-m 2048",
+     "kernel=w4a16_masked_m64n128k64s4w2x4\n", false},
     {"CHORD_SM90_DECODE=1", "--arch sm_90a --mode indexed --n 512 --k 7168 --experts 384 --rows 32 --weight nf4-fp16 --sms 78 --a-rows 12288 --block-size 192 --capacity 86016",
      "engine=mma_sync block_m=64 block_n=128 block_k=64 stages=4 warps_m=2 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_SM90_DECODE=1", "--arch sm_90a --mode masked --n 4096 --k 2048 --experts 48 --rows 43",
