@@ -745,7 +745,7 @@ TEST_CASE("tuning: masked calls in a buffer over twice the hint's tiles leave th
 }
 
 TEST_CASE("tuning: off sm_90a, INT4 masked calls of 22-64 rows per group in a buffer over twice the hint's tiles "
-          "run the looping BM64 tile of one warp along M; a tight buffer keeps the 256-thread tile",
+          "run the looping BM64 tile of one warp along M, and a tight buffer keeps the 256-thread tile",
           "[tuning]") {
   for (const char* name : {"sm_80", "sm_100a"}) {
     INFO(name);
