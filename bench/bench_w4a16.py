@@ -766,7 +766,11 @@ def generalization_call(library, call, w, gen, with_peers=False, against=None):
     if call["mode"] == "masked":
         masked_m = torch.tensor(call["masked_m"], dtype=torch.int32, device="cuda")
         max_m = call["max_m"]
-        a = torch.randn(e, max_m, k, device="cuda", generator=gen).to(torch.bfloat16)
+        # The rows a group can have (under 2 t) are drawn whatever max_m is (--capacity), so that
+        # both settings time the same inputs; rows past them are zero.
+        drawn = min(max_m, 2 * call["x"])
+        a = torch.zeros(e, max_m, k, device="cuda", dtype=torch.bfloat16)
+        a[:, :drawn] = torch.randn(e, drawn, k, device="cuda", generator=gen).to(torch.bfloat16)
         out = torch.full((e, max_m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
         offsets = torch.cumsum(masked_m, 0).to(torch.int32)
@@ -879,7 +883,8 @@ def run_generalization(args, loaded_peers=None, rows=None):
     # --against rides along as one more peer (try_peers): against_us, vs_against (its time /
     # ours: above 1 this build is faster), against_check; its failed checks count as failures.
     names = list(loaded_peers) + (["against"] if against is not None else [])
-    calls = generalization.calls(quick=args.quick, only=args.only, fixed_blocks=args.fixed_blocks)
+    calls = generalization.calls(quick=row_values(args), only=args.only, fixed_blocks=args.fixed_blocks,
+                                 masked_max_m=masked_capacity)
     t0 = time.perf_counter()
     generalization.resolve_configs(calls)
     print(f"{len(calls)} calls; configs from `chord config` in {time.perf_counter() - t0:.1f} s", flush=True)
@@ -1155,11 +1160,11 @@ def run(args, loaded_peers=None, rows=None):
     gen = torch.Generator(device="cuda")
     gen.manual_seed(SEED)
     against = ck.load_library(args.against) if args.against else None
-    suite = Suite(chord, args.quick, args.only, args.fixed_blocks, args.interleaved, against, loaded_peers)
+    suite = Suite(chord, row_values(args), args.only, args.fixed_blocks, args.interleaved, against, loaded_peers)
     if rows is not None:
         suite.rows = rows
     settle_clocks()
-    quick = args.quick
+    quick = row_values(args)
 
     def section(*names):  # --only: skip building the weights of sections it excludes
         return any(generalization.selected(name, args.only) for name in names)
@@ -1234,6 +1239,8 @@ def command_line(args):
     for flag, on in (("--quick", args.quick), ("--fixed-blocks", args.fixed_blocks), ("--interleaved", args.interleaved)):
         if on:
             parts.append(flag)
+    if args.sweep:
+        parts += ["--sweep", ",".join(str(v) for v in args.sweep)]
     if args.capacity != "tight":
         parts += ["--capacity", args.capacity]
     for flag, value in (("--only", args.only), ("--library", args.library and recorded_path(args.library)),
@@ -1315,6 +1322,10 @@ def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default="bench-out")
     parser.add_argument("--quick", action="store_true", help="a subset of the rows")
+    parser.add_argument("--sweep", default=None, type=sweep_values, metavar="X,Y,...",
+                        help="run each selected row at these values (tokens, tokens or rows per expert, as "
+                             "the row counts) instead of its own sweep: for screening a rule outside the "
+                             "suite's points. Not with --quick or --set formats")
     parser.add_argument("--library", default=None,
                         help="run ours through this libchord.so (chord_kernels.load_library) instead of the "
                              "installed chord_kernels' own")
@@ -1344,7 +1355,7 @@ def parse_args(argv=None):
     parser.add_argument("--capacity", choices=("tight", "vllm"), default="tight",
                         help="indexed rows: sorted_ids' length past the padded routes: 2 blocks (tight) or "
                              "vLLM's max_num_tokens_padded (vllm: routes + experts x (block - 1), at most "
-                             "routes x block); masked rows: max_m, twice the mean rows per group (tight) or "
+                             "routes x block); masked rows (also the generalization set's): max_m, twice the mean rows per group (tight) or "
                              "vLLM's default batched buffer (vllm: 256 x the EP ranks); the GEMM's grid covers the "
                              "extra slots and rows with CTAs that exit")
     parser.add_argument("--reps", type=int, default=None,
@@ -1365,9 +1376,28 @@ def parse_args(argv=None):
         parser.error("--peers runs with the suite and --set generalization, not --set formats")
     if args.set == "formats" and args.interleaved:
         parser.error("--set formats: its rows are always interleaved")
+    if args.sweep and (args.quick or args.set == "formats"):
+        parser.error("--sweep replaces the rows' sweeps: not with --quick or --set formats")
     if args.reps is None:
         args.reps = 100 if args.set == "formats" else 50
     return args
+
+
+def sweep_values(text):
+    """--sweep: positive integers separated by commas."""
+    try:
+        values = [int(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"--sweep takes positive integers separated by commas, not '{text}'")
+    return values
+
+
+def row_values(args):
+    """What the row builders take as `quick`: --sweep's values, else whether --quick is set
+    (shapes.sweep)."""
+    return args.sweep or args.quick
 
 
 def apply_options(args):
@@ -1384,6 +1414,7 @@ def main():
     stop_on_sigterm()
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, commit=commit_label(),
                 date=time.strftime("%Y-%m-%d"), command=command_line(args),
+                env={k: v for k, v in sorted(os.environ.items()) if k.startswith("CHORD_")},
                 l2_flush="write" if WRITE_FLUSH else "read", flush_passes=FLUSH_PASSES)
     if loaded_peers:
         import peers as peer_adapters

@@ -87,11 +87,12 @@ def routing_block(routed_rows, experts):
     return 64
 
 
-def calls(section=None, quick=False, only=None, fixed_blocks=False):
+def calls(section=None, quick=False, only=None, fixed_blocks=False, masked_max_m=None):
     """Every call of the set, in run order (split by split, so that the bench holds one split's
     weights at a time). Each is a dict: what the bench records, plus the routing it runs.
     Indexed calls align their routes at routing_block's block, or at the row's `routing_block`
-    with fixed_blocks (--fixed-blocks)."""
+    with fixed_blocks (--fixed-blocks). Masked calls hold twice their mean rows per group, or
+    masked_max_m(tokens_per_expert, ep_ranks) rows (bench_w4a16.py --capacity)."""
     section = section or shapes.Section("generalization")
     by_split = {}
     for row in section.rows:
@@ -110,7 +111,8 @@ def calls(section=None, quick=False, only=None, fixed_blocks=False):
                             model_experts=model["experts"])
                 if row["mode"] == "masked":
                     masked_m = masked_counts(rng, experts, x)
-                    routing = dict(masked_m=masked_m, max_m=2 * x, expected_m=x)
+                    max_m = masked_max_m(x, split.get("ep", 1)) if masked_max_m else 2 * x
+                    routing = dict(masked_m=masked_m, max_m=max_m, expected_m=x)
                 else:  # indexed, offsets: tokens routed over this GPU's experts (decode)
                     topk_ids = draw_topk(rng, x, experts, model["top_k"], row["draw"])
                     routing = dict(topk_ids=topk_ids, tokens=x, top_k=model["top_k"])

@@ -31,10 +31,17 @@ def gemm(split):
     return (s["experts_local"], s["gate_up"]["n"], s["gate_up"]["k"], s["down"]["n"], s["down"]["k"])
 
 
-def sweep(scenario, quick):
-    """The values a scenario runs: its sweep, or its quick subset under --quick."""
-    row = ROWS[scenario]
+def row_sweep(row, quick):
+    """The values a row runs: its sweep, its quick subset under --quick (quick true), or the
+    values of bench_w4a16.py --sweep (quick a list)."""
+    if isinstance(quick, (list, tuple)):
+        return list(quick)
     return list(row["quick"]) if quick else next(list(row[k]) for k in _SWEEP_KEYS if k in row)
+
+
+def sweep(scenario, quick):
+    """The values a scenario of the suite runs (row_sweep)."""
+    return row_sweep(ROWS[scenario], quick)
 
 
 def routing(scenario):
@@ -59,5 +66,5 @@ class Section:
         return self.models[self.splits[split]["model"]]
 
     def sweep(self, row, quick):
-        """The values a row runs: its sweep, or its quick subset under --quick."""
-        return list(row["quick"]) if quick else next(list(row[k]) for k in _SWEEP_KEYS if k in row)
+        """The values a row runs (row_sweep)."""
+        return row_sweep(row, quick)

@@ -29,3 +29,40 @@ def test_masked_capacity_follows_the_option():
 def test_capacity_option_is_parsed():
     assert bench_w4a16.parse_args(["--capacity", "vllm"]).capacity == "vllm"
     assert bench_w4a16.parse_args([]).capacity == "tight"
+
+
+def test_generalization_masked_calls_take_the_capacity():
+    import generalization
+
+    try:
+        set_capacity("vllm")
+        calls = generalization.calls(quick=True, only="masked", masked_max_m=bench_w4a16.masked_capacity)
+        assert calls and all(c["mode"] == "masked" for c in calls)
+        # dsv3_ep8 and the other EP8 splits: vLLM's 2048 rows per group, the drawn rows inside.
+        for c in calls:
+            assert c["max_m"] == 2048
+            assert max(c["masked_m"]) <= c["max_m"]
+        set_capacity("tight")
+        tight = generalization.calls(quick=True, only="masked", masked_max_m=bench_w4a16.masked_capacity)
+        assert [c["max_m"] for c in tight] == [2 * c["x"] for c in tight]
+        # The same rows either way.
+        assert [c["masked_m"] for c in tight] == [c["masked_m"] for c in calls]
+    finally:
+        set_capacity("tight")
+
+
+def test_sweep_option_replaces_the_rows_values():
+    import pytest
+    import shapes
+
+    args = bench_w4a16.parse_args(["--sweep", "96,128", "--only", "masked"])
+    assert args.sweep == [96, 128]
+    assert bench_w4a16.row_values(args) == [96, 128]
+    assert shapes.sweep("masked EP8", bench_w4a16.row_values(args)) == [96, 128]
+    assert "--sweep 96,128" in bench_w4a16.command_line(args)
+    plain = bench_w4a16.parse_args([])
+    assert bench_w4a16.row_values(plain) is False
+    assert shapes.sweep("masked EP8", bench_w4a16.row_values(plain)) == [8, 16, 32, 64]
+    for bad in (["--sweep", "0"], ["--sweep", "8,x"], ["--sweep", "8", "--quick"], ["--sweep", "8", "--set", "formats"]):
+        with pytest.raises(SystemExit):
+            bench_w4a16.parse_args(bad)
