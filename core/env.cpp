@@ -23,7 +23,7 @@ constexpr const char* kVariables[] = {
     "CHORD_SM90_DECODE",    "CHORD_W4A16_PORTABLE",      "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",
     "CHORD_W4A16_ENGINE",   "CHORD_W4A16_BM",            "CHORD_W4A16_BN",      "CHORD_W4A16_BK",
     "CHORD_W4A16_STAGES",   "CHORD_W4A16_WARPS_N",       "CHORD_W4A16_SPLIT_K", "CHORD_W4A16_GROUP_SUMS",
-    "CHORD_W4A16_SEARCH",   "CHORD_W4A16_N_RUN"};
+    "CHORD_W4A16_SEARCH",   "CHORD_W4A16_N_RUN",         "CHORD_W4A16_WARPS_M"};
 
 const char* get(const char* name) {
   const char* value = std::getenv(name);
@@ -271,6 +271,7 @@ Environment read_environment() {
   e.w4a16_bk = read_positive_int("CHORD_W4A16_BK");
   e.w4a16_stages = read_positive_int("CHORD_W4A16_STAGES");
   e.w4a16_warps_n = read_positive_int("CHORD_W4A16_WARPS_N");
+  e.w4a16_warps_m = read_positive_int("CHORD_W4A16_WARPS_M");
   e.w4a16_split_k = read_power_of_two_to_8("CHORD_W4A16_SPLIT_K");  // checked even where a WGMMA call ignores it
   e.w4a16_group_sums = read_digit("CHORD_W4A16_GROUP_SUMS", 1);
   e.w4a16_n_run = read_power_of_two_to_8("CHORD_W4A16_N_RUN");

@@ -45,6 +45,7 @@ struct Environment {
   std::optional<int> w4a16_bk;
   std::optional<int> w4a16_stages;
   std::optional<int> w4a16_warps_n;  // CHORD_W4A16_WARPS_N: warps along N of a forced mma.sync config
+  std::optional<int> w4a16_warps_m;  // CHORD_W4A16_WARPS_M: warps along M of a forced mma.sync config
   std::optional<int> w4a16_split_k;  // CHORD_W4A16_SPLIT_K: force the mma.sync split-K (1, 2, 4, 8)
   // CHORD_W4A16_GROUP_SUMS: the group-sum form (W4A16GroupSums, 0 or 1) of the calls whose tile
   // runs the INT4 BF16 group sums; for measuring the correction form against the default 0
@@ -58,7 +59,7 @@ struct Environment {
   // config: the choice is then the resolver's alone, deterministic.
   bool w4a16_overridden() const {
     return w4a16_table || !(w4a16_engine == W4A16EngineKnob{}) || w4a16_bm || w4a16_bn || w4a16_bk || w4a16_stages ||
-           w4a16_warps_n || w4a16_split_k || w4a16_group_sums || w4a16_n_run;
+           w4a16_warps_n || w4a16_warps_m || w4a16_split_k || w4a16_group_sums || w4a16_n_run;
   }
 };
 

@@ -459,7 +459,8 @@ std::string w4a16_candidate_source(const W4A16Candidate& c) {
 W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
   const Environment& e = env();
   std::vector<W4A16Candidate> list = candidates(p, e, /*judge=*/false);
-  const bool forced_tile = e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n;
+  const bool forced_tile =
+      e.w4a16_bm || e.w4a16_bn || e.w4a16_bk || e.w4a16_stages || e.w4a16_warps_n || e.w4a16_warps_m;
   const std::optional<W4A16Engine>& forced_engine = e.w4a16_engine.forced;
   const bool forced = forced_tile || forced_engine;
   // The best candidate the call can run (a forced config starts from a one-role one); the
@@ -506,9 +507,15 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
         while (c.warps_n > 1 && c.block_n % (16 * c.warps_n) != 0) c.warps_n /= 2;
       }
       apply_override(&c.warps_n, e.w4a16_warps_n);
-    } else if (e.w4a16_warps_n) {
-      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_WARPS_N={} applies to the mma.sync kernel, not to {}",
-           *e.w4a16_warps_n, w4a16_engine_name(c.engine));
+      apply_override(&c.warps_m, e.w4a16_warps_m);
+      if (e.w4a16_warps_m && c.threads() < c.block_m) {  // the tile schedulers give each row a thread
+        fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_WARPS_M={} gives {} threads, fewer than BLOCK_M = {}",
+             *e.w4a16_warps_m, c.threads(), c.block_m);
+      }
+    } else if (e.w4a16_warps_n || e.w4a16_warps_m) {
+      fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_WARPS_{}={} applies to the mma.sync kernel, not to {}",
+           e.w4a16_warps_n ? "N" : "M", e.w4a16_warps_n ? *e.w4a16_warps_n : *e.w4a16_warps_m,
+           w4a16_engine_name(c.engine));
     }
     if (const char* why = c.error()) {
       fail(CHORD_ERROR_ENVIRONMENT,

@@ -40,10 +40,13 @@ TEST_CASE("env: valid values are parsed", "[env]") {
   ScopedEnv a("CHORD_CACHE_DIR", std::string("/var/tmp/c")), b("CHORD_JIT_DEBUG", std::string("1")),
       c("CHORD_W4A16_BM", std::string("64")), d("CHORD_W4A16_STAGES", std::string("4")),
       e("CHORD_SM90_DECODE", std::string("0")), f("CHORD_W4A16_SPLIT_K", std::string("2")),
-      g("CHORD_W4A16_WARPS_N", std::string("8")), h("CHORD_W4A16_GROUP_SUMS", std::string("1"));
+      g("CHORD_W4A16_WARPS_N", std::string("8")), h("CHORD_W4A16_GROUP_SUMS", std::string("1")),
+      i("CHORD_W4A16_WARPS_M", std::string("1"));
   chord::Environment env = chord::read_environment();
   CHECK(env.w4a16_group_sums == 1);
   CHECK(env.w4a16_warps_n == 8);
+  CHECK(env.w4a16_warps_m == 1);
+  CHECK(env.w4a16_overridden());
   CHECK(env.w4a16_split_k == 2);
   CHECK(env.cache_dir == "/var/tmp/c");
   CHECK(env.jit_debug);
