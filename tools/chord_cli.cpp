@@ -568,8 +568,11 @@ const std::vector<Command>& commands() {
            "expected_m or max_m, indexed M * top_k / E"},
           {"--weight", "W", false, join(weight_names()) + " (default int4)"},
           {"--a-rows", "S", false, "the call's rows of A: contiguous m, offsets S, indexed M (the split-K choice needs the call's rows)"},
-          {"--groups", "G", false, "masked: number of groups"},
-          {"--max-m", "M", false, "masked: rows per group"},
+          {"--groups", "G", false, "masked: number of groups (the narrow tiles' BN counts them)"},
+          {"--max-m", "M", false,
+           "masked: rows per group of the buffer (a buffer over twice the tiles of --rows takes a tile "
+           "that loops over the groups' tiles, as vLLM's batched buffers do; without it, the one-tile "
+           "kernels)"},
           {"--capacity", "C", false, "indexed: the length of sorted_ids"},
           {"--top-k", "T", false, "indexed: routes per row of A (with --a-rows: the routed rows the decode rule spreads)"},
           {"--block-size", "B", false, "indexed: the routing block (default 128)"},
