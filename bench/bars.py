@@ -154,10 +154,15 @@ def judge(rows, curve=None):
 
 
 def load_rows(paths):
+    """The rows of the results files; ValueError for a run at other points than the sets'
+    (bench_w4a16.py --sweep), whose rows the bars do not judge."""
     rows = []
     for path in paths:
         with open(path) as f:
-            rows.extend(json.load(f)["rows"])
+            doc = json.load(f)
+        if "--sweep" in doc.get("meta", {}).get("command", ""):
+            raise ValueError(f"{path} ran other points than the sets' (--sweep); the bars judge the sets' rows")
+        rows.extend(doc["rows"])
     return rows
 
 
@@ -179,7 +184,11 @@ def main(argv=None):
                 curve = parse_read_curve(f.read())
         except (OSError, ValueError) as e:
             parser.error(f"--reach {args.reach}: {e}")
-    bars = judge(load_rows(args.results), curve)
+    try:
+        rows = load_rows(args.results)
+    except ValueError as e:
+        parser.error(str(e))
+    bars = judge(rows, curve)
     for name, bar in bars.items():
         bound = f" ({bar['host_bound']} of the {bar['judged']} host-bound)" if bar["host_bound"] else ""
         if "plain_read_misses" in bar:

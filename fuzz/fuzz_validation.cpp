@@ -189,7 +189,8 @@ const char* const kVariables[] = {"CHORD_CACHE_DIR",        "CHORD_CACHE_READONL
                                   "CHORD_JIT_DUMP_SOURCE",  "CHORD_SM90_DECODE",         "CHORD_W4A16_BM",
                                   "CHORD_W4A16_BN",         "CHORD_W4A16_BK",            "CHORD_W4A16_STAGES",
                                   "CHORD_VALIDATE_ROUTING", "CHORD_W4A16_PROFILE",       "CHORD_W4A16_ENGINE",
-                                  "CHORD_W4A16_PORTABLE",   "CHORD_W4A16_GROUP_SUMS",    "CHORD_W4A16_N_RUN"};
+                                  "CHORD_W4A16_PORTABLE",   "CHORD_W4A16_GROUP_SUMS",    "CHORD_W4A16_N_RUN",
+                                  "CHORD_W4A16_WARPS_N",    "CHORD_W4A16_WARPS_M",       "CHORD_W4A16_SPLIT_K"};
 
 // An absolute path without surrounding white space (what a path variable may hold).
 bool clean_path(const std::string& path) {
@@ -207,7 +208,7 @@ void fuzz_environment(FuzzedDataProvider& p) {
     for (const auto& dir : e.cache_readonly_dirs) {
       if (!clean_path(dir)) bug("accepted a read-only cache dir that is no clean path", dir);
     }
-    for (const auto& forced : {e.w4a16_bm, e.w4a16_bn, e.w4a16_bk, e.w4a16_stages}) {
+    for (const auto& forced : {e.w4a16_bm, e.w4a16_bn, e.w4a16_bk, e.w4a16_stages, e.w4a16_warps_n, e.w4a16_warps_m}) {
       if (forced && (*forced <= 0 || *forced > (1 << 20))) bug(std::string("accepted ") + name, value);
     }
     if (e.w4a16_group_sums && (*e.w4a16_group_sums < 0 || *e.w4a16_group_sums >= chord::kW4A16GroupSumsCount)) {

@@ -60,7 +60,8 @@ def resources(cli, call, k):
     env = dict(os.environ, CHORD_W4A16_SEARCH="0", CHORD_W4A16_ENGINE=k["engine"], CHORD_W4A16_BM=str(k["bm"]),
                CHORD_W4A16_BN=str(k["bn"]), CHORD_W4A16_BK=str(k["bk"]), CHORD_W4A16_STAGES=str(k["stages"]))
     if k["engine"] == "mma_sync":
-        env.update(CHORD_W4A16_WARPS_N=str(k["warps_n"]), CHORD_W4A16_SPLIT_K=str(k["split_k"]),
+        env.update(CHORD_W4A16_WARPS_N=str(k["warps_n"]), CHORD_W4A16_WARPS_M=str(k["warps_m"]),
+                   CHORD_W4A16_SPLIT_K=str(k["split_k"]),
                    CHORD_W4A16_N_RUN=str(k.get("n_run", 1)))
     with tempfile.TemporaryDirectory() as tmp:
         args = [cli] + generalization.config_args(call) + ["--cubin", os.path.join(tmp, "k.cubin")]

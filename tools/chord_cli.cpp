@@ -568,11 +568,13 @@ const std::vector<Command>& commands() {
            "expected_m or max_m, indexed M * top_k / E"},
           {"--weight", "W", false, join(weight_names()) + " (default int4)"},
           {"--a-rows", "S", false, "the call's rows of A: contiguous m, offsets S, indexed M (the split-K choice needs the call's rows)"},
-          {"--groups", "G", false, "masked: number of groups (the narrow tiles' BN counts them)"},
+          {"--groups", "G", false,
+           "masked: number of groups (the narrow tiles' BN counts them; with --max-m, whether the buffer "
+           "takes a looping tile)"},
           {"--max-m", "M", false,
-           "masked: rows per group of the buffer (a buffer over twice the tiles of --rows takes a tile "
-           "that loops over the groups' tiles, as vLLM's batched buffers do; without it, the one-tile "
-           "kernels)"},
+           "masked: rows per group of the buffer (with --groups: a buffer over twice the tiles of --rows "
+           "takes a tile that loops over the groups' tiles, as vLLM's batched buffers do; without them, "
+           "the one-tile kernels)"},
           {"--capacity", "C", false, "indexed: the length of sorted_ids"},
           {"--top-k", "T", false, "indexed: routes per row of A (with --a-rows: the routed rows the decode rule spreads)"},
           {"--block-size", "B", false, "indexed: the routing block (default 128)"},

@@ -519,9 +519,9 @@ W4A16GemmConfig resolve_w4a16_config(const W4A16Problem& p) {
     }
     if (const char* why = c.error()) {
       fail(CHORD_ERROR_ENVIRONMENT,
-           "CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N force an invalid config ({} bm={} bn={} bk={} stages={} "
-           "warps_n={}): {}",
-           w4a16_engine_name(c.engine), c.block_m, c.block_n, c.block_k, c.stages, c.warps_n, why);
+           "CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N/WARPS_M force an invalid config ({} bm={} bn={} bk={} "
+           "stages={} warps_n={} warps_m={}): {}",
+           w4a16_engine_name(c.engine), c.block_m, c.block_n, c.block_k, c.stages, c.warps_n, c.warps_m, why);
     }
     if (const char* why = c.shape_error(p.n, p.k)) {
       fail(CHORD_ERROR_ENVIRONMENT, "CHORD_W4A16_BN/BK = {}/{} do not fit N = {}, K = {}: {}", c.block_n, c.block_k,

@@ -219,6 +219,7 @@ TEST_CASE("bad input: forced CHORD_W4A16_* values that make no valid config are 
       {"CHORD_W4A16_BN=40", "BLOCK_N must be", "CHORD_W4A16_BN=40"},
       {"CHORD_W4A16_STAGES=9", "STAGES must be", "CHORD_W4A16_STAGES=9"},
       {"CHORD_W4A16_WARPS_N=3", "BLOCK_N / WARPS_N must be a multiple of 16", "CHORD_W4A16_WARPS_N=3"},
+      {"CHORD_W4A16_WARPS_M=3", "BLOCK_M / WARPS_M must be a multiple of 8", "CHORD_W4A16_WARPS_M=3"},
       {"CHORD_W4A16_BK=256", "do not fit N = 64, K = 128", "CHORD_W4A16_BK=256 with K = 128"},
       {"CHILD_INDEXED=1 CHORD_W4A16_BM=32", "does not divide the routing block_size 16",
        "CHORD_W4A16_BM=32, indexed call with block_size 16"},

@@ -84,6 +84,7 @@ TEST_CASE("env: invalid integer values are rejected naming the variable", "[env]
   expect_rejected("CHORD_W4A16_STAGES", "3x");
   expect_rejected("CHORD_W4A16_SPLIT_K", "0");
   expect_rejected("CHORD_W4A16_WARPS_N", "-4");
+  expect_rejected("CHORD_W4A16_WARPS_M", "0");
   expect_rejected("CHORD_W4A16_BM", "99999999999");
 }
 

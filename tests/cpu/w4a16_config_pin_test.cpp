@@ -508,7 +508,7 @@ const EnvPin kEnvPins[] = {
     {"CHORD_W4A16_WARPS_N=2", "--arch sm_80 --mode indexed --n 512 --k 64 --experts 128 --rows 5 --weight nf4-fp16 --a-rows 640 --block-size 96 --capacity 12928",
      "engine=mma_sync block_m=8 block_n=128 block_k=64 stages=3 warps_m=1 warps_n=2 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_WARPS_N=2", "--arch sm_90a --mode indexed --n 48 --k 7168 --experts 48 --rows 2047 --a-rows 12282 --block-size 256 --capacity 24570",
-     "CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N force an invalid config (mma_sync bm=128 bn=16 bk=64 stages=4 warps_n=2): BLOCK_N / WARPS_N must be a multiple of 16", true},
+     "CHORD_W4A16_ENGINE/BM/BN/BK/STAGES/WARPS_N/WARPS_M force an invalid config (mma_sync bm=128 bn=16 bk=64 stages=4 warps_n=2 warps_m=2): BLOCK_N / WARPS_N must be a multiple of 16", true},
     {"CHORD_W4A16_SPLIT_K=1", "--arch sm_90a --mode indexed --n 128 --k 2048 --experts 48 --rows 22 --weight nf4-fp16 --a-rows 132 --block-size 16 --capacity 900",
      "engine=mma_sync block_m=16 block_n=64 block_k=256 stages=2 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_SPLIT_K=1", "--arch sm_90a --mode contiguous --n 128 --k 7168 --experts 48 --rows 11 --a-rows 66",

@@ -3,6 +3,8 @@ import json
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, os.pardir)
 sys.path.insert(0, os.path.join(ROOT, "bench"))
 import bars  # noqa: E402
@@ -68,6 +70,14 @@ def test_command_line_reads_several_files_and_writes_the_verdicts(tmp_path, caps
     verdict = json.loads(out.read_text())
     assert verdict["decode floor"] == dict(judged=3, met=2, host_bound=0,
                                            misses=["dsv3_ep8 indexed uniform x=1 down: 50.0% of the floor"])
+
+
+def test_a_sweep_run_is_not_judged(tmp_path):
+    run = tmp_path / "bench.json"
+    run.write_text(json.dumps(dict(meta=dict(command="python3 bench/bench_w4a16.py --sweep 96,128 --only masked"),
+                                   rows=[suite_row("masked EP8", 96, 200.0, 177.0)])))
+    with pytest.raises(SystemExit):
+        bars.main([str(run)])
 
 
 def test_marlin_verdicts_on_host_bound_rows_are_counted_and_marked(capsys):
