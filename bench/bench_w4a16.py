@@ -268,6 +268,16 @@ def align_block_size(topk_ids, num_global, local_of_global, block_size, extra_bl
     return sorted_ids, expert_ids, num_tokens_padded
 
 
+def masked_activations(groups, max_m, k, tokens_per_expert, gen):
+    """A masked call's activations [groups, max_m, k]: the 2 t rows a group can have (masked_rows)
+    drawn whatever max_m is, so that both --capacity settings time the same inputs; rows past
+    them are zero."""
+    a = torch.zeros(groups, max_m, k, device="cuda", dtype=torch.bfloat16)
+    a[:, :2 * tokens_per_expert] = torch.randn(groups, 2 * tokens_per_expert, k, device="cuda",
+                                               generator=gen).to(torch.bfloat16)
+    return a
+
+
 def masked_rows(groups, tokens_per_expert, gen):
     """masked_m of the masked rows: uniform in [t / 2, 1.5 t] per group (ragged), int32 on the
     device; max_m = 2 t holds them all."""
@@ -581,11 +591,7 @@ class Suite:
         e = w.experts
         max_m = masked_capacity(tokens_per_expert, ranks)
         masked_m = masked_rows(e, tokens_per_expert, gen)
-        # The rows a group can have (masked_rows: under 2 t) are drawn whatever max_m is, so that
-        # both --capacity settings time the same rows and inputs; rows past them are zero.
-        a = torch.zeros(e, max_m, w.k, device="cuda", dtype=torch.bfloat16)
-        a[:, :2 * tokens_per_expert] = torch.randn(e, 2 * tokens_per_expert, w.k, device="cuda",
-                                                   generator=gen).to(torch.bfloat16)
+        a = masked_activations(e, max_m, w.k, tokens_per_expert, gen)
         out = torch.full((e, max_m, w.n), float("nan"), dtype=torch.bfloat16, device="cuda")
         valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
         x_grouped = a[valid]
@@ -766,11 +772,7 @@ def generalization_call(library, call, w, gen, with_peers=False, against=None):
     if call["mode"] == "masked":
         masked_m = torch.tensor(call["masked_m"], dtype=torch.int32, device="cuda")
         max_m = call["max_m"]
-        # The rows a group can have (under 2 t) are drawn whatever max_m is (--capacity), so that
-        # both settings time the same inputs; rows past them are zero.
-        drawn = min(max_m, 2 * call["x"])
-        a = torch.zeros(e, max_m, k, device="cuda", dtype=torch.bfloat16)
-        a[:, :drawn] = torch.randn(e, drawn, k, device="cuda", generator=gen).to(torch.bfloat16)
+        a = masked_activations(e, max_m, k, call["x"], gen)
         out = torch.full((e, max_m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
         valid = torch.arange(max_m, device="cuda")[None, :] < masked_m[:, None]
         offsets = torch.cumsum(masked_m, 0).to(torch.int32)
