@@ -33,20 +33,23 @@ REGS_PER_SM = 65536
 MAX_WARPS_PER_SM = 64
 
 # Kernel names: the tile, the weight kind's suffix (_f16, _zpg128, _nf4, ...), then _sk<split>,
-# _gs<form> and _nr<run> where they are not the defaults (jit/families/w4a16.cpp). _stk is the
-# stream-K schedule the library no longer builds: bench/results files that measured it name it.
+# _gs<form> and _nr<run> where they are not the defaults, _ml for a masked tile loop
+# (jit/families/w4a16.cpp). _stk is the stream-K schedule the library no longer builds:
+# bench/results files that measured it name it.
 MMA_NAME = re.compile(r"w4a16_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)k(\d+)s(\d+)w(\d+)x(\d+)"
-                      r"(?:_(?!sk\d|gs\d|stk$|nr\d)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?(_stk)?(?:_nr(\d+))?$")
+                      r"(?:_(?!sk\d|gs\d|stk$|nr\d|ml$)[a-z0-9]+)?(?:_sk(\d+))?(?:_gs\d+)?(_stk)?(?:_nr(\d+))?(_ml)?$")
 WGMMA_NAME = re.compile(r"w4a16_wgmma(?:_ws)?_(?:indexed|masked|offsets|contiguous)_m(\d+)n(\d+)wg(\d+)s(\d+)")
 
 
 def parse_kernel(name):
-    """{engine, bm, bn, bk, stages, warps_m, warps_n, split_k, stream_k, n_run} of a kernel name, or None."""
+    """{engine, bm, bn, bk, stages, warps_m, warps_n, split_k, stream_k, n_run, masked_loop} of a kernel
+    name, or None."""
     m = MMA_NAME.match(name)
     if m:
-        bm, bn, bk, st, wm, wn, sk, stk, nr = m.groups()
+        bm, bn, bk, st, wm, wn, sk, stk, nr, ml = m.groups()
         return dict(engine="mma_sync", bm=int(bm), bn=int(bn), bk=int(bk), stages=int(st), warps_m=int(wm),
-                    warps_n=int(wn), split_k=int(sk or 1), stream_k=bool(stk), n_run=int(nr or 1))
+                    warps_n=int(wn), split_k=int(sk or 1), stream_k=bool(stk), n_run=int(nr or 1),
+                    masked_loop=bool(ml))
     m = WGMMA_NAME.match(name)
     if m:
         bm, bn, wg, st = m.groups()

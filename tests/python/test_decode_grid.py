@@ -29,6 +29,13 @@ def test_parse_kernel_reads_both_engines():
     assert (k["bk"], k["stages"], k["split_k"], k["n_run"]) == (64, 8, 1, 4)
     assert decode_grid.parse_kernel("w4a16_indexed_m8n128k64s8w1x4_zp_nr2")["n_run"] == 2
     assert decode_grid.parse_kernel("w4a16_indexed_m8n128k128s3w1x4_sk2")["n_run"] == 1
+    # A masked tile loop's suffix, alone or after a split (the masked decode tiles in vLLM's buffers).
+    k = decode_grid.parse_kernel("w4a16_masked_m64n128k64s4w1x4_ml")
+    assert (k["bm"], k["warps_m"], k["split_k"], k["masked_loop"]) == (64, 1, 1, True)
+    k = decode_grid.parse_kernel("w4a16_masked_m16n128k128s3w1x4_sk2_ml")
+    assert (k["bm"], k["split_k"], k["masked_loop"]) == (16, 2, True)
+    assert decode_grid.parse_kernel("w4a16_masked_m16n128k128s3w1x4_zp_ml")["masked_loop"]
+    assert not decode_grid.parse_kernel("w4a16_masked_m16n128k128s3w1x4_sk2")["masked_loop"]
 
 
 def test_ctas_per_sm_takes_the_tightest_limit():
