@@ -113,16 +113,19 @@ W4A16GemmConfig heuristic(const W4A16Problem& p) {
     const double ctas = expected_active_tiles(p, c.block_m) * (p.n / c.block_n);
     if (ctas > 0 && ctas < p.sm_count) c.block_n = 64;
   }
-  // INT4 masked calls of 22 to 64 rows per group (a BM64 / BM128 tile) whose buffer holds over
-  // twice the tiles of the hint's rows (vLLM's batched buffers: 2048 rows per group at EP8 for a
-  // few dozen): the 256-thread tiles take one tile per CTA, so their grid covers the whole
-  // buffer; the BM64 tile of one warp along M (128 threads) loops over the groups' non-empty
-  // tiles (its masked_loop form, w4a16_masked_tiles). Measured on an H100 with the portable
-  // engine (the family sm_80 and sm_100 run; Kimi K2 EP8 / 16 / 32 at 32 and 64 tokens per
-  // expert, vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against the
-  // buffer-wide tiles): 1.33-2.69x faster on all 12 calls; at BK128 3 stages it took 0.99-1.05x
-  // the time of BK64 4 stages. Over 64 rows per group the BM128 tile stays (not measured).
-  if (p.mode == kW4A16Masked && !w4a16_is_nf4(p.weight) && c.block_m >= 64 && p.rows_per_expert <= 64 &&
+  // INT4 masked calls of 22 to 512 rows per group (a BM64 / BM128 tile) whose buffer holds over
+  // twice the tiles of the hint's rows (vLLM's batched buffers: 2048 rows per group at EP8): the
+  // 256-thread tiles take one tile per CTA, so their grid covers the whole buffer; the BM64 tile
+  // of one warp along M (128 threads) loops over the groups' non-empty tiles (its masked_loop
+  // form, w4a16_masked_tiles), several per group above 64 rows. Measured on an H100 with the
+  // portable engine (the family sm_80 and sm_100 run; Kimi K2 EP8 / 16 / 32, vLLM's default
+  // buffer, bench_w4a16.py --only masked --capacity vllm): against the buffer-wide tiles in one
+  // process (--against), 1.33-2.69x faster at 32-64 tokens per expert and 1.23-1.62x at 96-128, on
+  // every call; at 256 and 512, against the BM128 tile forced (CHORD_W4A16_BM=128
+  // CHORD_W4A16_WARPS_M=2), two processes of each alternated, 1.01-1.33x (median 1.08x). At BK128
+  // 3 stages it took 0.99-1.05x the time of BK64 4 stages. Over 512 rows the BM128 tile stays (not
+  // measured).
+  if (p.mode == kW4A16Masked && !w4a16_is_nf4(p.weight) && c.block_m >= 64 && p.rows_per_expert <= 512 &&
       masked_buffer_exceeds_hint(64, p)) {
     c.block_m = 64;
     c.warps_m = 1;
@@ -178,10 +181,20 @@ constexpr int64_t kWsMinInt4RowsIndexed = 2048;
 constexpr int64_t kWsMinInt4RowsIndexedShortK = 1024;
 constexpr int kWsShortK = 2048;
 
+// A masked call whose buffer holds over twice the 128-token tiles its hint's rows need (vLLM's
+// batched buffers at more than 64 tokens per expert: 2048 rows per group at EP8) takes the
+// warp-specialized tile at any row count: the one-role tile takes one tile per CTA, so its grid
+// covers the whole buffer, where the persistent kernel's CTAs take only the groups' non-empty
+// tiles (the compact schedule). Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 96, 128 and 256
+// tokens per expert, vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against
+// the one-role tiles' buffer-wide grid): 1.05-1.76x faster on all 18 calls (median 1.17x; EP8 96
+// tokens/expert gate_up / down 627.0 / 373.0 us to 569.2 / 319.8, EP32 238.0 / 143.1 to 160.5 /
+// 81.3).
 bool ws_promotes(const W4A16Problem& p) {
   const int64_t indexed_rows = p.k <= kWsShortK ? kWsMinInt4RowsIndexedShortK : kWsMinInt4RowsIndexed;
   const int64_t min_rows = p.mode == kW4A16Indexed ? indexed_rows : kWsMinInt4Rows;
-  return w4a16_is_nf4(p.weight) || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows);
+  return w4a16_is_nf4(p.weight) || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows) ||
+         masked_buffer_exceeds_hint(kW4A16WgmmaWsBlockM, p);
 }
 
 bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }

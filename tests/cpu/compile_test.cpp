@@ -777,7 +777,7 @@ TEST_CASE("compile: masked tile loops build the mma.sync decode tiles on every a
       }
     }
   }
-  // The BM64 tile of one warp along M that masked calls of 22-64 rows per group run in large
+  // The BM64 tile of one warp along M that masked calls of 22-512 rows per group run in large
   // buffers off sm_90a (the heuristic's): its loop form builds with no spills on every INT4 kind.
   for (const char* arch_name : {"sm_80", "sm_100a"}) {
     const chord::Arch arch = chord::parse_arch(arch_name);

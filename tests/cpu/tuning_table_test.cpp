@@ -738,13 +738,27 @@ TEST_CASE("tuning: masked calls in a buffer over twice the hint's tiles leave th
   CHECK(chord::resolve_w4a16_config(p).error() == nullptr);
   CHECK_FALSE(chord::resolve_w4a16_config(p).block_m == 48);
   p.weight = chord::kW4A16WeightInt4;
+  // Over 64 rows per group (vLLM's throughput batches: 85 per expert at EP8) in vLLM's buffer: the
+  // warp-specialized BM128 tile, whose CTAs take only the groups' non-empty tiles; in a tight
+  // buffer the one-role tile (one tile per CTA over a buffer barely past the rows).
+  for (int64_t rows : {65, 85, 128, 256}) {
+    INFO(rows);
+    p.rows_per_expert = rows;
+    p.max_m = 2048;
+    const chord::W4A16GemmConfig large = chord::resolve_w4a16_launch_config(p);
+    CHECK(large.warp_specialized());
+    CHECK(large.block_m == 128);
+    CHECK(large.error() == nullptr);
+    p.max_m = 2 * rows;
+    CHECK(chord::resolve_w4a16_launch_config(p).engine == chord::W4A16Engine::kWgmma);
+  }
   // Prefill-sized groups in a large buffer: the warp-specialized kernel loops over tiles itself.
   p.rows_per_expert = 1024;
   p.max_m = 8192;
   CHECK(chord::resolve_w4a16_config(p).warp_specialized());
 }
 
-TEST_CASE("tuning: off sm_90a, INT4 masked calls of 22-64 rows per group in a buffer over twice the hint's tiles "
+TEST_CASE("tuning: off sm_90a, INT4 masked calls of 22-512 rows per group in a buffer over twice the hint's tiles "
           "run the looping BM64 tile of one warp along M, and a tight buffer keeps the 256-thread tile",
           "[tuning]") {
   for (const char* name : {"sm_80", "sm_100a"}) {
@@ -774,9 +788,23 @@ TEST_CASE("tuning: off sm_90a, INT4 masked calls of 22-64 rows per group in a bu
     CHECK(tight.block_m == 64);
     CHECK(tight.threads() == 256);
     CHECK_FALSE(tight.masked_loop);
-    // Over 64 rows per group: the BM128 tile, buffer-wide (not measured against the loop).
-    p.rows_per_expert = 65;
-    p.max_m = 2048;
+    // 65-512 rows per group in vLLM's buffer: the same looping tile, several tiles per group; a
+    // tight buffer keeps the 256-thread BM128 tile, and so do groups over 512 rows (not measured).
+    for (int64_t rows : {65, 128, 512}) {
+      INFO(rows);
+      p.rows_per_expert = rows;
+      p.max_m = 8192;
+      const chord::W4A16GemmConfig large = chord::resolve_w4a16_launch_config(p);
+      CHECK(large.block_m == 64);
+      CHECK(large.threads() == 128);
+      CHECK(large.masked_loop);
+      p.max_m = 2 * rows;
+      tight = chord::resolve_w4a16_launch_config(p);
+      CHECK(tight.block_m == 128);
+      CHECK_FALSE(tight.masked_loop);
+    }
+    p.rows_per_expert = 1024;
+    p.max_m = 8192;
     tight = chord::resolve_w4a16_launch_config(p);
     CHECK(tight.block_m == 128);
     CHECK_FALSE(tight.masked_loop);
