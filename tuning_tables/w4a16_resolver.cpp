@@ -181,20 +181,21 @@ constexpr int64_t kWsMinInt4RowsIndexed = 2048;
 constexpr int64_t kWsMinInt4RowsIndexedShortK = 1024;
 constexpr int kWsShortK = 2048;
 
-// A masked call whose buffer holds over twice the 128-token tiles its hint's rows need (vLLM's
-// batched buffers at more than 64 tokens per expert: 2048 rows per group at EP8) takes the
-// warp-specialized tile at any row count: the one-role tile takes one tile per CTA, so its grid
+// A masked call of over 64 rows per group (past the narrow tiles) whose buffer holds over twice
+// the 128-token tiles its hint's rows need (vLLM's batched buffers: 2048 rows per group at EP8)
+// takes the warp-specialized tile at any K: the one-role tile takes one tile per CTA, so its grid
 // covers the whole buffer, where the persistent kernel's CTAs take only the groups' non-empty
-// tiles (the compact schedule). Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 96, 128 and 256
-// tokens per expert, vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm --against
-// the one-role tiles' buffer-wide grid): 1.05-1.76x faster on all 18 calls (median 1.17x; EP8 96
-// tokens/expert gate_up / down 627.0 / 373.0 us to 569.2 / 319.8, EP32 238.0 / 143.1 to 160.5 /
-// 81.3).
+// tiles (the compact schedule). Its tile is BN256: a call whose N is not a multiple of 256 keeps
+// the one-role tile. Measured on an H100 (Kimi K2 EP8 / 16 / 32 at 96, 128 and 256 tokens per
+// expert, K 7168 and 2048, vLLM's default buffer, bench_w4a16.py --only masked --capacity vllm
+// --against the one-role tiles' buffer-wide grid): 1.05-1.76x faster on all 18 calls (median
+// 1.17x; EP8 96 tokens/expert gate_up / down 627.0 / 373.0 us to 569.2 / 319.8, EP32 238.0 /
+// 143.1 to 160.5 / 81.3). K under 768 is not measured.
 bool ws_promotes(const W4A16Problem& p) {
   const int64_t indexed_rows = p.k <= kWsShortK ? kWsMinInt4RowsIndexedShortK : kWsMinInt4RowsIndexed;
   const int64_t min_rows = p.mode == kW4A16Indexed ? indexed_rows : kWsMinInt4Rows;
   return w4a16_is_nf4(p.weight) || (p.k >= kWsMinInt4K && p.rows_per_expert >= min_rows) ||
-         masked_buffer_exceeds_hint(kW4A16WgmmaWsBlockM, p);
+         (p.rows_per_expert > 64 && masked_buffer_exceeds_hint(kW4A16WgmmaWsBlockM, p));
 }
 
 bool sm90a(const Arch& arch) { return arch.sm() == 90 && arch.family_specific; }

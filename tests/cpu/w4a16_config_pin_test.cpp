@@ -479,6 +479,13 @@ const EnvPin kEnvPins[] = {
      "engine=wgmma_ws block_m=48 block_n=256 block_k=64 stages=6 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
     {"CHORD_W4A16_ENGINE=wgmma", "--arch sm_90a --mode masked --n 4096 --k 7168 --experts 48 --rows 32 --groups 48 --max-m 2048",
      "engine=wgmma block_m=48 block_n=256 block_k=64 stages=5 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
+    // Over 64 rows per group in that buffer: the warp-specialized 128-token tile, and prefer_wgmma's
+    // WGMMA defaults do not take a decode call there (8 rows per group keep the looping mma.sync
+    // decode tile).
+    {"CHORD_W4A16_ENGINE=auto", "--arch sm_90a --mode masked --n 4096 --k 7168 --experts 48 --rows 96 --groups 48 --max-m 2048",
+     "engine=wgmma_ws block_m=128 block_n=256 block_k=64 stages=6 warps_m=1 warps_n=4 warpgroups=2 split_k=1", false},
+    {"CHORD_W4A16_ENGINE=prefer_wgmma", "--arch sm_90a --mode masked --n 4096 --k 7168 --experts 48 --rows 8 --groups 48 --max-m 2048",
+     "kernel=w4a16_masked_m16n256k128s3w1x4_ml", false},
     {"CHORD_W4A16_ENGINE=wgmma_ws", "--arch sm_90a --mode indexed --n 1536 --k 7168 --experts 128 --rows 170 --weight nf4-fp16 --a-rows 21760 --block-size 96 --capacity 34048",
      "CHORD_W4A16_* force BLOCK_M = 128, which does not divide the routing block_size 96", true},
     {"CHORD_W4A16_BM=64", "--arch sm_90a --mode masked --n 1536 --k 2048 --experts 48 --rows 4",

@@ -580,10 +580,10 @@ TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every
     CHECK(name.find("_m64n") != std::string::npos);
     CHECK(name.find("w1x4") != std::string::npos);
     CHECK(name.compare(name.size() - 3, 3, "_ml") == 0);
-    // A hundred or more rows per group (hint 128, rows 64-200): the same tile, two to four tiles
-    // per group, each CTA taking its tiles in turn.
+    // Over 64 rows per group (hint 128, rows 128-400): the same tile, two to seven tiles per
+    // group, more than the hint-sized grid's slots, so that CTAs take several tiles in turn.
     std::vector<int32_t> hundreds(e);
-    for (int g = 0; g < e; ++g) hundreds[g] = rng() % 5 == 0 ? 0 : static_cast<int32_t>(64 + rng() % 137);
+    for (int g = 0; g < e; ++g) hundreds[g] = rng() % 5 == 0 ? 0 : static_cast<int32_t>(128 + rng() % 273);
     hundreds[11] = max_m;
     check_masked(w, hundreds, max_m, 128, rng, stream);
     const std::string looped = last_kernel_name();
