@@ -569,27 +569,24 @@ TEST_CASE("gpu w4a16 masked slots child: the process's forced engine takes every
   }
   check_masked(w, std::vector<int32_t>(e, 0), max_m, 8, rng, stream);  // no rows at all
   if (std::string(engine) == "portable") {
-    // A few dozen rows per group (hint 32, up to 80 rows, some groups empty) in the large
-    // buffer: the heuristic's BM64 tile of one warp along M, looping over the hint-sized grid.
-    std::vector<int32_t> dozens(e);
-    for (int g = 0; g < e; ++g) dozens[g] = rng() % 5 == 0 ? 0 : static_cast<int32_t>(16 + rng() % 65);
-    dozens[7] = max_m;
-    check_masked(w, dozens, max_m, 32, rng, stream);
-    const std::string name = last_kernel_name();
-    INFO(name);
-    CHECK(name.find("_m64n") != std::string::npos);
-    CHECK(name.find("w1x4") != std::string::npos);
-    CHECK(name.compare(name.size() - 3, 3, "_ml") == 0);
-    // Over 64 rows per group (hint 128, rows 128-400): the same tile, two to seven tiles per
-    // group, more than the hint-sized grid's slots, so that CTAs take several tiles in turn.
-    std::vector<int32_t> hundreds(e);
-    for (int g = 0; g < e; ++g) hundreds[g] = rng() % 5 == 0 ? 0 : static_cast<int32_t>(128 + rng() % 273);
-    hundreds[11] = max_m;
-    check_masked(w, hundreds, max_m, 128, rng, stream);
-    const std::string looped = last_kernel_name();
-    INFO(looped);
-    CHECK(looped.find("_m64n") != std::string::npos);
-    CHECK(looped.compare(looped.size() - 3, 3, "_ml") == 0);
+    // Groups of `low` to `low + spread - 1` rows (a fifth empty, group `full` full) in the large
+    // buffer under `hint`: the heuristic's BM64 tile of one warp along M, looping over the
+    // hint-sized grid.
+    const auto check_looping_bm64 = [&](int low, int spread, int full, int64_t hint) {
+      std::vector<int32_t> rows(e);
+      for (int g = 0; g < e; ++g) rows[g] = rng() % 5 == 0 ? 0 : static_cast<int32_t>(low + rng() % spread);
+      rows[full] = max_m;
+      check_masked(w, rows, max_m, hint, rng, stream);
+      const std::string name = last_kernel_name();
+      INFO(name);
+      CHECK(name.find("_m64n") != std::string::npos);
+      CHECK(name.find("w1x4") != std::string::npos);
+      CHECK(name.compare(name.size() - 3, 3, "_ml") == 0);
+    };
+    check_looping_bm64(16, 65, 7, 32);  // a few dozen rows per group (up to 80)
+    // Over 64 rows per group (128-400): two to seven tiles per group, more than the hint-sized
+    // grid's slots, so that CTAs take several tiles in turn.
+    check_looping_bm64(128, 273, 11, 128);
   }
 }
 
