@@ -40,13 +40,17 @@ _GPTQ_V1_SYMMETRIC_ZEROS = 0x77777777
 _GPTQ_V2_SYMMETRIC_ZEROS = -0x77777778  # 0x88888888 as an int32
 
 
+def _require_values(t, name):
+    if t.device.type == "meta":  # the readers look at the values (zero points, scales, g_idx)
+        _fail(f"'{name}' is a meta tensor: the readers need its values (load the checkpoint's tensors)")
+
+
 def _check(t, name, dtype=None):
     if not isinstance(t, torch.Tensor):
         _fail(f"'{name}' must be a torch.Tensor, got {type(t).__name__}")
     if dtype is not None and t.dtype != dtype:
         _fail(f"'{name}' must be {dtype}, got {t.dtype}")
-    if t.device.type == "meta":  # the readers look at the values (zero points, scales, g_idx)
-        _fail(f"'{name}' is a meta tensor: the readers need its values (load the checkpoint's tensors)")
+    _require_values(t, name)
     if t.dim() not in (2, 3):
         _fail(f"'{name}' must be [E, ...] or a single matrix, got shape {tuple(t.shape)}")
     return t if t.dim() == 3 else t.unsqueeze(0)
@@ -104,6 +108,7 @@ def _refuse_act_order(g_idx, name, e, k, group):
     (GPTQ desc_act, compressed-tensors actorder: group) reorders K, which chord does not."""
     if not isinstance(g_idx, torch.Tensor):
         _fail(f"'{name}' must be a torch.Tensor, got {type(g_idx).__name__}")
+    _require_values(g_idx, name)
     g = g_idx if g_idx.dim() == 2 else g_idx.unsqueeze(0)
     if g.dtype not in (torch.int32, torch.int64) or tuple(g.shape) != (e, k):
         _fail(f"'{name}' must be int32 [{e}, {k}], got {g.dtype} {tuple(g.shape)}")
@@ -156,6 +161,7 @@ def from_compressed_tensors(weight_packed: torch.Tensor, weight_scale: torch.Ten
     if weight_shape is not None:
         if not isinstance(weight_shape, torch.Tensor):
             _fail(f"'weight_shape' must be a torch.Tensor, got {type(weight_shape).__name__}")
+        _require_values(weight_shape, "weight_shape")
         if weight_shape.is_floating_point() or weight_shape.dtype == torch.bool or weight_shape.numel() not in (2, 2 * e):
             _fail(f"'weight_shape' must be integer [2] or [{e}, 2] (N, K per expert), got {weight_shape.dtype} "
                   f"{tuple(weight_shape.shape)}")

@@ -47,6 +47,11 @@ def _check_routing_args(topk_ids, block_size, num_experts, expert_map):
     _integer_tensor(topk_ids, "topk_ids")
     if expert_map is not None:
         _integer_tensor(expert_map, "expert_map")
+        # One id per global expert: a 2-D map would pass the bounds test on its element count
+        # and then be gathered along its first dimension, out of bounds on the device.
+        if expert_map.dim() != 1:
+            raise ValueError(f"chord_kernels: 'expert_map' must be 1-D (one local id per global expert), got shape "
+                             f"{tuple(expert_map.shape)}")
         if expert_map.device != topk_ids.device:
             raise ValueError(f"chord_kernels: 'topk_ids' is on {topk_ids.device}, 'expert_map' on {expert_map.device}")
     for value, name in ((block_size, "block_size"), (num_experts, "num_experts")):

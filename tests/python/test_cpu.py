@@ -911,6 +911,8 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_gptq(qweight, scales[:, :1].expand(-1, 3, -1), None, None)
     with pytest.raises(ValueError, match="'qweight' is a meta tensor"):
         ck.from_gptq(qweight.to("meta"), scales.to("meta"))
+    with pytest.raises(ValueError, match="'g_idx' is a meta tensor"):
+        ck.from_gptq(qweight, scales, qzeros, g_idx.to("meta"))
     with pytest.raises(ValueError, match="'qweight' must hold K/8 > 0"):
         ck.from_gptq(torch.zeros(1, 0, 64, dtype=torch.int32), torch.ones(1, 1, 64))
     # AWQ: qweight [E, K, N/8], qzeros [E, K/G, N/8] in the interleaved column order.
@@ -934,6 +936,11 @@ def test_checkpoint_readers_refuse_what_they_cannot_serve():
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), torch.zeros(2, 64, 2, dtype=torch.int32))
     with pytest.raises(ValueError, match="weight_shape"):
         ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), weight_shape=torch.tensor([[64, 128]] * 2))
+    with pytest.raises(ValueError, match="'weight_shape' is a meta tensor"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), weight_shape=torch.tensor([64, 256], device="meta"))
+    with pytest.raises(ValueError, match="'weight_g_idx' is a meta tensor"):
+        ck.from_compressed_tensors(packed, torch.ones(2, 64, 2), weight_g_idx=torch.zeros(2, 256, dtype=torch.int32,
+                                                                                         device="meta"))
     with pytest.raises(ValueError, match="group size 48"):
         ck.from_compressed_tensors(torch.zeros(2, 64, 24, dtype=torch.int32), torch.ones(2, 64, 4))
     with pytest.raises(ValueError, match="'weight_scale' must be"):

@@ -155,6 +155,8 @@ def test_indexed_checks_top_k_before_allocating():
     (dict(topk_ids=torch.tensor([[1.7, 0.2]])), TypeError, "'topk_ids' must hold integer expert ids"),
     (dict(topk_ids=[[1, 0]]), TypeError, "'topk_ids' must be a torch.Tensor"),
     (dict(expert_map=torch.tensor([0.5, 1.9, 2.2, 3.0])), TypeError, "'expert_map' must hold integer"),
+    (dict(expert_map=torch.tensor([[0, 1, 2, 3]])), ValueError, r"'expert_map' must be 1-D .* got shape \(1, 4\)"),
+    (dict(expert_map=torch.tensor([[0], [1], [2], [3]])), ValueError, "'expert_map' must be 1-D"),
 ])
 def test_moe_align_block_size_checks_its_arguments(kwargs, error, message):
     args = dict(topk_ids=torch.tensor([[1, 0]]), block_size=16, num_experts=4, expert_map=None)
