@@ -43,8 +43,9 @@ void moe_activation(const ActivationCall& call, CUstream stream) {
   if (call.num_valid) require_pointer(call.num_valid, "num_valid", 4);
   require_disjoint({{call.out, call.out_rows * n * 2, "out"}},
                    {{call.in, call.rows * call.in_cols * 2, "in"},
-                    {call.scatter_idx, call.rows * call.scatter_cols * 4, "scatter_idx"},
-                    {call.group_rows, call.groups * 4, "group_rows"},
+                    // Sizes of unused layouts stay 0: their counts are unchecked (and may overflow).
+                    {call.scatter_idx, call.scatter_idx ? call.rows * call.scatter_cols * 4 : 0, "scatter_idx"},
+                    {call.group_rows, call.group_rows ? call.groups * 4 : 0, "group_rows"},
                     {call.num_valid, 4, "num_valid"}});
 
   DeviceContext device = current_device_context(stream);

@@ -284,14 +284,13 @@ void set_tma_maps(const Launch& l, W4A16Args* args) {
 // The config of the last W4A16 GEMM call this thread made (w4a16_last_kernel): the decode tile
 // search may run another tile than the rule's, and only the call knows which. Every call's
 // launch passes here last (a search's timed candidates before it), so the call's own config
-// is the one kept.
+// is the one kept; a call that fails before its launch leaves the last one's.
 thread_local std::optional<W4A16GemmConfig> t_last_config;
 
 // check_routing: CHORD_VALIDATE_ROUTING's check before the GEMM; the search's timed launches
 // check the routing once before the first of them, so that the check is not inside their
 // timings.
 void launch(const Launch& l, const W4A16Args& in_args, CUstream stream, bool check_routing = true) {
-  t_last_config = l.config;
   W4A16Args args = in_args;
   // A masked grid follows the hint only where the kernel loops over tiles; every other kernel
   // takes one tile per CTA and gets a grid over the whole buffer (masked decode calls far below
@@ -314,7 +313,10 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream, bool che
   const std::string beyond = w4a16_offset_limit_error(l.config, args, ctas, l.device.sm_count);
   CHORD_REQUIRE(beyond.empty(), "{}", beyond);
   W4A16Dim3 grid = w4a16_grid(args, l.config.block_m, l.config.block_n, l.config.n_run);
-  if (grid.x == 0) return;  // no rows: nothing to launch
+  if (grid.x == 0) {  // no rows: nothing to launch, the kernel named all the same (chord.h)
+    t_last_config = l.config;
+    return;
+  }
   grid.x *= l.config.split_k;  // split-K: each tile is a cluster of split_k CTAs
   // The warp-specialized kernel loops over tiles (CTA b: b, b + grid, ...): one CTA per SM.
   if (l.config.warp_specialized() && grid.x > static_cast<unsigned int>(l.device.sm_count)) {
@@ -322,6 +324,7 @@ void launch(const Launch& l, const W4A16Args& in_args, CUstream stream, bool che
   }
   if (check_routing && env().validate_routing) enqueue_routing_check(args, stream);
   l.kernel->launch(LaunchGrid{grid.x, grid.y, grid.z}, stream, &args);
+  t_last_config = l.config;  // only a kernel that was launched
 }
 
 // Whether the stream is being captured into a CUDA Graph (unknown counts as yes: the search

@@ -76,6 +76,7 @@ struct KeyHash {
 struct Choices {
   std::mutex mutex;
   std::unordered_map<W4A16SearchKey, W4A16GemmConfig, KeyHash> by_key;
+  std::unordered_map<W4A16SearchKey, int, KeyHash> declined;  // calls the timer declined, per undecided key
 };
 
 Choices& choices() {
@@ -303,7 +304,14 @@ W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturin
   if (index < 0) {
     if (capturing) return plan.candidates.front();
     const std::vector<double> times = timer(plan.candidates);
-    if (times.empty()) return plan.candidates.front();  // nothing to time on now: decide at a later call
+    if (times.empty()) {  // nothing to time on now: decide at a later call, up to a bound
+      std::lock_guard<std::mutex> lock(memo.mutex);
+      if (++memo.declined[plan.key] >= kW4A16SearchMaxDeclines) {
+        memo.declined.erase(plan.key);
+        return memo.by_key.emplace(plan.key, plan.candidates.front()).first->second;  // memory only
+      }
+      return plan.candidates.front();
+    }
     index = times.size() == plan.candidates.size() ? w4a16_search_choice(times) : 0;
     // Nothing timed (every candidate failed, or the timing itself): the rule's tile for this
     // process only, so that a later process searches again.
@@ -341,6 +349,7 @@ size_t w4a16_search_synthetic_timings() { return g_synthetic_timings.load(); }
 void w4a16_search_forget_choices() {
   std::lock_guard<std::mutex> lock(choices().mutex);
   choices().by_key.clear();
+  choices().declined.clear();
 }
 
 }  // namespace chord

@@ -1,10 +1,13 @@
 /* chord: mixture-of-experts GEMM kernels with 4-bit weights and BF16 or FP16 activations.
  * C API. All pointers named *_dev are device pointers; `stream` is a CUstream (or
- * cudaStream_t; NULL = the legacy default stream) of the current CUDA context.
+ * cudaStream_t; NULL = the legacy default stream) of the current CUDA context (another
+ * context's stream is CHORD_ERROR_INVALID_ARGUMENT).
  * No entry point synchronizes the host, allocates device memory or reads device memory
  * from the host on a cache-hit call, so calls can be captured in a CUDA Graph; the one
  * exception is the first eager call of a decode shape, which times a few tiles on its own
- * inputs (the decode tile search, docs/tuning.md; never under capture).
+ * inputs (the decode tile search, docs/tuning.md; never under capture; where that call's
+ * routing is a warm-up's that no synthetic routing can stand in for, up to four eager calls
+ * read their routing back before the shape is decided).
  * Every function returns a chord_status_t; on failure chord_last_error() (thread-local)
  * names the bad argument and nothing has been launched. No operator works in place: an
  * output that overlaps another buffer of the call is CHORD_ERROR_INVALID_ARGUMENT. */
@@ -47,7 +50,8 @@ CHORD_EXPORT const char* chord_last_error(void);
 CHORD_EXPORT const char* chord_status_string(chord_status_t status);
 
 /* INT4 group-32 dequantization: out[e][n][k] = (code - 8) * scale[e][n][k/32], the
- * product rounded to BF16. Shapes: E >= 1, N >= 1, K a positive multiple of 32.
+ * product rounded to BF16. Shapes: E >= 0, N >= 0, K a multiple of 32 (a call with E, N or
+ * K = 0 writes nothing and succeeds).
  *   codes_dev:   uint8 [E, N, K], one code (0..15) per byte (only the low nibble is read)
  *   packed_dev:  int32 [E, N, K/8], compressed-tensors pack-quantized form: element j of
  *                each group of 8 in bits 4j..4j+3, values stored with the +8 offset

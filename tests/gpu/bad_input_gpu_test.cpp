@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "chord/chord.h"
@@ -127,6 +128,49 @@ TEST_CASE("gpu bad input: every rejected call launches nothing, and the next val
   auto got = out.download<uint16_t>();
   got.resize(want.size());
   check_rows(got, want, n);
+}
+
+// A stream of another CUDA context than the current one: the kernels load into the current
+// context and could not run on it, so the call is refused before anything is enqueued.
+TEST_CASE("gpu bad input: a stream of another context is INVALID_ARGUMENT and launches nothing", "[gpu][bad_input]") {
+  // cuCtxCreate is not in the library's driver table (chord never creates contexts): from libcuda.
+  using CtxCreate = CUresult (*)(CUcontext*, unsigned int, CUdevice);
+  using CtxDestroy = CUresult (*)(CUcontext);
+  void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  REQUIRE(libcuda != nullptr);
+  const auto create = reinterpret_cast<CtxCreate>(dlsym(libcuda, "cuCtxCreate_v2"));
+  const auto destroy = reinterpret_cast<CtxDestroy>(dlsym(libcuda, "cuCtxDestroy_v2"));
+  REQUIRE(create != nullptr);
+  REQUIRE(destroy != nullptr);
+  const chord::DriverApi& d = chord::driver();
+  std::mt19937 rng(103);
+  const int e = 1, n = 64, k = 64;
+  const auto codes = random_codes(static_cast<size_t>(e) * n * k, rng);
+  const auto scales = random_scales(static_cast<size_t>(e) * n * (k / 32), rng);
+  DeviceBuffer codes_dev(codes), scales_dev(scales), out(static_cast<size_t>(e) * n * k * 2);
+  out.fill(0xa5);
+  CUcontext current = nullptr, other = nullptr;
+  CUdevice device = 0;
+  CHORD_CU(d.cuCtxGetCurrent(&current));
+  CHORD_CU(d.cuCtxGetDevice(&device));
+  REQUIRE(create(&other, 0, device) == CUDA_SUCCESS);  // made current
+  CUstream foreign = nullptr;
+  CHORD_CU(d.cuStreamCreate(&foreign, CU_STREAM_NON_BLOCKING));
+  CHORD_CU(d.cuCtxSetCurrent(current));
+  CHECK(chord_int4_dequantize_codes(codes_dev.get(), scales_dev.get(), out.get(), e, n, k, foreign) ==
+        CHORD_ERROR_INVALID_ARGUMENT);
+  CHECK(std::string(chord_last_error()).find("another CUDA context") != std::string::npos);
+  CHECK(d.cuStreamSynchronize(foreign) == CUDA_SUCCESS);
+  auto bytes = out.download<uint8_t>();
+  CHECK(std::count(bytes.begin(), bytes.end(), uint8_t{0xa5}) == static_cast<long>(bytes.size()));
+  // The same call on a stream of the current context succeeds.
+  Stream stream;
+  CHECK(chord_int4_dequantize_codes(codes_dev.get(), scales_dev.get(), out.get(), e, n, k, stream.get()) ==
+        CHORD_SUCCESS);
+  stream.sync();
+  d.cuStreamDestroy(foreign);
+  CHECK(destroy(other) == CUDA_SUCCESS);
+  CHORD_CU(d.cuCtxSetCurrent(current));
 }
 
 TEST_CASE("gpu bad input: out-of-range routing data is skipped or clamped, never dereferenced",
