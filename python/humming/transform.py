@@ -13,6 +13,27 @@ from humming.schema.humming import HummingInputSchema, HummingWeightSchema
 from humming.utils.weight import scale_group, unpack_zero_point
 
 
+# GPTQ's stored zero points of a symmetric layer: 8 in every nibble (format v2), or 8 - 1 = 7 (v1).
+_SYMMETRIC_ZERO_WORDS = (0x77777777, 0x88888888 - (1 << 32))
+
+
+def _check_symmetric_zero_point(zp):
+    """vLLM's HummingLinearKernel hands every layer's zero-point parameter, a symmetric GPTQ
+    layer's qzeros too, with has_zero_point=False; the schema decides and the tensor is not
+    read, as in humming and vLLM's other kernels. Only GPTQ's symmetric constant is taken
+    that way (one load-time read): other values under a symmetric schema would be a zero
+    point the layer drops, so they are refused."""
+    if not isinstance(zp, torch.Tensor) or zp.dtype != torch.int32:
+        raise unsupported(f"tensor 'zero_point' ({getattr(zp, 'dtype', type(zp).__name__)}) with a schema that has "
+                          f"no zero point (has_zero_point=False)")
+    if zp.device.type == "meta":
+        raise ValueError("humming (chord backend): 'zero_point' is a meta tensor: its values are needed to check that "
+                         "it is the symmetric constant")
+    if zp.numel() and not any(bool((zp == word).all()) for word in _SYMMETRIC_ZERO_WORDS):
+        raise unsupported("tensor 'zero_point' other than GPTQ's symmetric constant (0x77777777 or 0x88888888 in "
+                          "every word) with a schema that has no zero point (has_zero_point=False)")
+
+
 def prepare_and_transform_humming_tensors(
     tensors: Dict[str, torch.Tensor],
     shape_n: int,
@@ -62,7 +83,7 @@ def prepare_and_transform_humming_tensors(
         if tensors.get(name) is not None:
             raise unsupported(f"tensor '{name}'")
     if tensors.get("zero_point") is not None and not weight_schema.has_zero_point:
-        raise unsupported("tensor 'zero_point' with a schema that has no zero point (has_zero_point=False)")
+        _check_symmetric_zero_point(tensors["zero_point"])
     if shape_n % chord_kernels.PACK_N or shape_k % chord_kernels.PACK_K or shape_n <= 0 or shape_k <= 0:
         raise unsupported(f"shape N={shape_n} K={shape_k} (chord needs N % 16 == 0 and K % 64 == 0)")
     for name in ("weight", "weight_scale"):
@@ -81,7 +102,7 @@ def prepare_and_transform_humming_tensors(
     if tuple(scale.shape) != lead + (shape_n, shape_k // group):
         raise ValueError(f"humming (chord backend): 'weight_scale' must have shape "
                          f"{lead + (shape_n, shape_k // group)}, got {tuple(scale.shape)}")
-    zero_point = None
+    zero_point = None  # a symmetric schema's zero_point (checked above) is not read
     if weight_schema.has_zero_point:
         zp = tensors.get("zero_point")
         if zp is None:

@@ -371,7 +371,11 @@ def test_vllm_dense_linear_flow(cpu_pack, transformed, monkeypatch, layout, dtyp
     if layout == "gptq":
         layer.register_parameter("qweight", param(words.T.contiguous(), 0, 1))
         layer.register_parameter("scales", param(scales.T.contiguous(), 0, 1))
-        name_map = {"weight": "qweight", "weight_scale": "scales"}
+        # A symmetric GPTQ layer still registers qzeros (v1's stored 8 - 1 in every nibble), and
+        # HummingLinearKernel maps it as the zero point beside has_zero_point=False.
+        qzeros = torch.full((k // group, n // 8), 0x77777777, dtype=torch.int32)
+        layer.register_parameter("qzeros", param(qzeros, 0, 1))
+        name_map = {"weight": "qweight", "weight_scale": "scales", "zero_point": "qzeros"}
     else:
         layer.register_parameter("weight_packed", param(words, 1, 0))
         layer.register_parameter("weight_scale", param(scales, 1, 0))
@@ -387,6 +391,7 @@ def test_vllm_dense_linear_flow(cpu_pack, transformed, monkeypatch, layout, dtyp
     _assert_live_params_are(layer, transformed, {"weight": "weight", "weight_scale": "weight_scale"})
     (launch,) = cpu_pack
     assert torch.equal(launch["scales"].reshape(n, -1).view(torch.int16), scales.view(torch.int16))
+    assert launch["zero_points"] is None  # the symmetric constant is not a zero point
 
 
 @pytest.mark.parametrize("method", ["gptq", "awq", "compressed-tensors"])
