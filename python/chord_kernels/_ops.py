@@ -306,10 +306,14 @@ except AttributeError:  # pragma: no cover - older torch
     _current_device = torch.cuda.current_device
 
 
-def _check_current(index):
-    if _current_device() != index:
-        _fail(f"tensors are on cuda:{index} but the current device is cuda:{_current_device()} "
-              "(use torch.cuda.device(...))")
+def _run_on(index, launch, *args):
+    """launch(*args) with cuda:index current. The library launches in the current CUDA context
+    (it refuses a stream of another), while torch's own ops run on their tensors' device
+    whatever the current one is: a call on another device makes it current for the call."""
+    if _current_device() == index:
+        return launch(*args)
+    with torch.cuda.device(index):
+        return launch(*args)
 
 
 def _check_contiguous_args(a, weight, scales, tag, m_indices, out):
@@ -384,25 +388,22 @@ def _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_toke
 def _launch_contiguous(a, weight, scales, tag, m_indices, out, native=_C):
     tag = _check_contiguous_args(a, weight, scales, tag, m_indices, out)
     dev = _check_device(a, weight, scales, m_indices, out)
-    _check_current(dev)
-    native.contiguous(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), m_indices.data_ptr(),
-                  out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.contiguous, a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(),
+            m_indices.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
 def _launch_masked(a, weight, scales, tag, masked_m, expected_m, out, native=_C):
     tag = _check_masked_args(a, weight, scales, tag, masked_m, out)
     dev = _check_device(a, weight, scales, masked_m, out)
-    _check_current(dev)
-    native.masked(a.data_ptr(), a.shape[0], a.shape[1], tag, weight.data_ptr(), scales.data_ptr(), masked_m.data_ptr(),
-              expected_m, out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.masked, a.data_ptr(), a.shape[0], a.shape[1], tag, weight.data_ptr(), scales.data_ptr(),
+            masked_m.data_ptr(), expected_m, out.data_ptr(), _raw_stream(dev))
 
 
 def _launch_offsets(a, weight, scales, tag, offsets, out, native=_C):
     tag = _check_offsets_args(a, weight, scales, tag, offsets, out)
     dev = _check_device(a, weight, scales, offsets, out)
-    _check_current(dev)
-    native.offsets(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), offsets.data_ptr(),
-               out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.offsets, a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(),
+            offsets.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
 def _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size, out,
@@ -410,18 +411,16 @@ def _launch_indexed(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_p
     tag = _check_indexed_args(a, weight, scales, tag, sorted_ids, expert_ids, num_tokens_padded, top_k, block_size,
                               out)
     dev = _check_device(a, weight, scales, sorted_ids, expert_ids, num_tokens_padded, out)
-    _check_current(dev)
-    native.indexed(a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(), sorted_ids.data_ptr(),
-               sorted_ids.shape[0], expert_ids.data_ptr(), num_tokens_padded.data_ptr(), top_k, block_size,
-               out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.indexed, a.data_ptr(), a.shape[0], tag, weight.data_ptr(), scales.data_ptr(),
+            sorted_ids.data_ptr(), sorted_ids.shape[0], expert_ids.data_ptr(), num_tokens_padded.data_ptr(), top_k,
+            block_size, out.data_ptr(), _raw_stream(dev))
 
 
 def _launch_dequantize(weight, scales, tag, out, native=_C):
     tag, e, n, k, dtype = _check_tag(tag, weight, scales)
     _check_out(out, (e, n, k), dtype=dtype)
     dev = _check_device(weight, scales, out)
-    _check_current(dev)
-    native.dequantize(tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.dequantize, tag, weight.data_ptr(), scales.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
 def _src_group(src_format):
@@ -460,8 +459,7 @@ def _check_pack_args(src, src_format, scales, weight_out, scales_out):
 def _launch_pack(src, src_format, scales, weight_out, scales_out, native=_C):
     e, n, k = _check_pack_args(src, src_format, scales, weight_out, scales_out)
     dev = _check_device(src, scales, weight_out, scales_out)
-    _check_current(dev)
-    tag = native.pack(src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
+    tag = _run_on(dev, native.pack, src.data_ptr(), src_format, scales.data_ptr(), e, n, k, weight_out.data_ptr(),
                   scales_out.data_ptr(), _raw_stream(dev))
     want = expected_tag(e, n, k, scales.dtype, group_size=_src_group(src_format))
     if tuple(tag) != want:
@@ -472,9 +470,8 @@ def _launch_pack_zp(src, src_format, scales, zero_points, weight_out, scales_out
     e, n = src.shape[0], src.shape[1]
     k = scales.shape[2] * _src_group(src_format)
     dev = _check_device(src, scales, zero_points, weight_out, scales_out)
-    _check_current(dev)
-    tag = native.pack_zp(src.data_ptr(), src_format, scales.data_ptr(), zero_points.data_ptr(), e, n, k,
-                         weight_out.data_ptr(), scales_out.data_ptr(), _raw_stream(dev))
+    tag = _run_on(dev, native.pack_zp, src.data_ptr(), src_format, scales.data_ptr(), zero_points.data_ptr(), e, n,
+                  k, weight_out.data_ptr(), scales_out.data_ptr(), _raw_stream(dev))
     want = expected_tag(e, n, k, scales.dtype, zero_point=True, group_size=_src_group(src_format))
     if tuple(tag) != want:
         raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected {want}")

@@ -15,7 +15,7 @@ import torch
 
 from ._native import lib as _C
 from ._native import native as _native
-from ._ops import _check_current, _check_device, _compiling, _define_op, _fail, _leading, _raw_stream
+from ._ops import _check_device, _compiling, _define_op, _fail, _leading, _raw_stream, _run_on
 
 KINDS = {
     "unary": int(_C.ACTIVATION_UNARY),
@@ -75,14 +75,13 @@ def _launch(inputs, kind, expression, out, scatter_idx, group_rows, num_valid, n
     _check_args(inputs, kind, expression, out, scatter_idx, group_rows, num_valid)
     extra = [t for t in (scatter_idx, group_rows, num_valid) if t is not None]
     dev = _check_device(inputs, out, *extra)
-    _check_current(dev)
     rows = inputs.shape[0]
     scatter_cols = scatter_idx.numel() // rows if scatter_idx is not None and rows else 0
-    native.moe_activation(kind, expression, _DTYPES[inputs.dtype], inputs.data_ptr(), rows, inputs.shape[1],
-                      out.data_ptr(), out.shape[0], scatter_idx.data_ptr() if scatter_idx is not None else 0,
-                      scatter_cols, group_rows.data_ptr() if group_rows is not None else 0,
-                      group_rows.numel() if group_rows is not None else 0,
-                      num_valid.data_ptr() if num_valid is not None else 0, _raw_stream(dev))
+    _run_on(dev, native.moe_activation, kind, expression, _DTYPES[inputs.dtype], inputs.data_ptr(), rows,
+            inputs.shape[1], out.data_ptr(), out.shape[0], scatter_idx.data_ptr() if scatter_idx is not None else 0,
+            scatter_cols, group_rows.data_ptr() if group_rows is not None else 0,
+            group_rows.numel() if group_rows is not None else 0,
+            num_valid.data_ptr() if num_valid is not None else 0, _raw_stream(dev))
 
 
 _define_op("moe_activation(Tensor inputs, int kind, str expression, Tensor(a!) out, Tensor? scatter_idx, "

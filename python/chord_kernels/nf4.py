@@ -27,7 +27,7 @@ import torch
 from . import _ops
 from ._native import lib as _C
 from ._native import native as _native
-from ._ops import checked_bytes, _check_current, _check_device, _check_tensor, _compiling, _define_op, _fail, _raw_stream
+from ._ops import checked_bytes, _check_device, _check_tensor, _compiling, _define_op, _fail, _raw_stream, _run_on
 
 MAGIC = _ops.MAGIC
 FORMAT_NF4 = int(_C.FORMAT_NF4)
@@ -173,9 +173,10 @@ class NF4QuantState:
         for t, name in ((self.packed, "packed"), (self.absmax, "absmax")):
             if not isinstance(t, torch.Tensor):
                 raise TypeError(f"chord_kernels: NF4QuantState '{name}' must be a torch.Tensor, got {type(t).__name__}")
-        if self.nested and (self.absmax.dtype != _U8 or self.nested_code is None):
-            _fail(f"NF4QuantState with 'nested_absmax' needs a uint8 'absmax' and 'nested_code', got "
-                  f"{self.absmax.dtype} absmax{'' if self.nested_code is not None else ' and no nested_code'}")
+        if self.nested and (self.absmax.dtype != _U8 or self.nested_code is None or self.offset is None):
+            _fail(f"NF4QuantState with 'nested_absmax' needs a uint8 'absmax', 'nested_code' and 'offset', got "
+                  f"{self.absmax.dtype} absmax{'' if self.nested_code is not None else ' and no nested_code'}"
+                  f"{'' if self.offset is not None else ' and no offset'}")
         if not self.nested and not self.absmax.is_floating_point():
             _fail(f"NF4QuantState without 'nested_absmax' needs a floating-point (FP32) 'absmax', got "
                   f"{self.absmax.dtype} (a double-quantized absmax needs its nested_absmax, nested_code and offset)")
@@ -339,16 +340,15 @@ def _check_dequantize_args(weight, absmax, tag, dtype, out):
 def _launch_offsets(x, weight, absmax, tag, offsets, out, native=_C):
     tag = _check_offsets_args(x, weight, absmax, tag, offsets, out)
     dev = _check_device(x, weight, absmax, offsets, out)
-    _check_current(dev)
-    native.nf4_offsets(x.data_ptr(), _DTYPE_CODES[x.dtype], x.shape[0], tag, weight.data_ptr(), absmax.data_ptr(),
-                       offsets.data_ptr(), out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.nf4_offsets, x.data_ptr(), _DTYPE_CODES[x.dtype], x.shape[0], tag, weight.data_ptr(),
+            absmax.data_ptr(), offsets.data_ptr(), out.data_ptr(), _raw_stream(dev))
 
 
 def _launch_dequantize(weight, absmax, tag, dtype, out, native=_C):
     tag = _check_dequantize_args(weight, absmax, tag, dtype, out)
     dev = _check_device(weight, absmax, out)
-    _check_current(dev)
-    native.nf4_dequantize(tag, weight.data_ptr(), absmax.data_ptr(), dtype, out.data_ptr(), _raw_stream(dev))
+    _run_on(dev, native.nf4_dequantize, tag, weight.data_ptr(), absmax.data_ptr(), dtype, out.data_ptr(),
+            _raw_stream(dev))
 
 
 _define_op("nf4_offsets(Tensor x, Tensor weight, Tensor absmax, SymInt[] tag, Tensor offsets, Tensor(a!) out) -> ()",
@@ -390,6 +390,9 @@ def _checked_state(packed, absmax, shape, nested_absmax, nested_code, offset, dt
         _fail(f"'dtype' must be torch.bfloat16, torch.float16 or torch.float32 (the experts' dtype), got {dtype!r}")
     device = packed.device
     blocks = e * n * k // NF4_BLOCK_SIZE
+    if packed.dtype != _U8 and not packed.dtype.is_complex and packed.dtype != torch.bool and packed.is_contiguous():
+        # bitsandbytes' quant_storage (bfloat16 under FSDP / QLoRA): the same bytes in other words
+        packed = packed.view(_U8)
     packed = _as_tensor(packed, "packed", _U8, e * n * k // 2, device)
     if nested_absmax is None:
         if nested_code is not None or offset is not None:
@@ -471,7 +474,6 @@ class NF4Weights:
         device = state.packed.device
         tensors = [state.packed, state.absmax] + ([state.nested_absmax, state.nested_code] if state.nested else [])
         dev = _check_device(*tensors)
-        _check_current(dev)
         weight = torch.empty(checked_bytes(native.nf4_weight_bytes, e, n, k), dtype=_U8, device=device)
         absmax_out = torch.empty(checked_bytes(native.nf4_absmax_bytes, e, n, k), dtype=_U8, device=device)
         packed = state.packed.contiguous()
@@ -483,8 +485,8 @@ class NF4Weights:
             nested_ptrs = (nested_absmax.data_ptr(), nested_code.data_ptr())
         else:
             offset, nested_ptrs = 0.0, (0, 0)
-        tag = native.nf4_pack(packed.data_ptr(), absmax.data_ptr(), nested_ptrs[0], nested_ptrs[1], offset, e, n, k,
-                          weight.data_ptr(), absmax_out.data_ptr(), _raw_stream(dev))
+        tag = _run_on(dev, native.nf4_pack, packed.data_ptr(), absmax.data_ptr(), nested_ptrs[0], nested_ptrs[1],
+                      offset, e, n, k, weight.data_ptr(), absmax_out.data_ptr(), _raw_stream(dev))
         if tuple(tag) != expected_nf4_tag(e, n, k):
             raise RuntimeError(f"chord_kernels: the library packed with tag {tuple(tag)}, expected "
                                f"{expected_nf4_tag(e, n, k)}")
@@ -534,8 +536,10 @@ def nf4_grouped_mm(x: torch.Tensor, offsets: torch.Tensor, w: NF4Weights,
                    out: Optional[torch.Tensor] = None, *, library=None) -> torch.Tensor:
     """Grouped GEMM over NF4 experts, torch._grouped_mm convention: x [S, K] bfloat16 or
     float16, rows sorted by expert; offsets int32 [E] cumulative end rows (offsets[E-1] <= S).
-    Returns out [S, N] in x's dtype with out[rows of e] = x[rows of e] @ W[e].T (W the
-    dequantized weight, FP32 accumulation); rows past offsets[E-1] are left untouched.
+    Returns out [S, N] in x's dtype with out[rows of e] = x[rows of e] @ W[e].T, FP32
+    accumulation; rows past offsets[E-1] are left untouched. W is the NF4 weight as the
+    kernels apply it (each table value and absmax rounded to x's dtype before their product, or
+    the absmax applied to FP32 sums), not bit for bit dequantize()'s single rounding.
     An INT4 W4A16Weight is served by the INT4 grouped GEMM (activations of its dtype)."""
     if isinstance(w, _ops.W4A16Weight):
         return _ops.grouped_mm(x, offsets, w, out, library=library)

@@ -201,6 +201,18 @@ def test_nf4_quant_state_absmax_dtype_names_its_form():
                          nested_absmax=torch.tensor([0.5]), offset=0.0)
     with pytest.raises(TypeError, match="'absmax' must be a torch.Tensor"):
         ck.NF4QuantState(packed, [2.0], (1, 1, 64))
+    with pytest.raises(ValueError, match="and no offset"):  # the reference would add 0 to every absmax
+        ck.NF4QuantState(packed, torch.tensor([255], dtype=torch.uint8), (1, 1, 64),
+                         nested_absmax=torch.tensor([0.5]), nested_code=nf4.dynamic_map_signed())
+
+
+def test_nf4_state_takes_bitsandbytes_quant_storage_as_its_bytes():
+    """Params4bit(quant_storage=torch.bfloat16) (FSDP / QLoRA) holds the same packed bytes in
+    bf16 words: read as uint8, not refused."""
+    packed = torch.arange(32, dtype=torch.uint8)
+    state = nf4._checked_state(packed.view(torch.bfloat16), torch.tensor([2.0]), (1, 1, 64), None, None, None,
+                               torch.bfloat16)
+    assert state.packed.dtype == torch.uint8 and torch.equal(state.packed, packed)
 
 
 def test_layer_refuses_scales_of_another_k_before_packing():
@@ -407,3 +419,31 @@ def test_activation_shapes_are_refused_while_tracing_as_the_library_refuses_them
         with pytest.raises(ValueError, match=message):
             torch.ops.chord.moe_activation(fake["inputs"], fake["kind"], fake["expression"], fake["out"], None, None,
                                            None)
+
+
+def test_a_call_on_another_device_than_the_current_one_runs_with_that_device_current(monkeypatch):
+    """The library launches in the current CUDA context, so _run_on makes the tensors' device
+    current for the call (and only then), as torch's own ops run on their tensors' device."""
+    entered = []
+
+    class Guard:
+        def __init__(self, index):
+            self.index = index
+
+        def __enter__(self):
+            entered.append(("enter", self.index))
+
+        def __exit__(self, *exc):
+            entered.append(("exit", self.index))
+
+    def launch(*args):
+        entered.append(("launch", args))
+        return "tag"
+
+    monkeypatch.setattr(_ops, "_current_device", lambda: 0)
+    monkeypatch.setattr(_ops.torch.cuda, "device", Guard)
+    assert _ops._run_on(0, launch, 1, 2) == "tag"
+    assert entered == [("launch", (1, 2))]  # already current: no switch
+    entered.clear()
+    assert _ops._run_on(1, launch, 3) == "tag"
+    assert entered == [("enter", 1), ("launch", (3,)), ("exit", 1)]
