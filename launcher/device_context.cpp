@@ -46,30 +46,35 @@ DeviceContext current_device_context(CUstream stream) {
   DeviceContext dc;
   CUcontext current = nullptr;
   CHORD_CU(d.cuCtxGetCurrent(&current));
-  dc.context = current;
-  if (dc.context == nullptr && stream != nullptr) CHORD_CU(d.cuStreamGetCtx(stream, &dc.context));
-  if (dc.context == nullptr) {
-    fail(CHORD_ERROR_CUDA, "no current CUDA context: make a device current (e.g. cudaSetDevice) before calling chord");
-  }
-  if (current == dc.context) {
-    // The kernels load into the current context; another context's stream could not run them
-    // (the launch would fail at the driver, after a decode tile search had timed nothing).
-    if (stream != nullptr && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD) {
-      CUcontext of_stream = nullptr;
-      CHORD_CU(d.cuStreamGetCtx(stream, &of_stream));
-      if (of_stream != current) {
-        fail(CHORD_ERROR_INVALID_ARGUMENT,
-             "the stream belongs to another CUDA context than the current one: make the stream's device current "
-             "(e.g. cudaSetDevice) before calling chord");
-      }
+  const bool real_stream = stream != nullptr && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD;
+  if (current == nullptr) {
+    // A thread that has no current context yet (a fresh thread whose CUDA runtime calls made
+    // none current: torch skips cudaSetDevice when its device index is already 0): the stream's
+    // context, else device 0's primary one, made current as the CUDA runtime's first call on the
+    // thread would. Kernel loads and the decode tile search's allocations need it current.
+    CUcontext adopt = nullptr;
+    if (real_stream) CHORD_CU(d.cuStreamGetCtx(stream, &adopt));
+    if (adopt == nullptr) {
+      CUdevice first = 0;
+      CHORD_CU(d.cuDeviceGet(&first, 0));
+      CHORD_CU(d.cuDevicePrimaryCtxRetain(&adopt, first));
     }
-    CHORD_CU(d.cuCtxGetDevice(&dc.device));
-  } else {  // only the stream named a context: ask it, then restore the caller's state
-    CHORD_CU(d.cuCtxSetCurrent(dc.context));
-    CUresult got = d.cuCtxGetDevice(&dc.device);
-    d.cuCtxSetCurrent(current);
-    CHORD_CU(got);
+    CHORD_CU(d.cuCtxSetCurrent(adopt));
+    current = adopt;
   }
+  dc.context = current;
+  // The kernels load into the current context; another context's stream could not run them
+  // (the launch would fail at the driver, after a decode tile search had timed nothing).
+  if (real_stream) {
+    CUcontext of_stream = nullptr;
+    CHORD_CU(d.cuStreamGetCtx(stream, &of_stream));
+    if (of_stream != current) {
+      fail(CHORD_ERROR_INVALID_ARGUMENT,
+           "the stream belongs to another CUDA context than the current one: make the stream's device current "
+           "(e.g. cudaSetDevice) before calling chord");
+    }
+  }
+  CHORD_CU(d.cuCtxGetDevice(&dc.device));
   const DeviceProperties& p = properties(dc.device);
   dc.arch = p.arch;
   dc.sm_count = p.sm_count;

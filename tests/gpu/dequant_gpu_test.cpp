@@ -2,6 +2,8 @@
 // CPU reference bit for bit, and replays identically from a CUDA Graph.
 #include <catch2/catch.hpp>
 
+#include <thread>
+
 #include "chord/chord.h"
 #include "gpu_support.hpp"
 #include "reference/int4_reference.hpp"
@@ -62,4 +64,39 @@ TEST_CASE("gpu dequant: a CUDA Graph replay gives identical output", "[gpu][dequ
   });
   CHECK(out.download<uint16_t>() == eager);
   CHECK(eager == chord::ref::dequantize_codes(codes, scales, e * n, k));
+}
+
+// A thread with no current CUDA context (a fresh thread whose runtime calls made none current):
+// the call takes its stream's context, or device 0's primary one for the default stream, makes
+// it current as the CUDA runtime's first call would, and runs.
+TEST_CASE("gpu dequant: a thread with no current context runs on its stream's context or device 0's",
+          "[gpu][dequant]") {
+  const chord::DriverApi& d = chord::driver();
+  std::mt19937 rng(4321);
+  const int64_t e = 2, n = 16, k = 64;
+  auto codes = random_codes(static_cast<size_t>(e * n * k), rng);
+  auto scales = random_scales(static_cast<size_t>(e * n * k / 32), rng);
+  const auto expected = chord::ref::dequantize_codes(codes, scales, e * n, k);
+  DeviceBuffer d_codes(codes), d_scales(scales), out(expected.size() * 2);
+  Stream stream;
+  CUcontext main_context = nullptr;
+  CHORD_CU(d.cuCtxGetCurrent(&main_context));
+  for (bool default_stream : {false, true}) {
+    out.fill(0xff);
+    chord_status_t status = CHORD_ERROR_CUDA;
+    CUcontext after = nullptr;
+    std::thread worker([&] {
+      d.cuCtxSetCurrent(nullptr);
+      status = chord_int4_dequantize_codes(d_codes.get(), d_scales.get(), out.get(), e, n, k,
+                                           default_stream ? nullptr : stream.get());
+      d.cuCtxGetCurrent(&after);
+      if (default_stream) d.cuCtxSynchronize();
+    });
+    worker.join();
+    INFO((default_stream ? "default stream: " : "side stream: ") << chord_last_error());
+    CHECK(status == CHORD_SUCCESS);
+    CHECK(after == main_context);  // the tests run on device 0's primary context
+    stream.sync();
+    CHECK(out.download<uint16_t>() == expected);
+  }
 }
