@@ -12,11 +12,15 @@ namespace chord {
 
 class Error : public std::runtime_error {
  public:
-  Error(chord_status_t status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  Error(chord_status_t status, const std::string& message, int cuda_result = 0)
+      : std::runtime_error(message), status_(status), cuda_result_(cuda_result) {}
   chord_status_t status() const { return status_; }
+  // The CUresult of the driver call that failed (CHORD_ERROR_CUDA), else 0.
+  int cuda_result() const { return cuda_result_; }
 
  private:
   chord_status_t status_;
+  int cuda_result_;
 };
 
 template <typename... Args>

@@ -69,7 +69,38 @@ void check_cuda(CUresult result, const char* call) {
   if (result == CUDA_SUCCESS) return;
   const char* text = nullptr;
   if (driver_available()) driver().cuGetErrorString(result, &text);
-  fail(CHORD_ERROR_CUDA, "CUDA call {} failed: {} ({})", call, text ? text : "unknown error", static_cast<int>(result));
+  throw Error(CHORD_ERROR_CUDA,
+              fmt::format("CUDA call {} failed: {} ({})", call, text ? text : "unknown error", static_cast<int>(result)),
+              static_cast<int>(result));
+}
+
+bool cuda_error_blames_image(int result) {
+  switch (static_cast<CUresult>(result)) {
+    case CUDA_ERROR_OUT_OF_MEMORY:
+    case CUDA_ERROR_NOT_INITIALIZED:
+    case CUDA_ERROR_DEINITIALIZED:
+    case CUDA_ERROR_NO_DEVICE:
+    case CUDA_ERROR_INVALID_DEVICE:
+    case CUDA_ERROR_DEVICE_UNAVAILABLE:
+    case CUDA_ERROR_SYSTEM_NOT_READY:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
+    case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+    case CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+    case CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD:
+      return false;
+    default:
+      return true;
+  }
 }
 
 }  // namespace chord

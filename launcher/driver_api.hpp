@@ -68,6 +68,12 @@ const DriverApi& driver();
 // Throws Error(CHORD_ERROR_CUDA) naming the call when result is not CUDA_SUCCESS.
 void check_cuda(CUresult result, const char* call);
 
+// Whether a failed module load (Error::cuda_result) can be the image's fault: corrupt, built for
+// another GPU, missing its kernel, or an error this list does not know. The process's state (out
+// of memory, no or a destroyed context, a capture in progress, a sticky error from an earlier
+// kernel) is not, and must not condemn a cache entry that other GPUs and processes share.
+bool cuda_error_blames_image(int result);
+
 #define CHORD_CU(call) ::chord::check_cuda((call), #call)
 
 }  // namespace chord

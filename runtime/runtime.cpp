@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "jit/compiler.hpp"
 #include "jit/kernel_source.hpp"
+#include "launcher/driver_api.hpp"
 
 namespace chord {
 namespace {
@@ -86,7 +87,9 @@ std::unique_ptr<LoadedKernel> JitRuntime::load_with_rebuild(
   try {
     return load(*compiled);
   } catch (const Error& e) {
-    if (compiled->entry_path.empty() || e.status() != CHORD_ERROR_CUDA) throw;
+    if (compiled->entry_path.empty() || e.status() != CHORD_ERROR_CUDA || !cuda_error_blames_image(e.cuda_result())) {
+      throw;
+    }
     disk_.discard(compiled->entry_path, fmt::format("could not be loaded ({})", e.what()));
     std::shared_ptr<CompileSlot> s = slot(descriptor);
     std::lock_guard<std::mutex> lock(s->mutex);

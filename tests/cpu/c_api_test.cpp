@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "chord/chord.h"
+#include "core/error.hpp"
 #include "launcher/driver_api.hpp"
 
 namespace {
@@ -365,4 +366,27 @@ TEST_CASE("c api: the tuning json's open-ended row ends at INT_MAX tokens whatev
       if (experts * 1000000000 / top_k > INT32_MAX) CHECK(largest == INT32_MAX);  // clamped, not wrapped
     }
   }
+}
+
+TEST_CASE("c api: a failed driver call carries its CUresult, and only an image error condemns a cached cubin",
+          "[capi]") {
+  try {
+    chord::check_cuda(CUDA_ERROR_INVALID_IMAGE, "cuModuleLoadData(...)");
+    FAIL("check_cuda did not throw");
+  } catch (const chord::Error& e) {
+    CHECK(e.status() == CHORD_ERROR_CUDA);
+    CHECK(e.cuda_result() == static_cast<int>(CUDA_ERROR_INVALID_IMAGE));
+    CHECK(std::string(e.what()).find("cuModuleLoadData") != std::string::npos);
+  }
+  for (CUresult image : {CUDA_ERROR_INVALID_IMAGE, CUDA_ERROR_NO_BINARY_FOR_GPU, CUDA_ERROR_NOT_FOUND,
+                         CUDA_ERROR_INVALID_PTX, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_UNKNOWN}) {
+    CHECK(chord::cuda_error_blames_image(static_cast<int>(image)));
+  }
+  // The process's state: the entry stays for the other GPUs and processes that share it.
+  for (CUresult state : {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+                         CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_ERROR_DEINITIALIZED}) {
+    CHECK_FALSE(chord::cuda_error_blames_image(static_cast<int>(state)));
+  }
+  CHECK(chord::Error(CHORD_ERROR_INVALID_ARGUMENT, "x").cuda_result() == 0);
 }
