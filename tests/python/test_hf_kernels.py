@@ -15,7 +15,8 @@ kernels = pytest.importorskip("kernels", reason="the Hugging Face `kernels` pack
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "hf_kernels_layout.py"
-NAMES = ("NF4Weights", "nf4_grouped_mm", "NF4QuantState", "quantize_nf4", "grouped_mm", "pack_w4a16")
+NAMES = ("NF4Weights", "nf4_grouped_mm", "NF4QuantState", "quantize_nf4", "from_bitsandbytes", "grouped_mm",
+         "pack_w4a16")
 
 
 @pytest.fixture(scope="module")
