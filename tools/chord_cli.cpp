@@ -248,6 +248,14 @@ int precompile(const Args& args) {
   if (!out_dir.empty()) shared = std::make_unique<chord::JitRuntime>(out_dir, std::vector<std::string>{},
                                                                       chord::FolderRole::kShared);
   auto& runtime = shared ? *shared : chord::JitRuntime::global();
+  // A precompile is for the folder: one the cache refused (its warning above says why) would
+  // keep nothing, so fail before minutes of compiling into memory.
+  if (runtime.disk_cache().memory_only()) {
+    std::fprintf(stderr, "chord precompile: %s is unusable as a cache folder (the warning above says why): none of "
+                 "the %zu kernels would be kept; nothing compiled\n", runtime.disk_cache().dir().c_str(),
+                 descriptors.size());
+    return 1;
+  }
   auto start = std::chrono::steady_clock::now();
   uint64_t compiles_before = chord::nvrtc_compile_count();
   size_t missing = 0;  // kernels no cache folder holds afterwards
@@ -273,11 +281,10 @@ int precompile(const Args& args) {
   }
   progress(descriptors.size(), descriptors.size(), "done");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("precompiled %zu kernels of %s for %s in %.1f s (%llu compiled, %llu from cache) into %s%s\n",
+  std::printf("precompiled %zu kernels of %s for %s in %.1f s (%llu compiled, %llu from cache) into %s\n",
               descriptors.size(), set.c_str(), arch.name().c_str(), seconds,
               static_cast<unsigned long long>(chord::nvrtc_compile_count() - compiles_before),
-              static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str(),
-              runtime.disk_cache().memory_only() ? " (memory only: the cache dir is unusable)" : "");
+              static_cast<unsigned long long>(runtime.stats().disk_hits), runtime.disk_cache().dir().c_str());
   // --out keeps the modes of what was there before (a folder or entries made 0700 / 0600 as a
   // user cache): the layer is for others, so say what they cannot read.
   if (!unreadable.empty()) {
@@ -286,8 +293,8 @@ int precompile(const Args& args) {
                  "(e.g. %s); for them to use it: chmod 0755 the folders, 0644 the entries\n",
                  unreadable.size(), unreadable.front().c_str());
   }
-  // A precompile is for the folder: one that ends without every kernel in it (an unusable
-  // folder, a full disk, a name another file holds) failed, whatever it compiled.
+  // A precompile is for the folder: one that ends without every kernel in it (a folder that
+  // became unusable, a full disk, a name another file holds) failed, whatever it compiled.
   if (missing > 0) {
     std::fprintf(stderr, "chord precompile: %zu of %zu kernels are not in %s (the warnings above say why)\n", missing,
                  descriptors.size(), runtime.disk_cache().dir().c_str());
@@ -395,6 +402,11 @@ int config(const Args& args) {
   p.n = static_cast<int>(number(args, "--n", 0, chord::kW4A16PackN, chord::kW4A16MaxNK));
   p.k = static_cast<int>(number(args, "--k", 0, chord::kW4A16PackK, chord::kW4A16MaxNK));
   p.experts = static_cast<int>(number(args, "--experts", 0, 1, chord::kW4A16MaxExperts));
+  // NF4 packing bounds the weight's elements (ops/nf4.cpp).
+  if (chord::w4a16_is_nf4(p.weight) && static_cast<long long>(p.k) > (1LL << 40) / p.experts / p.n) {
+    chord::fail(CHORD_ERROR_INVALID_ARGUMENT, "--experts x --n x --k = {} x {} x {} is over the NF4 weight's 2^40 "
+                "elements", p.experts, p.n, p.k);
+  }
   if (chord::w4a16_is_g128(p.weight) && p.k % chord::kW4A16Group128 != 0) {
     throw UsageError{"--k must be a multiple of 128 for --weight " + weight + " (one scale row per 128 k)"};
   }
@@ -404,7 +416,7 @@ int config(const Args& args) {
   p.num_groups = static_cast<int>(number(args, "--groups", 0, 0, p.experts));
   p.max_m = static_cast<int>(number(args, "--max-m", 0, 0, kMaxRows));
   p.capacity = static_cast<int>(number(args, "--capacity", 0, 0, kMaxRows));
-  p.top_k = static_cast<int>(number(args, "--top-k", 0, 0, 1024));
+  p.top_k = static_cast<int>(number(args, "--top-k", 0, 1, 1024));  // absent: 0, the call's routes unknown
   p.block_size = static_cast<int>(number(args, "--block-size", 0, 8, 1024));
   if (p.block_size % 8 != 0) throw UsageError{"--block-size must be a multiple of 8 (as moe_align_block_size makes it)"};
   if (static_cast<long long>(p.num_groups) * p.max_m > kMaxRows) {
