@@ -129,10 +129,11 @@ std::vector<std::string> read_path_list(const char* name) {
 }
 
 // Variables chord's own tools and tests read (not the library): known, so not warned about.
-constexpr const char* kToolVariables[] = {"CHORD_BAD_INPUT_CHILD", "CHORD_BAD_INPUT_REPORT",   "CHORD_BENCH_COMMIT",
-                                          "CHORD_BENCH_FLUSH",     "CHORD_BENCH_FLUSH_PASSES", "CHORD_FUZZ_SECONDS",
-                                          "CHORD_LIBRARY",         "CHORD_PYTEST_OUT",         "CHORD_PY_CI_DIR",
-                                          "CHORD_SKIP_PORTABLE"};
+constexpr const char* kToolVariables[] = {
+    "CHORD_BAD_INPUT_CHILD", "CHORD_BAD_INPUT_REPORT", "CHORD_BENCH_COMMIT", "CHORD_BENCH_FLUSH",
+    "CHORD_BENCH_FLUSH_PASSES", "CHORD_FUZZ_SECONDS", "CHORD_OTHER_LIBRARY", "CHORD_PYTEST_OUT",
+    "CHORD_PY_CI_DIR", "CHORD_REQUIRE_BNB", "CHORD_REQUIRE_VLLM", "CHORD_SKIP_PORTABLE",
+    "CHORD_VLLM_ACTIVATIONS"};
 
 // A CHORD_* variable the library does not read is most likely a misspelt one that the
 // user believes is in effect (e.g. CHORD_W4A16_CM for CHORD_W4A16_BM).
