@@ -33,8 +33,11 @@ struct Fd {
 }  // namespace
 
 bool symlink_by_another_user(const std::string& path, uid_t* owner) {
+  // "dir/" would make lstat follow the link at "dir": judge the name without its trailing slashes.
+  std::string name = path;
+  while (name.size() > 1 && name.back() == '/') name.pop_back();
   struct stat link{};
-  if (::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || link.st_uid == ::geteuid() || link.st_uid == 0) {
+  if (::lstat(name.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || link.st_uid == ::geteuid() || link.st_uid == 0) {
     return false;
   }
   *owner = link.st_uid;

@@ -304,17 +304,59 @@ int precompile(const Args& args) {
 }
 
 // Writes `bytes` to the output file `path`, as a shell redirection would (a device or pipe,
-// such as /dev/stdout or >(cuobjdump -), is written to, not replaced), with two guards: a
-// FIFO without a reader fails at once instead of blocking, and a symlink is followed only if
-// this user or root made it (the rule of Linux's protected_symlinks, which not every host
-// turns on). Returns "" or why not.
-std::string write_output_file(const std::string& path, const std::vector<char>& bytes) {
-  uid_t link_owner = 0;
-  if (chord::symlink_by_another_user(path, &link_owner)) {
-    return fmt::format("it is a symlink made by uid {}, not by you or root", link_owner);
+// such as /dev/stdout or >(cuobjdump -), is written to, not replaced), with guards for a
+// folder other users can write (/tmp): a FIFO without a reader fails at once instead of
+// blocking; a symlink is followed only if this user or root made it (the rule of Linux's
+// protected_symlinks, which not every host turns on); the file opened must be the one judged
+// (a name swapped for another's symlink between the check and the open is refused); and a
+// regular file with other hard links is refused (one could be another user's file, which
+// protected_hardlinks does not always stop). A new name is created exclusively. The file is
+// truncated only once judged; a symlink of this user's to a name that does not exist yet
+// creates that name by the same rules. Returns "" or why not.
+std::string write_output_file(const std::string& path, const std::vector<char>& bytes, int links = 0) {
+  constexpr int kFlags = O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+  int fd = ::open(path.c_str(), kFlags | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+  if (fd < 0 && errno != EEXIST) return std::string(std::strerror(errno));
+  if (fd < 0) {  // the name exists: judge it, open it, and check that the same file was opened
+    uid_t link_owner = 0;
+    if (chord::symlink_by_another_user(path, &link_owner)) {
+      return fmt::format("it is a symlink made by uid {}, not by you or root", link_owner);
+    }
+    struct stat named{};
+    if (::stat(path.c_str(), &named) != 0) {
+      struct stat link{};
+      if (errno != ENOENT || ::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) {
+        return std::string(std::strerror(errno));
+      }
+      // A dangling symlink of this user's: the name it points to, judged the same way.
+      if (links >= 8) return std::string(std::strerror(ELOOP));
+      std::vector<char> target(PATH_MAX);
+      const ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
+      if (n <= 0) return std::string(std::strerror(errno));
+      std::string next(target.data(), static_cast<size_t>(n));
+      if (next.front() != '/') {
+        const size_t slash = path.rfind('/');
+        next = (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/" + next;
+      }
+      return write_output_file(next, bytes, links + 1);
+    }
+    fd = ::open(path.c_str(), kFlags);
+    if (fd < 0) return std::string(std::strerror(errno));
+    struct stat opened{};
+    if (::fstat(fd, &opened) != 0 || opened.st_dev != named.st_dev || opened.st_ino != named.st_ino) {
+      ::close(fd);
+      return "it changed while it was being opened";
+    }
+    if (S_ISREG(opened.st_mode) && opened.st_nlink > 1) {
+      ::close(fd);
+      return fmt::format("it has {} hard links (another name of it may be someone else's file)", opened.st_nlink);
+    }
+    if (S_ISREG(opened.st_mode) && ::ftruncate(fd, 0) != 0) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      return why;
+    }
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644);
-  if (fd < 0) return std::string(std::strerror(errno));
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // a pipe with a reader: block as a write does
   std::string why;
   if (!chord::write_all(fd, bytes.data(), bytes.size())) why = std::strerror(errno);

@@ -523,7 +523,8 @@ TEST_CASE("cli: precompile fails when the folder does not end up holding every k
   CHECK(out.find("1 of 2 kernels are not in") != std::string::npos);
 }
 
-TEST_CASE("cli: config --cubin writes like a redirection: through its own symlink, to stdout, never blocking on a FIFO",
+TEST_CASE("cli: config --cubin writes like a redirection: through its own symlink, to stdout, never blocking on a FIFO, "
+          "never through another name of a file",
           "[cli]") {
   TempDir dir;
   const std::string cli = std::string(CHORD_CLI_PATH) +
@@ -550,6 +551,17 @@ TEST_CASE("cli: config --cubin writes like a redirection: through its own symlin
   out = run_command(cli + dir.path() + "/no-such-folder/k.cubin", &code);
   CHECK(code == 1);
   CHECK(out.find("No such file or directory") != std::string::npos);
+  // A file with another name elsewhere (which, in a shared folder, could be another user's
+  // file) is refused and left as it was; the existing own file is truncated and rewritten.
+  run_command("echo keep > " + dir.path() + "/kept && ln " + dir.path() + "/kept " + dir.path() + "/alias", &code);
+  REQUIRE(code == 0);
+  out = run_command(cli + dir.path() + "/alias", &code);
+  CHECK(code == 1);
+  CHECK(out.find("it has 2 hard links") != std::string::npos);
+  CHECK(run_command("cat " + dir.path() + "/kept", &code) == "keep\n");
+  out = run_command(cli + dir.path() + "/link", &code);  // the target exists now: rewritten
+  CHECK(code == 0);
+  CHECK(starts_as_elf(target));
   if (geteuid() == 0) {  // a symlink another user planted is not followed
     run_command("ln -s " + target + " " + dir.path() + "/planted && chown -h 65534 " + dir.path() + "/planted", &code);
     REQUIRE(code == 0);
