@@ -1,7 +1,9 @@
 /* chord: mixture-of-experts GEMM kernels with 4-bit weights and BF16 or FP16 activations.
  * C API. All pointers named *_dev are device pointers; `stream` is a CUstream (or
  * cudaStream_t; NULL = the legacy default stream) of the current CUDA context (another
- * context's stream is CHORD_ERROR_INVALID_ARGUMENT).
+ * context's stream is CHORD_ERROR_INVALID_ARGUMENT). A thread with no current context gets
+ * the stream's context, or for the default stream device 0's primary context, made current
+ * as the CUDA runtime's first call on a thread would.
  * No entry point synchronizes the host, allocates device memory or reads device memory
  * from the host on a cache-hit call, so calls can be captured in a CUDA Graph; the one
  * exception is the first eager call of a decode shape, which times a few tiles on its own
