@@ -289,8 +289,8 @@ def _check_out(out, shape, name="out", dtype=_BF16):
 
 
 def _check_device(*tensors):
-    """All on one CUDA device, which must be the current one (the library launches in the
-    current CUDA context). Returns the device index."""
+    """All on one CUDA device (_run_on makes it current for the launch). Returns the device
+    index."""
     index = tensors[0].get_device()
     if index < 0:
         _fail(f"tensors must be on a CUDA device, got {tensors[0].device}")
