@@ -33,9 +33,17 @@ struct Fd {
 }  // namespace
 
 bool symlink_by_another_user(const std::string& path, uid_t* owner) {
-  // "dir/" would make lstat follow the link at "dir": judge the name without its trailing slashes.
+  // "dir/" or "dir/." would make lstat follow the link at "dir": judge the name without them.
   std::string name = path;
-  while (name.size() > 1 && name.back() == '/') name.pop_back();
+  while (name.size() > 1) {
+    if (name.back() == '/') {
+      name.pop_back();
+    } else if (name.size() > 2 && name.compare(name.size() - 2, 2, "/.") == 0) {
+      name.resize(name.size() - 2);
+    } else {
+      break;
+    }
+  }
   struct stat link{};
   if (::lstat(name.c_str(), &link) != 0 || !S_ISLNK(link.st_mode) || link.st_uid == ::geteuid() || link.st_uid == 0) {
     return false;

@@ -249,8 +249,9 @@ int precompile(const Args& args) {
                                                                       chord::FolderRole::kShared);
   auto& runtime = shared ? *shared : chord::JitRuntime::global();
   // A precompile is for the folder: one the cache refused (its warning above says why) would
-  // keep nothing, so fail before minutes of compiling into memory.
-  if (runtime.disk_cache().memory_only()) {
+  // keep nothing, so fail before minutes of compiling into memory. A folder that is read but
+  // not written may hold every kernel already: the count below judges it.
+  if (runtime.disk_cache().memory_only() && !runtime.disk_cache().reads_layer(runtime.disk_cache().dir())) {
     std::fprintf(stderr, "chord precompile: %s is unusable as a cache folder (the warning above says why): none of "
                  "the %zu kernels would be kept; nothing compiled\n", runtime.disk_cache().dir().c_str(),
                  descriptors.size());
@@ -306,33 +307,34 @@ int precompile(const Args& args) {
 // Writes `bytes` to the output file `path`, as a shell redirection would (a device or pipe,
 // such as /dev/stdout or >(cuobjdump -), is written to, not replaced), with guards for a
 // folder other users can write (/tmp): a FIFO without a reader fails at once instead of
-// blocking; a symlink is followed only if this user or root made it (the rule of Linux's
-// protected_symlinks, which not every host turns on); the file opened must be the one judged
-// (a name swapped for another's symlink between the check and the open is refused); and a
-// regular file with other hard links is refused (one could be another user's file, which
-// protected_hardlinks does not always stop). A new name is created exclusively. The file is
-// truncated only once judged; a symlink of this user's to a name that does not exist yet
-// creates that name by the same rules. Returns "" or why not.
+// blocking; every symlink on the way (the name's, then its target's, ...) is followed only if
+// this user or root made it (the rule of Linux's protected_symlinks, which not every host
+// turns on), each judged and then resolved by hand; a new name is created exclusively; an
+// existing file is opened without following links and must be the file judged (a name
+// swapped meanwhile is refused), with no other hard link (one could be another user's file,
+// which protected_hardlinks does not always stop), and is truncated only then. /proc's fd
+// links (/dev/stdout's target) name open files, not paths: opened as they are. Returns "" or
+// why not.
 std::string write_output_file(const std::string& path, const std::vector<char>& bytes, int links = 0) {
   constexpr int kFlags = O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
-  int fd = ::open(path.c_str(), kFlags | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
-  if (fd < 0 && errno != EEXIST) return std::string(std::strerror(errno));
-  if (fd < 0) {  // the name exists: judge it, open it, and check that the same file was opened
-    uid_t link_owner = 0;
-    if (chord::symlink_by_another_user(path, &link_owner)) {
-      return fmt::format("it is a symlink made by uid {}, not by you or root", link_owner);
+  if (links > 8) return std::string(std::strerror(ELOOP));
+  int fd = -1;
+  struct stat named{};
+  if (::lstat(path.c_str(), &named) != 0) {
+    if (errno != ENOENT) return std::string(std::strerror(errno));
+    fd = ::open(path.c_str(), kFlags | O_CREAT | O_EXCL | O_NOFOLLOW, 0644);
+    if (fd < 0) return errno == EEXIST ? "it appeared while it was being created" : std::string(std::strerror(errno));
+  } else if (S_ISLNK(named.st_mode)) {
+    if (named.st_uid != ::geteuid() && named.st_uid != 0) {
+      return fmt::format("it is a symlink made by uid {}, not by you or root", named.st_uid);
     }
-    struct stat named{};
-    if (::stat(path.c_str(), &named) != 0) {
-      struct stat link{};
-      if (errno != ENOENT || ::lstat(path.c_str(), &link) != 0 || !S_ISLNK(link.st_mode)) {
-        return std::string(std::strerror(errno));
-      }
-      // A dangling symlink of this user's: the name it points to, judged the same way.
-      if (links >= 8) return std::string(std::strerror(ELOOP));
+    if (path.rfind("/proc/", 0) == 0) {
+      fd = ::open(path.c_str(), kFlags);  // an open file of a process: no name to judge
+      if (fd < 0) return std::string(std::strerror(errno));
+    } else {
       std::vector<char> target(PATH_MAX);
       const ssize_t n = ::readlink(path.c_str(), target.data(), target.size() - 1);
-      if (n <= 0) return std::string(std::strerror(errno));
+      if (n <= 0) return std::string(std::strerror(n < 0 ? errno : ENOENT));
       std::string next(target.data(), static_cast<size_t>(n));
       if (next.front() != '/') {
         const size_t slash = path.rfind('/');
@@ -340,7 +342,8 @@ std::string write_output_file(const std::string& path, const std::vector<char>& 
       }
       return write_output_file(next, bytes, links + 1);
     }
-    fd = ::open(path.c_str(), kFlags);
+  } else {
+    fd = ::open(path.c_str(), kFlags | O_NOFOLLOW);
     if (fd < 0) return std::string(std::strerror(errno));
     struct stat opened{};
     if (::fstat(fd, &opened) != 0 || opened.st_dev != named.st_dev || opened.st_ino != named.st_ino) {

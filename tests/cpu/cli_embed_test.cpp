@@ -559,13 +559,24 @@ TEST_CASE("cli: config --cubin writes like a redirection: through its own symlin
   CHECK(code == 1);
   CHECK(out.find("it has 2 hard links") != std::string::npos);
   CHECK(run_command("cat " + dir.path() + "/kept", &code) == "keep\n");
-  out = run_command(cli + dir.path() + "/link", &code);  // the target exists now: rewritten
+  // The target exists now, longer than a cubin: truncated and rewritten through the link.
+  run_command("head -c 1000000 /dev/zero > " + target, &code);
+  REQUIRE(code == 0);
+  out = run_command(cli + dir.path() + "/link", &code);
   CHECK(code == 0);
   CHECK(starts_as_elf(target));
+  std::ifstream rewritten(target, std::ios::binary | std::ios::ate);
+  CHECK(rewritten.tellg() < 1000000);
   if (geteuid() == 0) {  // a symlink another user planted is not followed
     run_command("ln -s " + target + " " + dir.path() + "/planted && chown -h 65534 " + dir.path() + "/planted", &code);
     REQUIRE(code == 0);
     out = run_command(cli + dir.path() + "/planted", &code);
+    CHECK(code == 1);
+    CHECK(out.find("symlink made by uid 65534") != std::string::npos);
+    // Behind a link of our own, the planted one is judged all the same.
+    run_command("ln -s " + dir.path() + "/planted " + dir.path() + "/chain", &code);
+    REQUIRE(code == 0);
+    out = run_command(cli + dir.path() + "/chain", &code);
     CHECK(code == 1);
     CHECK(out.find("symlink made by uid 65534") != std::string::npos);
   }
