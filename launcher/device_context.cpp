@@ -39,6 +39,24 @@ const DeviceProperties& properties(CUdevice device) {
   return *owned[device];
 }
 
+// Device 0's primary context if it is active (retained once per process, as the runtime
+// retains it once), else nullptr.
+CUcontext active_primary_context_of_device_0() {
+  const DriverApi& d = driver();
+  CUdevice first = 0;
+  unsigned int flags = 0;
+  int active = 0;
+  if (d.cuDeviceGet(&first, 0) != CUDA_SUCCESS || d.cuDevicePrimaryCtxGetState(first, &flags, &active) != CUDA_SUCCESS ||
+      !active) {
+    return nullptr;
+  }
+  static std::mutex mutex;
+  static CUcontext retained = nullptr;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (retained == nullptr) CHORD_CU(d.cuDevicePrimaryCtxRetain(&retained, first));
+  return retained;
+}
+
 }  // namespace
 
 DeviceContext current_device_context(CUstream stream) {
@@ -50,14 +68,14 @@ DeviceContext current_device_context(CUstream stream) {
   if (current == nullptr) {
     // A thread that has no current context yet (a fresh thread whose CUDA runtime calls made
     // none current: torch skips cudaSetDevice when its device index is already 0): the stream's
-    // context, else device 0's primary one, made current as the CUDA runtime's first call on the
-    // thread would. Kernel loads and the decode tile search's allocations need it current.
+    // context, else device 0's primary one where the process already uses it (the CUDA
+    // runtime's default device; never created here), made current as the runtime's first call
+    // on the thread would. Kernel loads and the decode tile search's allocations need it.
     CUcontext adopt = nullptr;
     if (real_stream) CHORD_CU(d.cuStreamGetCtx(stream, &adopt));
+    if (adopt == nullptr) adopt = active_primary_context_of_device_0();
     if (adopt == nullptr) {
-      CUdevice first = 0;
-      CHORD_CU(d.cuDeviceGet(&first, 0));
-      CHORD_CU(d.cuDevicePrimaryCtxRetain(&adopt, first));
+      fail(CHORD_ERROR_CUDA, "no current CUDA context: make a device current (e.g. cudaSetDevice) before calling chord");
     }
     CHORD_CU(d.cuCtxSetCurrent(adopt));
     current = adopt;

@@ -17,6 +17,7 @@ namespace chord {
   X(cuDeviceGetName)              \
   X(cuDeviceGetAttribute)         \
   X(cuDevicePrimaryCtxRetain)     \
+  X(cuDevicePrimaryCtxGetState)   \
   X(cuCtxGetCurrent)              \
   X(cuCtxSetCurrent)              \
   X(cuCtxGetDevice)               \

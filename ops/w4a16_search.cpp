@@ -76,7 +76,11 @@ struct KeyHash {
 struct Choices {
   std::mutex mutex;
   std::unordered_map<W4A16SearchKey, W4A16GemmConfig, KeyHash> by_key;
-  std::unordered_map<W4A16SearchKey, int, KeyHash> declined;  // calls the timer declined, per undecided key
+  struct Declines {
+    int count = 0;       // calls whose timer declined
+    long long skip = 0;  // calls left before the next one reads its routing back
+  };
+  std::unordered_map<W4A16SearchKey, Declines, KeyHash> declined;  // per undecided key
 };
 
 Choices& choices() {
@@ -303,13 +307,20 @@ W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturin
   bool store = false;
   if (index < 0) {
     if (capturing) return plan.candidates.front();
-    const std::vector<double> times = timer(plan.candidates);
-    if (times.empty()) {  // nothing to time on now: decide at a later call, up to a bound
+    {
       std::lock_guard<std::mutex> lock(memo.mutex);
-      if (++memo.declined[plan.key] >= kW4A16SearchMaxDeclines) {
-        memo.declined.erase(plan.key);
-        return memo.by_key.emplace(plan.key, plan.candidates.front()).first->second;  // memory only
+      auto it = memo.declined.find(plan.key);
+      if (it != memo.declined.end() && it->second.skip > 0) {  // backing off: no routing read
+        --it->second.skip;
+        return plan.candidates.front();
       }
+    }
+    const std::vector<double> times = timer(plan.candidates);
+    if (times.empty()) {  // nothing to time on now: decide at a later call, backing off
+      std::lock_guard<std::mutex> lock(memo.mutex);
+      Choices::Declines& d = memo.declined[plan.key];
+      d.count = std::min(d.count + 1, kW4A16SearchMaxBackoff);
+      d.skip = (1LL << d.count) - 1;
       return plan.candidates.front();
     }
     index = times.size() == plan.candidates.size() ? w4a16_search_choice(times) : 0;

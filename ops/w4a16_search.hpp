@@ -71,12 +71,13 @@ int w4a16_search_entry_index(const W4A16SearchPlan& plan, std::string_view entry
 // it beats the rule's (index 0) by less than kW4A16SearchMargin, which timing noise could do.
 inline constexpr double kW4A16SearchMargin = 0.03;
 
-// Calls of an undecided shape whose timer declined (their routing a warm-up's and no synthetic
-// routing fits: top-k above this GPU's experts, or a capacity too small for the layout) before
-// the shape keeps the rule's tile in this process: each such call reads its routing back (a
-// sync), which a rank whose routing never spreads would otherwise pay on every eager call.
-// A server's warm-up makes a few such calls per shape; its first real batch decides.
-inline constexpr int kW4A16SearchMaxDeclines = 4;
+// An undecided shape whose timer declined (its routing a warm-up's and no synthetic routing
+// fits: top-k above this GPU's experts, or a capacity too small for the layout) runs the rule's
+// tile and backs off: after its n-th decline the next 2^n - 1 calls read no routing back (n at
+// most kW4A16SearchMaxBackoff), so a rank whose routing never spreads syncs on about log2 of
+// its calls, not on every one, while a later representative call (real traffic after a
+// warm-up, which makes one call per layer of a shape) still decides.
+inline constexpr int kW4A16SearchMaxBackoff = 16;
 int w4a16_search_choice(const std::vector<double>& times_us);
 
 // Whether a call's routing is spread like real traffic, so that a tile timed on it suits the
@@ -114,9 +115,9 @@ using W4A16CandidateTimer = std::function<std::vector<double>(const std::vector<
 // The config the call runs: a choice already made for the plan's key (memory, then `cache`,
 // the runtime's kernel cache), else, unless `capturing`, a search now (its choice stored in
 // both); under capture with no choice yet, or when the timer declines, the rule's (nothing
-// kept, until the kW4A16SearchMaxDeclines-th decline, which keeps it in memory). When no
-// candidate could be timed (every time infinite) the rule's tile is kept in memory only. A
-// plan of one candidate times nothing.
+// kept; the next calls back off, kW4A16SearchMaxBackoff). When no candidate could be timed
+// (every time infinite) the rule's tile is kept in memory only. A plan of one candidate times
+// nothing.
 W4A16GemmConfig w4a16_searched_config(const W4A16SearchPlan& plan, bool capturing, const W4A16CandidateTimer& timer,
                                       DiskCache& cache);
 

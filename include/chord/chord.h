@@ -2,14 +2,14 @@
  * C API. All pointers named *_dev are device pointers; `stream` is a CUstream (or
  * cudaStream_t; NULL = the legacy default stream) of the current CUDA context (another
  * context's stream is CHORD_ERROR_INVALID_ARGUMENT). A thread with no current context gets
- * the stream's context, or for the default stream device 0's primary context, made current
- * as the CUDA runtime's first call on a thread would.
+ * the stream's context, or for the default stream device 0's primary context where the
+ * process already uses it, made current as the CUDA runtime's first call on a thread would.
  * No entry point synchronizes the host, allocates device memory or reads device memory
  * from the host on a cache-hit call, so calls can be captured in a CUDA Graph; the one
  * exception is the first eager call of a decode shape, which times a few tiles on its own
  * inputs (the decode tile search, docs/tuning.md; never under capture; where that call's
- * routing is a warm-up's that no synthetic routing can stand in for, up to four eager calls
- * read their routing back before the shape is decided).
+ * routing is a warm-up's that no synthetic routing can stand in for, later eager calls, ever
+ * further apart, read their routing back until one decides the shape).
  * Every function returns a chord_status_t; on failure chord_last_error() (thread-local)
  * names the bad argument and nothing has been launched. No operator works in place: an
  * output that overlaps another buffer of the call is CHORD_ERROR_INVALID_ARGUMENT. */
@@ -293,7 +293,8 @@ CHORD_EXPORT chord_status_t chord_moe_activation(int kind, const char* expressio
 CHORD_EXPORT int64_t chord_w4a16_tuning_json(const char* arch, int64_t E, int64_t N, int64_t K, int64_t top_k,
                                              char* buffer, int64_t capacity);
 
-/* The kernel that served the calling thread's last W4A16 GEMM call (any mode, INT4 or NF4),
+/* The kernel that served the calling thread's last W4A16 GEMM call that got to its launch (any
+ * mode, INT4 or NF4; a call refused before it leaves the previous name),
  * named as `chord config` names it: the tile the call ran, which the decode tile search may
  * have chosen over the rule's (docs/tuning.md); the call launched it unless it had no rows.
  * Per thread, no GPU work. Writes at most `capacity` bytes including the NUL; returns the full

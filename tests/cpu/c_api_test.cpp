@@ -385,7 +385,8 @@ TEST_CASE("c api: a failed driver call carries its CUresult, and only an image e
   // The process's state: the entry stays for the other GPUs and processes that share it.
   for (CUresult state : {CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_CONTEXT_IS_DESTROYED,
                          CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_ERROR_DEINITIALIZED}) {
+                         CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, CUDA_ERROR_DEINITIALIZED, CUDA_ERROR_ASSERT,
+                         CUDA_ERROR_MPS_SERVER_NOT_READY}) {
     CHECK_FALSE(chord::cuda_error_blames_image(static_cast<int>(state)));
   }
   CHECK(chord::Error(CHORD_ERROR_INVALID_ARGUMENT, "x").cuda_result() == 0);

@@ -340,7 +340,7 @@ TEST_CASE("search: a plan of one tile times nothing and keeps that tile", "[sear
 }
 
 TEST_CASE("search: routing that leaves most experts empty is not representative, and a timer that declines "
-          "leaves the shape to a later call, a few times only",
+          "leaves the shape to a later call, backing off",
           "[search]") {
   // 64 tokens x top-8 over 32 experts reach about 32 experts when uniform; the placeholder
   // routing of a warm-up pass sends every token to the same 8.
@@ -372,23 +372,31 @@ TEST_CASE("search: routing that leaves most experts empty is not representative,
   CHECK(chord::w4a16_search_known(plan.key) == nullptr);
   int timed = 0;
   const auto pick_last = counting_timer(&timed, 10.0, 1.0);
+  // After one decline the next call backs off (the rule's tile, nothing read); the one after
+  // times the candidates and decides.
+  CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) == rule);
+  CHECK(timed == 0);
   CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(plan, false, pick_last, cache)) ==
         chord::w4a16_search_entry(plan.candidates.back()));
   CHECK(timed == 1);
 
-  // A shape whose calls keep declining (a rank whose routing never spreads): after
-  // kW4A16SearchMaxDeclines of them it keeps the rule's tile in memory, so that later calls read
-  // no routing back; nothing goes to the cache, so another process searches again.
+  // A shape whose calls keep declining (a rank whose routing never spreads, or the warm-up's
+  // one call per layer): after its n-th decline the next 2^n - 1 calls read no routing back,
+  // so 100 calls time (and sync) on 6 of them; a representative call after that decides.
   const chord::W4A16SearchPlan other = plan_of(indexed_decode(20));
   REQUIRE_FALSE(other.key == plan.key);
   declined = 0;
-  for (int call = 0; call < chord::kW4A16SearchMaxDeclines + 3; ++call) {
+  for (int call = 0; call < 100; ++call) {
     CHECK(chord::w4a16_search_entry(chord::w4a16_searched_config(other, false, declines, cache)) ==
           chord::w4a16_search_entry(other.candidates.front()));
-    CHECK((chord::w4a16_search_known(other.key) != nullptr) == (call + 1 >= chord::kW4A16SearchMaxDeclines));
   }
-  CHECK(declined == chord::kW4A16SearchMaxDeclines);
+  CHECK(declined == 6);  // calls 1, 3, 7, 15, 31, 63
+  CHECK(chord::w4a16_search_known(other.key) == nullptr);
   CHECK_FALSE(cache.load(chord::w4a16_search_cache_key(other)).has_value());
+  timed = 0;
+  for (int call = 0; call < 64 && timed == 0; ++call) chord::w4a16_searched_config(other, false, pick_last, cache);
+  CHECK(timed == 1);  // call 127 reads its routing again, finds it representative and decides
+  CHECK(chord::w4a16_search_known(other.key) != nullptr);
 }
 
 TEST_CASE("search: when nothing could be timed the rule's tile runs, kept in memory but not in the cache",

@@ -67,8 +67,8 @@ TEST_CASE("gpu dequant: a CUDA Graph replay gives identical output", "[gpu][dequ
 }
 
 // A thread with no current CUDA context (a fresh thread whose runtime calls made none current):
-// the call takes its stream's context, or device 0's primary one for the default stream, makes
-// it current as the CUDA runtime's first call would, and runs.
+// the call takes its stream's context, or device 0's primary one (active: the tests use it) for
+// the default stream, makes it current as the CUDA runtime's first call would, and runs.
 TEST_CASE("gpu dequant: a thread with no current context runs on its stream's context or device 0's",
           "[gpu][dequant]") {
   const chord::DriverApi& d = chord::driver();
@@ -85,15 +85,17 @@ TEST_CASE("gpu dequant: a thread with no current context runs on its stream's co
     out.fill(0xff);
     chord_status_t status = CHORD_ERROR_CUDA;
     CUcontext after = nullptr;
+    std::string message;  // chord_last_error() is the worker thread's
     std::thread worker([&] {
       d.cuCtxSetCurrent(nullptr);
       status = chord_int4_dequantize_codes(d_codes.get(), d_scales.get(), out.get(), e, n, k,
                                            default_stream ? nullptr : stream.get());
+      message = chord_last_error();
       d.cuCtxGetCurrent(&after);
       if (default_stream) d.cuCtxSynchronize();
     });
     worker.join();
-    INFO((default_stream ? "default stream: " : "side stream: ") << chord_last_error());
+    INFO((default_stream ? "default stream: " : "side stream: ") << message);
     CHECK(status == CHORD_SUCCESS);
     CHECK(after == main_context);  // the tests run on device 0's primary context
     stream.sync();
