@@ -65,15 +65,15 @@ DeviceContext current_device_context(CUstream stream) {
   CUcontext current = nullptr;
   CHORD_CU(d.cuCtxGetCurrent(&current));
   const bool real_stream = stream != nullptr && stream != CU_STREAM_LEGACY && stream != CU_STREAM_PER_THREAD;
+  CUcontext of_stream = nullptr;
+  if (real_stream) CHORD_CU(d.cuStreamGetCtx(stream, &of_stream));
   if (current == nullptr) {
     // A thread that has no current context yet (a fresh thread whose CUDA runtime calls made
     // none current: torch skips cudaSetDevice when its device index is already 0): the stream's
     // context, else device 0's primary one where the process already uses it (the CUDA
     // runtime's default device; never created here), made current as the runtime's first call
     // on the thread would. Kernel loads and the decode tile search's allocations need it.
-    CUcontext adopt = nullptr;
-    if (real_stream) CHORD_CU(d.cuStreamGetCtx(stream, &adopt));
-    if (adopt == nullptr) adopt = active_primary_context_of_device_0();
+    CUcontext adopt = real_stream ? of_stream : active_primary_context_of_device_0();
     if (adopt == nullptr) {
       fail(CHORD_ERROR_CUDA, "no current CUDA context: make a device current (e.g. cudaSetDevice) before calling chord");
     }
@@ -83,14 +83,10 @@ DeviceContext current_device_context(CUstream stream) {
   dc.context = current;
   // The kernels load into the current context; another context's stream could not run them
   // (the launch would fail at the driver, after a decode tile search had timed nothing).
-  if (real_stream) {
-    CUcontext of_stream = nullptr;
-    CHORD_CU(d.cuStreamGetCtx(stream, &of_stream));
-    if (of_stream != current) {
-      fail(CHORD_ERROR_INVALID_ARGUMENT,
-           "the stream belongs to another CUDA context than the current one: make the stream's device current "
-           "(e.g. cudaSetDevice) before calling chord");
-    }
+  if (real_stream && of_stream != current) {
+    fail(CHORD_ERROR_INVALID_ARGUMENT,
+         "the stream belongs to another CUDA context than the current one: make the stream's device current "
+         "(e.g. cudaSetDevice) before calling chord");
   }
   CHORD_CU(d.cuCtxGetDevice(&dc.device));
   const DeviceProperties& p = properties(dc.device);

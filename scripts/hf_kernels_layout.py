@@ -80,8 +80,9 @@ __version__ = _module.__version__
 '''
 
 EXPORTS = ["NF4Weights", "NF4QuantState", "nf4_grouped_mm", "quantize_nf4", "dequantize_quant_state",
-           "expected_nf4_tag", "from_bitsandbytes", "read_bitsandbytes", "W4A16Weight", "pack_w4a16", "pack_w4a16_grouped", "dequantize", "grouped_mm",
-           "offsets", "indexed", "contiguous", "masked", "moe_align_block_size"]
+           "expected_nf4_tag", "from_bitsandbytes", "read_bitsandbytes", "W4A16Weight", "pack_w4a16",
+           "pack_w4a16_grouped", "dequantize", "grouped_mm", "offsets", "indexed", "contiguous", "masked",
+           "moe_align_block_size"]
 
 
 def default_variant():

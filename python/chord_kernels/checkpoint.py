@@ -36,8 +36,8 @@ import torch
 from ._ops import GROUP_SIZE, W4A16Weight, _check_scale_values, _fail, _format_of, pack_w4a16
 
 # Eight nibbles of the symmetric zero point 8, as GPTQ v1 stores it (8 - 1) and as v2 does.
-_GPTQ_V1_SYMMETRIC_ZEROS = 0x77777777
-_GPTQ_V2_SYMMETRIC_ZEROS = -0x77777778  # 0x88888888 as an int32
+GPTQ_V1_SYMMETRIC_ZEROS = 0x77777777
+GPTQ_V2_SYMMETRIC_ZEROS = -0x77777778  # 0x88888888 as an int32
 
 
 def _require_values(t, name):
@@ -237,8 +237,8 @@ def from_gptq(qweight: torch.Tensor, scales: torch.Tensor, qzeros: Optional[torc
         z = _check(qzeros, "qzeros", torch.int32)
         if tuple(z.shape) != (e, s.shape[1], n // 8):
             _fail(f"'qzeros' must be [{e}, {s.shape[1]}, {n // 8}], got {tuple(z.shape)}")
-        v1 = bool((z == _GPTQ_V1_SYMMETRIC_ZEROS).all())
-        v2 = bool((z == _GPTQ_V2_SYMMETRIC_ZEROS).all())
+        v1 = bool((z == GPTQ_V1_SYMMETRIC_ZEROS).all())
+        v2 = bool((z == GPTQ_V2_SYMMETRIC_ZEROS).all())
         symmetric = (v1 and format != "v2") or (v2 and format != "v1")
         if not symmetric:
             if format is None:

@@ -6,15 +6,12 @@ from typing import Dict, Optional, Tuple
 import torch
 
 import chord_kernels
+from chord_kernels.checkpoint import GPTQ_V1_SYMMETRIC_ZEROS, GPTQ_V2_SYMMETRIC_ZEROS
 from humming import dtypes
 from humming.config import LayerConfig, WeightScaleType
 from humming.schema.base import check_param_dtype, check_scale_dtype, unsupported
 from humming.schema.humming import HummingInputSchema, HummingWeightSchema
 from humming.utils.weight import scale_group, unpack_zero_point
-
-
-# GPTQ's stored zero points of a symmetric layer: 8 in every nibble (format v2), or 8 - 1 = 7 (v1).
-_SYMMETRIC_ZERO_WORDS = (0x77777777, 0x88888888 - (1 << 32))
 
 
 def _check_symmetric_zero_point(zp):
@@ -29,7 +26,7 @@ def _check_symmetric_zero_point(zp):
     if zp.device.type == "meta":
         raise ValueError("humming (chord backend): 'zero_point' is a meta tensor: its values are needed to check that "
                          "it is the symmetric constant")
-    if zp.numel() and not any(bool((zp == word).all()) for word in _SYMMETRIC_ZERO_WORDS):
+    if zp.numel() and not any(bool((zp == word).all()) for word in (GPTQ_V1_SYMMETRIC_ZEROS, GPTQ_V2_SYMMETRIC_ZEROS)):
         raise unsupported("tensor 'zero_point' other than GPTQ's symmetric constant (0x77777777 or 0x88888888 in "
                           "every word) with a schema that has no zero point (has_zero_point=False)")
 
